@@ -1,0 +1,53 @@
+"""The ``streameval`` command: parse arguments, hand over to the room that does the work.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``; this file only wires them, so it stays under a screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "replay": ("streameval.replay", "score recorded traces or unified predictions (JSONL out)"),
+    "inspect": ("streameval.inspect", "show the tool calls, reads and edits inferred from one trace"),
+    "watch": ("streameval.live.watch", "follow running agents' traces and serve Prometheus metrics"),
+    "demo": ("streameval.demo", "play the bundled example run live with metrics served"),
+    "abort-backtest": ("streameval.backtest", "replay traces through abort policies and report"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="streameval", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version="streameval 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:  # a command whose module is not written yet
+            p.set_defaults(_missing=module)
+            continue
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if getattr(args, "_missing", None):
+        print(f"streameval {args.command}: not available in this build", file=sys.stderr)
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `streameval replay ... | head`
+        return 0

@@ -1,0 +1,66 @@
+"""Exceptions and error-counter reasons, named for the state they report.
+
+The ``reason`` label of every ``streameval_*_errors_total`` / bad-line counter is one
+of the ``Reason`` values below, so dashboards and docs can list them.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Reason(str, Enum):
+    """Why a line, a read or an instance could not be used."""
+
+    # trace lines
+    MALFORMED_JSON = "malformed_json"
+    NOT_AN_OBJECT = "not_an_object"
+    UNKNOWN_EVENT = "unknown_event"
+    MISSING_FIELD = "missing_field"
+    LINE_TOO_LONG = "line_too_long"
+    NOT_UTF8 = "not_utf8"
+    PARTIAL_LINE = "partial_line"
+    # reads and edits
+    UNKNOWN_TOOL = "unknown_tool"
+    PATH_OUTSIDE_REPO = "path_outside_repo"
+    PATH_NOT_IN_REPO = "path_not_in_repo"
+    BAD_LINE_RANGE = "bad_line_range"
+    UNPARSED_COMMAND = "unparsed_command"
+    EDIT_NOT_LOCATED = "edit_not_located"
+    # instances
+    MISSING_GOLD = "missing_gold"
+    BAD_GOLD = "bad_gold"
+    MISSING_REPO = "missing_repo"
+    MISSING_COMMIT = "missing_commit"
+    UNREADABLE_PREDICTION = "unreadable_prediction"
+    NO_CONTEXT_EXTRACTED = "no_context_extracted"
+    NON_UTF8_FILE = "non_utf8_file"
+
+
+class StreamevalError(Exception):
+    """Base of every error streameval raises on purpose."""
+
+    reason: Reason = Reason.MALFORMED_JSON
+
+    def __init__(self, message: str, reason: Reason | None = None):
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+
+
+class GoldError(StreamevalError):
+    """A gold row is missing or unusable; the message names the instance id."""
+
+    reason = Reason.BAD_GOLD
+
+
+class RepoError(StreamevalError):
+    """A repository or commit cannot be found or read."""
+
+    reason = Reason.MISSING_REPO
+
+
+class TraceFormatError(StreamevalError):
+    """A trace's format is unknown or cannot be detected."""
+
+    reason = Reason.UNREADABLE_PREDICTION

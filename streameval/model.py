@@ -1,0 +1,205 @@
+"""Plain dataclasses shared by every room of the house.
+
+They are the seams: adapters produce ``TraceEvent``s, the read/edit inference turns
+``ToolCall``s into ``Step``s, ``state.InstanceState`` consumes Steps. Nothing here
+imports anything heavy, so every module may depend on this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+#: The four ContextBench granularities, in the order every report uses.
+GRANULARITIES: tuple[str, ...] = ("file", "symbol", "span", "line")
+
+#: Tool-call categories (METRICS.md section 7), in report order.
+CATEGORIES: tuple[str, ...] = (
+    "read", "search", "edit", "test", "git", "env", "build", "quality", "run", "other",
+)
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@dataclass(slots=True)
+class Step:
+    """One retrieval step, already in repo terms.
+
+    ``files`` are repo-relative paths; ``spans`` maps a repo-relative path to
+    1-based inclusive line ranges at the *base commit*. ``symbols`` (optional)
+    names definitions per file; where given for a step it replaces the symbols
+    derived from that step's spans (METRICS.md 4b). The same shape serves as an
+    explicitly stated final context.
+    """
+
+    files: tuple[str, ...] = ()
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    symbols: dict[str, list[str]] | None = None
+    #: provenance only (never used by metrics): the tool call and its time
+    call_id: str | None = None
+    timestamp: float | None = None
+
+
+# --------------------------------------------------------------------------- traces
+
+
+@dataclass(slots=True)
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return (self.input_tokens + self.output_tokens
+                + self.cache_read_tokens + self.cache_creation_tokens)
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call of the agent, with what it was shown when the trace has it.
+
+    ``output`` is the text the agent saw (``None`` when the trace does not carry
+    it, e.g. a call still running); ``structured`` keeps format-specific result
+    metadata (Claude's ``toolUseResult``: ``file.startLine``/``numLines``,
+    ``structuredPatch``...) that the inference may prefer over parsing text.
+    """
+
+    call_id: str
+    tool: str
+    input: dict[str, Any]
+    output: str | None = None
+    is_error: bool = False
+    started_at: float | None = None
+    ended_at: float | None = None
+    cwd: str | None = None
+    sidechain: bool = False
+    structured: dict[str, Any] | None = None
+    lineno: int = 0
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens (and cost, where the trace states it) spent by the agent.
+
+    ``cumulative`` is True when the numbers are run totals (Claude's final
+    ``result`` line, Codex ``token_count``) rather than one message's increment.
+    """
+
+    tokens: TokenUsage
+    cost_usd: float | None = None
+    cumulative: bool = False
+    timestamp: float | None = None
+    lineno: int = 0
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """What a trace says about its own run (any field may be unknown)."""
+
+    session_id: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+    instance_id: str | None = None
+    timestamp: float | None = None
+    lineno: int = 0
+
+
+@dataclass(slots=True)
+class RunEnd:
+    """The format's end-of-run event; ``patch`` when the trace carries one."""
+
+    reason: str
+    patch: str | None = None
+    timestamp: float | None = None
+    lineno: int = 0
+
+
+@dataclass(slots=True)
+class StatedContext:
+    """A step (or the final context, ``final=True``) that the trace states itself.
+
+    Used by formats that already say what was read (ContextBench unified
+    ``pred_steps``/``pred_files``, mini-swe-agent ``<PATCH_CONTEXT>``). Paths are
+    as written in the trace and still need resolving against the repo.
+    """
+
+    step: Step
+    final: bool = False
+    lineno: int = 0
+
+
+@dataclass(slots=True)
+class BadLine:
+    """A line that could not be used; ``reason`` is an ``errors.Reason`` value."""
+
+    lineno: int
+    reason: str
+    message: str
+
+
+TraceEvent = Union[ToolCall, Usage, RunInfo, RunEnd, StatedContext, BadLine]
+
+
+# --------------------------------------------------------------------------- reads / edits
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What one tool call showed of one file, in the file's *current* line numbers.
+
+    ``start``/``end`` are 1-based inclusive; ``None`` means "from the first line" /
+    "to the last line". A negative ``start`` counts from the end (``tail -n 20``
+    is ``start=-20``). ``listing=True`` means only the file's name was shown
+    (``ls``, ``find``, ``grep -l``, Glob): file level only, no lines.
+    ``path`` is as the trace wrote it (absolute, or relative to ``cwd``).
+    """
+
+    path: str
+    start: int | None = None
+    end: int | None = None
+    listing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One edit of one file, in whatever form the trace gives it.
+
+    Exactly one form is set: ``old``/``new`` text replacement (Claude Edit,
+    str_replace; ``replace_all`` for every occurrence), ``content`` for a whole
+    new file (Write, create), ``hunks`` for a structured diff as
+    ``(old_start, old_lines, new_start, new_lines)`` in current-file numbers,
+    ``insert_line``+``new`` for an insertion after that line.
+    """
+
+    path: str
+    old: str | None = None
+    new: str | None = None
+    replace_all: bool = False
+    content: str | None = None
+    hunks: tuple[tuple[int, int, int, int], ...] | None = None
+    insert_line: int | None = None
+
+
+# --------------------------------------------------------------------------- identity
+
+
+@dataclass(slots=True)
+class RunIdentity:
+    """Who a run is: from ``meta.json``, ``--instance`` or the directory name."""
+
+    instance_id: str
+    run_id: str
+    agent: str = "unknown"
+    model: str = "unknown"
+    pid: int | None = None
+
+    def labels(self) -> dict[str, str]:
+        return {"run_id": self.run_id, "instance_id": self.instance_id,
+                "agent": self.agent, "model": self.model}
+
+
+Granularity = Literal["file", "symbol", "span", "line"]

@@ -1,0 +1,45 @@
+"""Trace formats. ``detect_format`` picks the adapter for a file from its first lines.
+
+Registry: each entry is (format name, module, class name), imported lazily so that
+``import streameval`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import TraceFormatError
+from .base import Adapter
+
+# Order matters: the first adapter whose detect() accepts the head wins.
+_REGISTRY: tuple[tuple[str, str, str], ...] = (
+    ("unified", "streameval.traces.unified", "UnifiedAdapter"),
+    ("claude", "streameval.traces.claude", "ClaudeAdapter"),
+    ("codex", "streameval.traces.codex", "CodexAdapter"),
+    ("miniswe", "streameval.traces.miniswe", "MiniSweAdapter"),
+    ("sweagent", "streameval.traces.sweagent", "SweAgentAdapter"),
+    ("sweagent-checkpoints", "streameval.traces.sweagent", "SweAgentCheckpointsAdapter"),
+    ("openhands", "streameval.traces.openhands", "OpenHandsAdapter"),
+)
+
+FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)
+
+
+def adapter_class(name: str) -> type[Adapter]:
+    for fmt, module, cls in _REGISTRY:
+        if fmt == name:
+            return getattr(importlib.import_module(module), cls)
+    raise TraceFormatError(f"unknown trace format {name!r}; known formats: {', '.join(FORMATS)}")
+
+
+def detect_format(head: list[bytes]) -> str:
+    """Name of the format of a file whose first non-empty lines are ``head``."""
+    for fmt, _, _ in _REGISTRY:
+        try:
+            if adapter_class(fmt).detect(head):
+                return fmt
+        except (ImportError, AttributeError):
+            continue
+    raise TraceFormatError(
+        "could not detect the trace format from the first lines; "
+        f"pass --format with one of: {', '.join(FORMATS)}")

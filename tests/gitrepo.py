@@ -1,0 +1,49 @@
+"""Build small, real git repositories for tests (no mocks of repo access)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "streameval-tests", "GIT_AUTHOR_EMAIL": "tests@example.invalid",
+    "GIT_COMMITTER_NAME": "streameval-tests", "GIT_COMMITTER_EMAIL": "tests@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1", "HOME": os.environ.get("HOME", "/tmp"),
+}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, env=_ENV,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def make_repo(root: Path, *commits: dict[str, str | bytes | None]) -> list[str]:
+    """Create a git repo at ``root`` with one commit per dict; return the commit ids.
+
+    Each dict maps a path to its new content (str or bytes) or to None to delete it.
+    A value ``("symlink", target)`` creates a symlink.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    shas = []
+    for n, files in enumerate(commits):
+        for path, content in files.items():
+            p = root / path
+            if content is None:
+                git(root, "rm", "-q", path)
+                continue
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, tuple) and content[0] == "symlink":
+                if p.is_symlink() or p.exists():
+                    p.unlink()
+                os.symlink(content[1], p)
+            elif isinstance(content, bytes):
+                p.write_bytes(content)
+            else:
+                p.write_text(content)
+            git(root, "add", path)
+        git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
+        shas.append(git(root, "rev-parse", "HEAD"))
+    return shas

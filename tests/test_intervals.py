@@ -1,0 +1,59 @@
+"""IntervalSet against a brute-force set of integers."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streameval.intervals import IntervalSet
+
+intervals = st.lists(st.tuples(st.integers(-20, 60), st.integers(-20, 60)), max_size=25)
+
+
+def brute(pairs):
+    out = set()
+    for a, b in pairs:
+        out.update(range(a, b + 1))
+    return out
+
+
+@settings(max_examples=600)
+@given(intervals)
+def test_add_returns_exactly_the_new_integers(pairs):
+    s = IntervalSet()
+    seen: set[int] = set()
+    for a, b in pairs:
+        new = s.add(a, b)
+        got = brute(new)
+        assert got == set(range(a, b + 1)) - seen
+        assert sum(y - x + 1 for x, y in new) == len(got)  # pieces are disjoint
+        assert new == sorted(new)
+        seen |= got
+        assert s.total == len(seen)
+    assert brute(s) == seen
+    # disjoint, sorted, and never touching
+    ivs = list(s)
+    for (a1, b1), (a2, b2) in zip(ivs, ivs[1:]):
+        assert b1 + 1 < a2
+    assert all(a <= b for a, b in ivs)
+
+
+@settings(max_examples=400)
+@given(intervals, intervals, st.integers(-25, 65), st.integers(-25, 65))
+def test_overlap_and_intersection_match_brute_force(p1, p2, a, b):
+    s1, s2 = IntervalSet(p1), IntervalSet(p2)
+    assert s1.intersection_total(s2) == len(brute(p1) & brute(p2))
+    assert s1.overlap(a, b) == len(brute(p1) & set(range(a, b + 1)))
+    for x in range(-22, 62):
+        assert (x in s1) == (x in brute(p1))
+
+
+def test_touching_intervals_merge():
+    s = IntervalSet([(1, 3), (4, 6)])
+    assert list(s) == [(1, 6)]
+    assert s.add(0, 10) == [(0, 0), (7, 10)]
+    assert s.total == 11
+
+
+def test_reversed_interval_adds_nothing():
+    s = IntervalSet()
+    assert s.add(5, 2) == []
+    assert s.total == 0 and not s
