@@ -8,7 +8,7 @@ imports anything heavy, so every module may depend on this one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 #: The four ContextBench granularities, in the order every report uses.
 GRANULARITIES: tuple[str, ...] = ("file", "symbol", "span", "line")
@@ -141,7 +141,7 @@ class BadLine:
     message: str
 
 
-TraceEvent = Union[ToolCall, Usage, RunInfo, RunEnd, StatedContext, BadLine]
+TraceEvent = ToolCall | Usage | RunInfo | RunEnd | StatedContext | BadLine
 
 
 # --------------------------------------------------------------------------- reads / edits

@@ -1,11 +1,49 @@
 """Repository access: the bytes of a path at a commit, and line <-> byte offsets.
 
-INTERFACE STUB (owned by the core-access helper): signatures below are the contract
-other modules code against. Replace the bodies; keep the names and semantics.
+This module is the only owner of ``git``: one long-lived ``git cat-file --batch`` per
+repository serves every file read, and ``git ls-tree`` lists the regular files of a
+commit once. Nothing is ever checked out, so one clone serves every base commit at once.
+Paths only ever reach git on stdin as ``COMMIT:path`` (never as arguments), and only
+after they were found in the commit's file list.
+
+Raises ``RepoError`` (reason MISSING_REPO or MISSING_COMMIT) with a message that names
+the repository and commit, so the person running streameval knows what to clone or fetch.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
+import re
+import subprocess
+import threading
+import weakref
+from array import array
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from itertools import accumulate, count
+from operator import add
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from .errors import Reason, RepoError
+
+if TYPE_CHECKING:
+    from .gold import GoldInstance
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024      # file bytes kept in memory, all repos together
+DEFAULT_MAX_OFFSETS = 8 * 1024 * 1024     # line starts kept in LineIndex caches (8 bytes each)
+DEFAULT_MAX_REPOS = 16                    # open `git cat-file` processes
+DEFAULT_MAX_COMMITS = 8                   # file lists kept per repository
+
+_REGULAR_MODES = (b"100644", b"100755")   # 120000 symlink and 160000 submodule are not files
+_BAD_PATH_CHARS = ("\n", "\r", "\0")      # cannot travel on cat-file's line protocol
+_INHERITED: list[Any] = []  # cat-file processes of a parent, kept untouched after a fork
+_HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")  # object ids (sha1, sha256)
+
+
+# --------------------------------------------------------------------------- line index
 
 class LineIndex:
     """Line starts of one file's bytes (METRICS.md section 3, "Line range -> bytes").
@@ -14,24 +52,130 @@ class LineIndex:
     every ``\\n``). ``size`` is the file's length in bytes.
     """
 
-    def __init__(self, data: bytes): ...
+    __slots__ = ("_off", "_size")
+
+    def __init__(self, data: bytes):
+        self._size = len(data)
+        parts = data.split(b"\n")
+        parts.pop()  # the text after the last "\n" starts a line but ends none
+        # off[k] = bytes of the k lines before it + their k newlines; all C-level loops.
+        self._off = array("q", [0])
+        self._off.extend(map(add, accumulate(map(len, parts)), count(1)))
 
     @property
-    def size(self) -> int: ...
+    def size(self) -> int:
+        return self._size
 
     @property
     def num_lines(self) -> int:
         """Lines a reader sees: ``b"a\\nb"`` and ``b"a\\nb\\n"`` both have 2; ``b""`` has 0."""
+        # The "line" that starts at ``size`` after a final newline holds no byte.
+        return len(self._off) - (1 if self._off[-1] == self._size else 0)
 
     def byte_range(self, start: int, end: int) -> tuple[int, int] | None:
         """Inclusive byte interval of lines ``start..end`` per METRICS.md section 3.
 
         ``start = max(1, start)``, ``end = max(start, end)``; a start past the last
         line start gives None; an empty file gives ``(0, 0)``.
+
+        A file ending in ``\\n`` has a formal line start at ``size`` (``b"a\\nb\\n"``:
+        line 3 starts at byte 4). That line holds no byte, so it does not count as a
+        line start here: ``byte_range(3, 3)`` is None, not the inverted ``(4, 3)`` the
+        formula would give. Ranges that merely *end* past the file run to its last byte.
         """
+        if self._size == 0:
+            return (0, 0)
+        start = max(1, start)
+        end = max(start, end)
+        off = self._off
+        n = len(off)
+        if start > n or off[start - 1] >= self._size:
+            return None
+        last = off[end] - 1 if end < n else self._size - 1
+        return (off[start - 1], last)
 
     def line_of(self, byte: int) -> int:
-        """1-based line holding ``byte``."""
+        """1-based line holding ``byte``; bytes before 0 / past the end clamp to the first / last line."""
+        return max(1, min(bisect_right(self._off, byte), self.num_lines))
+
+    def line_start(self, line: int) -> int | None:
+        """Byte where ``line`` starts, or None past the last line a reader sees."""
+        if 1 <= line <= self.num_lines:
+            return self._off[line - 1]
+        return None
+
+    @property
+    def weight(self) -> int:
+        return len(self._off)
+
+
+# --------------------------------------------------------------------------- caches
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _LRU(Generic[K, V]):
+    """Least-recently-used map bounded by the total weight of its values; thread-safe."""
+
+    def __init__(self, max_weight: int, weigh: Callable[[V], int]):
+        self._max = max_weight
+        self._weigh = weigh
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: K, value: V) -> None:
+        w = self._weigh(value)
+        if w > self._max:
+            return  # larger than the whole cache: serve it, don't keep it
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._total -= old[1]
+            self._items[key] = (value, w)
+            self._total += w
+            while self._total > self._max:
+                _, (_, ow) = self._items.popitem(last=False)
+                self._total -= ow
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class FileCache:
+    """File bytes and line indexes, shared by every repository of a RepoCache.
+
+    Keys carry (repo identity, commit, path, version) so an entry can never be served
+    for another commit or a changed file of a plain directory.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, max_offsets: int = DEFAULT_MAX_OFFSETS):
+        self.data: _LRU[tuple, bytes] = _LRU(max_bytes, lambda b: len(b) + 1)
+        self.lines: _LRU[tuple, LineIndex] = _LRU(max_offsets, lambda li: li.weight)
+
+
+# --------------------------------------------------------------------------- views
+
+class _Source(Protocol):
+    identity: str
+
+    def _files(self, commit: str) -> frozenset[str]: ...
+    def _is_file(self, commit: str, path: str) -> bool: ...
+    def _read(self, commit: str, path: str) -> bytes | None: ...
+    def _version(self, commit: str, path: str) -> Hashable: ...
 
 
 class RepoView:
@@ -39,13 +183,48 @@ class RepoView:
 
     key: tuple[str, str]  # (repository identity, commit or "") for cache keys
 
+    def __init__(self, source: _Source, commit: str, cache: FileCache):
+        self._source = source
+        self._cache = cache
+        self.commit = commit
+        self.key = (source.identity, commit)
+
+    def __repr__(self) -> str:
+        return f"RepoView({self.key[0]!r}, {self.commit[:12] or 'directory'!r})"
+
+    def files(self) -> frozenset[str]:
+        """Repo-relative paths of the regular files (computed once per commit)."""
+        return self._source._files(self.commit)
+
+    def is_file(self, path: str) -> bool:
+        return self._source._is_file(self.commit, path)
+
     def read(self, path: str) -> bytes | None:
         """Bytes of the regular file ``path`` (repo-relative), or None if it is not one."""
-
-    def is_file(self, path: str) -> bool: ...
+        if not self.is_file(path):
+            return None
+        ck = (self.key, path, self._source._version(self.commit, path))
+        data = self._cache.data.get(ck)
+        if data is None:
+            data = self._source._read(self.commit, path)
+            if data is None:
+                return None
+            self._cache.data.put(ck, data)
+        return data
 
     def line_index(self, path: str) -> LineIndex | None:
         """Cached per (repo, commit, path); None when ``path`` is not a regular file."""
+        if not self.is_file(path):
+            return None
+        ck = (self.key, path, self._source._version(self.commit, path))
+        index = self._cache.lines.get(ck)
+        if index is None:
+            data = self.read(path)
+            if data is None:
+                return None
+            index = LineIndex(data)
+            self._cache.lines.put(ck, index)
+        return index
 
     def resolve(self, path: str) -> str | None:
         """A predicted path -> repo-relative path (METRICS.md section 2), or None.
@@ -53,3 +232,428 @@ class RepoView:
         Strips quotes, white space, ``./`` and leading ``/``; tries the path, then
         with 1, 2, ... leading components dropped. Never escapes the repo.
         """
+        rel = clean_predicted_path(path)
+        if rel is None:
+            return None
+        parts = rel.split("/")
+        for i in range(len(parts)):  # one lookup per component: O(components)
+            candidate = "/".join(parts[i:])
+            if self.is_file(candidate):
+                return candidate
+        return None
+
+
+_STRIP = " \t\r\n\f\v'\"`"
+
+
+def clean_predicted_path(path: str) -> str | None:
+    """METRICS.md section 2: the predicted path made relative and normal, or None.
+
+    Normalizing happens *after* the leading ``/`` is gone, so ``/../x`` is the escape
+    ``../x`` (rejected) rather than the root-clamped ``/x``.
+    """
+    s = path.strip(_STRIP)
+    if not s or any(c in s for c in _BAD_PATH_CHARS):
+        return None
+    while s.startswith(("./", "/")):
+        s = s[2:] if s.startswith("./") else s.lstrip("/")
+    if not s:
+        return None
+    s = posixpath.normpath(s)
+    if s in (".", "..") or s.startswith("../"):
+        return None
+    return s
+
+
+def _is_clean_rel(path: str) -> bool:
+    """A repo-relative path in normal form: what a file list can contain."""
+    return (bool(path) and not path.startswith("/") and not any(c in path for c in _BAD_PATH_CHARS)
+            and posixpath.normpath(path) == path and not path.startswith("../") and path != "..")
+
+
+# --------------------------------------------------------------------------- git
+
+class GitRepo:
+    """A git repository (work tree or bare) read through ``git cat-file --batch``.
+
+    One child process is started on first use and kept; requests are serialized by a
+    lock and the process is restarted if it died. Never runs ``git checkout``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], cache: FileCache | None = None,
+                 max_commits: int = DEFAULT_MAX_COMMITS):
+        self.path = Path(path)
+        self.identity = os.path.realpath(self.path)
+        self._cache = cache if cache is not None else FileCache()
+        self._check_is_git()
+        self._lock = threading.Lock()
+        self._proc_box: list[Any] = [None, os.getpid()]   # [process, pid of its owner]
+        self._finalizer = weakref.finalize(self, _stop_process, self._proc_box)
+        self._trees: _LRU[str, frozenset[str]] = _LRU(max_commits, lambda _: 1)
+        self._commits: _LRU[str, str] = _LRU(4 * max_commits, lambda _: 1)
+
+    def __repr__(self) -> str:
+        return f"GitRepo({self.identity!r})"
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["git", "-C", self.identity, *args], capture_output=True,
+                              stdin=subprocess.DEVNULL, env=_git_env(), check=False)
+
+    def _check_is_git(self) -> None:
+        if not self.path.is_dir():
+            raise RepoError(f"repository {self.path} does not exist or is not a directory",
+                            Reason.MISSING_REPO)
+        done = self._git("rev-parse", "--git-dir")
+        if done.returncode != 0:
+            msg = done.stderr.decode("utf-8", "replace").strip()
+            raise RepoError(f"{self.path} is not a usable git repository: {msg}", Reason.MISSING_REPO)
+
+    # ---- the cat-file process
+
+    def _process(self) -> subprocess.Popen[bytes]:
+        proc = self._proc_box[0]
+        if proc is None or self._proc_box[1] != os.getpid() or proc.poll() is not None:
+            _stop_process(self._proc_box)  # a dead one still holds its pipes
+            proc = subprocess.Popen(
+                ["git", "-C", self.identity, "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=_git_env())
+            self._proc_box[:] = [proc, os.getpid()]
+        return proc
+
+    def _request(self, spec: str) -> tuple[str, str, bytes] | None:
+        """(oid, type, body) of one object name, or None if git says it is missing."""
+        if any(c in spec for c in _BAD_PATH_CHARS):
+            return None
+        line = spec.encode("utf-8", "surrogateescape") + b"\n"
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    return self._exchange(line)
+                except (OSError, ValueError) as e:
+                    _stop_process(self._proc_box)  # dead or out of step: start afresh
+                    if attempt == 2:
+                        raise RepoError(f"git cat-file failed in {self.identity}: {e}",
+                                        Reason.MISSING_REPO) from e
+        return None  # not reached
+
+    def _exchange(self, line: bytes) -> tuple[str, str, bytes] | None:
+        proc = self._process()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        header = proc.stdout.readline()
+        if not header.endswith(b"\n"):
+            raise OSError("git cat-file ended unexpectedly")
+        fields = header.split()
+        # found: "<oid> <type> <size>"; otherwise "<name> missing" / "<name> ambiguous"
+        if len(fields) != 3 or not fields[2].isdigit() or not _HEX.fullmatch(fields[0]):
+            return None
+        size = int(fields[2])
+        body = proc.stdout.read(size + 1)
+        if len(body) != size + 1:
+            raise OSError("git cat-file returned a short object")
+        return fields[0].decode(), fields[1].decode(), body[:-1]
+
+    def close(self) -> None:
+        """Stop the cat-file process; a later request starts a new one."""
+        with self._lock:
+            _stop_process(self._proc_box)
+
+    def __enter__(self) -> GitRepo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- views
+
+    def at(self, commit: str | None = None) -> RepoView:
+        """The repository at ``commit`` (HEAD when None); RepoError(MISSING_COMMIT) if unknown."""
+        spec = (commit or "HEAD").strip()
+        sha = self._commits.get(spec)
+        if sha is None:
+            found = self._request(f"{spec}^{{commit}}") if spec and not spec.startswith("-") else None
+            if found is None or found[1] != "commit":
+                raise RepoError(
+                    f"commit {commit or 'HEAD'} not found in repository {self.identity}; "
+                    f"fetch it (git -C {self.identity} fetch origin {commit or 'HEAD'}) "
+                    "or point --repos at a full clone", Reason.MISSING_COMMIT)
+            sha = found[0]
+            self._commits.put(spec, sha)
+        return RepoView(self, sha, self._cache)
+
+    def _files(self, commit: str) -> frozenset[str]:
+        files = self._trees.get(commit)
+        if files is None:
+            done = self._git("ls-tree", "-r", "-z", "--full-tree", commit, "--")
+            if done.returncode != 0:
+                msg = done.stderr.decode("utf-8", "replace").strip()
+                raise RepoError(f"cannot list files of {commit} in {self.identity}: {msg}",
+                                Reason.MISSING_COMMIT)
+            files = frozenset(_parse_ls_tree(done.stdout))
+            self._trees.put(commit, files)
+        return files
+
+    def _is_file(self, commit: str, path: str) -> bool:
+        return path in self._files(commit)
+
+    def _read(self, commit: str, path: str) -> bytes | None:
+        found = self._request(f"{commit}:{path}")
+        if found is None or found[1] != "blob":
+            return None
+        return found[2]
+
+    def _version(self, commit: str, path: str) -> Hashable:
+        return ""  # a commit's blobs never change
+
+
+def _parse_ls_tree(out: bytes) -> list[str]:
+    """Regular files of ``ls-tree -r -z`` output: ``<mode> <type> <oid>\\t<path>\\0``."""
+    files = []
+    for entry in out.split(b"\0"):
+        meta, tab, name = entry.partition(b"\t")
+        if tab and meta[:6] in _REGULAR_MODES:
+            path = name.decode("utf-8", "surrogateescape")
+            if not any(c in path for c in _BAD_PATH_CHARS):
+                files.append(path)
+    return files
+
+
+def _stop_process(box: list[Any]) -> None:
+    proc, owner = box
+    box[0] = None
+    if proc is None:
+        return
+    if owner != os.getpid():
+        # Forked child (replay workers): the process and its pipes belong to the parent.
+        _INHERITED.append(proc)
+        return
+    try:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(timeout=2)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def _git_env() -> dict[str, str]:
+    # No pager, no prompts, no locale-dependent messages in our errors.
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
+
+
+# --------------------------------------------------------------------------- directory
+
+class DirectoryRepo:
+    """A plain directory as a repository (no commits): what is on disk now.
+
+    A path is a repo file when it names a regular file whose real path lies inside the
+    root, so a symlink out of the tree (or ``..``) never reaches outside files.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], cache: FileCache | None = None):
+        self.path = Path(path)
+        self.identity = os.path.realpath(self.path)
+        if not os.path.isdir(self.identity):
+            raise RepoError(f"directory {self.path} does not exist", Reason.MISSING_REPO)
+        self._cache = cache if cache is not None else FileCache()
+        self._listing: frozenset[str] | None = None
+
+    def __repr__(self) -> str:
+        return f"DirectoryRepo({self.identity!r})"
+
+    def at(self, commit: str | None = None) -> RepoView:
+        """The directory as it is; ``commit`` is ignored (a directory has none)."""
+        return RepoView(self, "", self._cache)
+
+    def close(self) -> None:
+        """Nothing to release; present so every repository closes the same way."""
+
+    def __enter__(self) -> DirectoryRepo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _real(self, path: str) -> str | None:
+        if not _is_clean_rel(path):
+            return None
+        real = os.path.realpath(os.path.join(self.identity, path))
+        if not real.startswith(self.identity.rstrip(os.sep) + os.sep):
+            return None
+        return real if os.path.isfile(real) else None
+
+    def _files(self, commit: str) -> frozenset[str]:
+        """Walked once and kept: later changes on disk show in is_file/read, not here."""
+        if self._listing is None:
+            found = []
+            for dirpath, dirnames, filenames in os.walk(self.identity):
+                dirnames[:] = [d for d in dirnames if d != ".git"]
+                rel_dir = os.path.relpath(dirpath, self.identity)
+                for name in filenames:
+                    rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
+                    if self._real(rel):
+                        found.append(rel)
+            self._listing = frozenset(found)
+        return self._listing
+
+    def _is_file(self, commit: str, path: str) -> bool:
+        return self._real(path) is not None
+
+    def _read(self, commit: str, path: str) -> bytes | None:
+        real = self._real(path)
+        if real is None:
+            return None
+        try:
+            with open(real, "rb") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def _version(self, commit: str, path: str) -> Hashable:
+        real = self._real(path)
+        try:
+            st = os.stat(real) if real else None
+        except OSError:
+            st = None
+        return (st.st_mtime_ns, st.st_size) if st else None
+
+
+# --------------------------------------------------------------------------- repo cache
+
+def open_repo(path: str | os.PathLike[str], cache: FileCache | None = None) -> GitRepo | DirectoryRepo:
+    """A git repo when ``path`` has ``.git`` or is a bare repository, else a directory."""
+    p = Path(path)
+    if (p / ".git").exists() or ((p / "HEAD").is_file() and (p / "objects").is_dir()):
+        return GitRepo(p, cache)
+    return DirectoryRepo(p, cache)
+
+
+_ID_SUFFIX = re.compile(
+    r"^(?P<slug>[^/\s]+?__[^/\s]+?)-(?:\d+|[0-9a-f]{7,40}(?:-v[0-9a-f]+)?)$")
+
+
+def slug_from_instance_id(instance_id: str | None) -> str | None:
+    """``django__django-12125`` / ``instance_NodeBB__NodeBB-<sha>-v<sha>`` -> ``owner__name``."""
+    if not instance_id:
+        return None
+    s = instance_id.strip()
+    if s.startswith("instance_"):
+        s = s[len("instance_"):]
+    m = _ID_SUFFIX.match(s)
+    return m.group("slug") if m else None
+
+
+def repo_dir_names(gold: GoldInstance) -> list[str]:
+    """Directory names a clone of the gold row's repository may have, best first."""
+    repo = (gold.repo or "").strip().rstrip("/")
+    if repo.endswith(".git"):
+        repo = repo[:-4]
+    slugs = []
+    if "/" in repo:
+        owner, name = repo.split("/")[-2:]
+        slugs.append(f"{owner}__{name}")
+    from_id = slug_from_instance_id(gold.original_inst_id)
+    if from_id is None and gold.original_inst_id is None:
+        from_id = slug_from_instance_id(gold.instance_id)
+    if from_id:
+        slugs.append(from_id)
+        if repo and "/" not in repo:  # bare name ("cli"): owner from the instance id
+            slugs.append(f"{from_id.split('__', 1)[0]}__{repo}")
+    names: list[str] = []
+    for slug in slugs:
+        names += [slug, f"github.com__{slug}"]
+    if repo and "/" not in repo:
+        names.append(repo)
+    return list(dict.fromkeys(names))
+
+
+class RepoCache:
+    """Finds and keeps the repository of each gold instance.
+
+    ``repos_dir`` holds clones named ``owner__repo`` or ``github.com__owner__repo``;
+    ``repo`` is one explicit repository for single-instance use (it wins when given).
+    At most ``max_repos`` repositories stay open; file bytes are shared and bounded.
+    """
+
+    def __init__(self, repos_dir: str | os.PathLike[str] | None = None,
+                 repo: str | os.PathLike[str] | None = None, *,
+                 max_repos: int = DEFAULT_MAX_REPOS, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.repos_dir = Path(repos_dir) if repos_dir is not None else None
+        self.repo = Path(repo) if repo is not None else None
+        self.cache = FileCache(max_bytes)
+        self._max_repos = max(1, max_repos)
+        self._open: OrderedDict[str, GitRepo | DirectoryRepo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def view_for(self, gold: GoldInstance) -> RepoView:
+        """The instance's repository at its base commit; RepoError says what to fix."""
+        source = self._source(self._locate(gold))
+        if isinstance(source, GitRepo):
+            return source.at(gold.base_commit)
+        return source.at(None)
+
+    def _locate(self, gold: GoldInstance) -> Path:
+        if self.repo is not None:
+            if not self.repo.is_dir():
+                raise RepoError(f"--repo {self.repo}: no such directory", Reason.MISSING_REPO)
+            return self.repo
+        if self.repos_dir is None:
+            raise RepoError(f"no repository for {gold.instance_id}: pass --repos DIR (clones named "
+                            "owner__repo) or --repo PATH", Reason.MISSING_REPO)
+        if not self.repos_dir.is_dir():
+            raise RepoError(f"--repos {self.repos_dir}: no such directory", Reason.MISSING_REPO)
+        names = repo_dir_names(gold)
+        found = _find_dir(self.repos_dir, names)
+        if found is None:
+            tried = ", ".join(names) or "(no name: the gold row has no repo or instance id to go by)"
+            hint = f"; clone it as {self.repos_dir / names[0]}" if names else ""
+            raise RepoError(f"no clone of {gold.repo or '?'} for {gold.instance_id} in "
+                            f"{self.repos_dir}: tried {tried}{hint}", Reason.MISSING_REPO)
+        return found
+
+    def _source(self, path: Path) -> GitRepo | DirectoryRepo:
+        key = os.path.realpath(path)
+        with self._lock:
+            source = self._open.get(key)
+            if source is not None:
+                self._open.move_to_end(key)
+                return source
+            source = open_repo(path, self.cache)
+            self._open[key] = source
+            while len(self._open) > self._max_repos:
+                _, old = self._open.popitem(last=False)
+                old.close()
+            return source
+
+    def close(self) -> None:
+        with self._lock:
+            for source in self._open.values():
+                source.close()
+            self._open.clear()
+
+    def __enter__(self) -> RepoCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _find_dir(root: Path, names: list[str]) -> Path | None:
+    """First name that is a directory under ``root``; exact spelling, then any case."""
+    for name in names:
+        if (root / name).is_dir():
+            return root / name
+    try:
+        by_lower = {e.name.lower(): e for e in os.scandir(root) if e.is_dir()}
+    except OSError:
+        return None
+    for name in names:
+        entry = by_lower.get(name.lower())
+        if entry is not None:
+            return Path(entry.path)
+    return None

@@ -1,0 +1,92 @@
+"""Who a trace is: run identity and the files that sit beside a trace.
+
+Replay and watch use these same rules (issue: "`watch` uses the same rules"), so a run
+gets the same identity, and so the same record, whichever way it is scored.
+Order: a ``meta.json`` beside the trace, else ``--instance``, else the parent
+directory's name.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import orjson
+
+from .model import RunIdentity
+
+log = logging.getLogger(__name__)
+
+META_NAME = "meta.json"
+PATCH_NAMES = ("patch.diff", "model.patch")
+#: files that live beside traces and are never traces themselves
+SIDE_FILES = frozenset({META_NAME, *PATCH_NAMES, "ABORT"})
+
+
+class MetaError(ValueError):
+    """``meta.json`` exists but cannot be used; the message says why."""
+
+
+def read_meta(trace: Path) -> dict | None:
+    """The ``meta.json`` beside ``trace`` as a dict, None when absent.
+
+    Raises MetaError when it exists but is malformed, so callers can count it and
+    fall back to the next rule instead of silently inventing an identity.
+    """
+    meta_path = trace.parent / META_NAME
+    try:
+        raw = meta_path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise MetaError(f"{meta_path}: cannot read ({exc})") from exc
+    try:
+        meta = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise MetaError(f"{meta_path}: not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise MetaError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
+def _str_or(value: object, default: str) -> str:
+    return str(value) if isinstance(value, (str, int)) and str(value) else default
+
+
+def identify(trace: Path, instance: str | None = None,
+             problems: list[str] | None = None) -> RunIdentity:
+    """The identity of the run whose trace is ``trace``.
+
+    ``problems`` (when given) collects human-readable notes such as a malformed
+    meta.json, which callers count and log; identification itself never fails.
+    """
+    trace = Path(trace)
+    try:
+        meta = read_meta(trace) or {}
+    except MetaError as exc:
+        if problems is not None:
+            problems.append(str(exc))
+        log.warning("%s; falling back to --instance or the directory name", exc)
+        meta = {}
+    dir_name = trace.parent.name or trace.stem
+    instance_id = _str_or(meta.get("instance_id"), instance or dir_name)
+    run_id = _str_or(meta.get("run_id"), dir_name if meta or not instance else instance)
+    pid = meta.get("pid")
+    return RunIdentity(
+        instance_id=instance_id,
+        run_id=run_id,
+        agent=_str_or(meta.get("agent"), "unknown"),
+        model=_str_or(meta.get("model"), "unknown"),
+        pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
+    )
+
+
+def patch_beside(trace: Path) -> str | None:
+    """The model patch stored beside a trace (``patch.diff`` or ``model.patch``)."""
+    for name in PATCH_NAMES:
+        p = Path(trace).parent / name
+        try:
+            return p.read_bytes().decode("utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+    return None

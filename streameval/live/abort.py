@@ -1,0 +1,692 @@
+"""Early abort: rules over a run's live numbers, and what to do when one trips.
+
+A policy file (TOML, see ``examples/abort.toml``) lists policies; each names a kind
+(step, lines/bytes, token, cost or wall-time budget; stagnation; redundancy or
+precision thresholds) and one action: an ``ABORT`` file beside the trace (the agent
+harness polls for it), a webhook POST, or a signal to the pid ``meta.json`` gives.
+
+Why it is evaluated after every tool call and not per batch: a watcher batch can hold
+many steps, and "no new gold coverage for N steps" or "stop at step 200" must mean
+the same step whether the trace was read live, in one gulp after a restart, or by
+``streameval abort-backtest``. Each check reads one snapshot and a few counters, so
+it costs O(policies), whatever the length of the run.
+
+Actions never block evaluation: the file is one small atomic write, a signal one
+syscall, and webhooks go through a bounded queue to one worker thread with a timeout
+and a bounded number of retries. Every decision fires once per run and policy, is
+logged, and counted in ``streameval_aborts_total{policy,action}``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import re
+import signal as _signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import GRANULARITIES
+
+log = logging.getLogger(__name__)
+
+ABORT_NAME = "ABORT"
+ACTIONS = ("file", "webhook", "signal")
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
+
+#: kind -> (required keys, optional keys with defaults)
+KINDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "max_steps": (("limit",), {}),
+    "max_lines": (("limit",), {}),
+    "max_bytes": (("limit",), {}),
+    "stagnation": (("steps",), {"granularity": "line"}),
+    "redundancy": (("above",), {"after_steps": 0, "granularity": "line"}),
+    "precision": (("below",), {"after_steps": 0, "granularity": "line"}),
+    "tokens": (("limit",), {"kinds": list(TOKEN_KINDS)}),
+    "cost": (("limit_usd",), {}),
+    "wall_time": (("seconds",), {}),
+}
+COMMON_KEYS = ("name", "kind", "action", "url", "signal", "description")
+_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+class AbortConfigError(ValueError):
+    """The policy file cannot be used; the message names the file, policy and key."""
+
+
+# ---------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One rule. ``limit`` is the budget or threshold in the kind's own unit."""
+
+    name: str
+    kind: str
+    action: str
+    limit: float
+    after_steps: int = 0
+    granularity: str = "line"
+    token_kinds: tuple[str, ...] = TOKEN_KINDS
+    url: str | None = None
+    signal: int = int(_signal.SIGTERM)
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    url: str | None = None
+    timeout: float = 5.0
+    retries: int = 3
+    backoff: float = 1.0
+    queue_size: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class AbortConfig:
+    policies: tuple[Policy, ...]
+    allow_signals: bool = False
+    webhook: WebhookConfig = field(default_factory=WebhookConfig)
+    source: str = "<config>"
+
+
+def _toml_loads(text: str, where: str) -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            raise AbortConfigError(
+                f"{where}: reading abort policies needs Python 3.11+ (tomllib) "
+                "or, on Python 3.10, the 'tomli' package (pip install tomli)") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise AbortConfigError(f"{where}: not valid TOML: {exc}") from None
+
+
+def load_policies(path: str | Path) -> AbortConfig:
+    """Read and validate a policy file; raises AbortConfigError with a precise message."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AbortConfigError(f"{path}: cannot read abort policies ({exc})") from None
+    return parse_policies(text, str(path))
+
+
+def parse_policies(text: str, where: str = "<config>") -> AbortConfig:
+    data = _toml_loads(text, where)
+    unknown = set(data) - {"allow_signals", "webhook", "policy"}
+    if unknown:
+        raise AbortConfigError(f"{where}: unknown top-level key(s) {sorted(unknown)}; "
+                               "expected allow_signals, [webhook], [[policy]]")
+    allow = data.get("allow_signals", False)
+    if not isinstance(allow, bool):
+        raise AbortConfigError(f"{where}: allow_signals must be true or false")
+    webhook = _webhook(data.get("webhook", {}), where)
+    raw = data.get("policy", [])
+    if not isinstance(raw, list) or not raw:
+        raise AbortConfigError(f"{where}: no policies; add at least one [[policy]] table")
+    policies = tuple(_policy(p, i, where, allow, webhook) for i, p in enumerate(raw, 1))
+    names = Counter(p.name for p in policies)
+    dup = [n for n, c in names.items() if c > 1]
+    if dup:
+        raise AbortConfigError(f"{where}: policy names must be unique; repeated: {dup}")
+    return AbortConfig(policies, allow, webhook, where)
+
+
+def _number(value: Any, what: str, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AbortConfigError(f"{what} must be a number, got {value!r}")
+    if value < minimum:
+        raise AbortConfigError(f"{what} must be >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _url(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not re.match(r"^https?://", value):
+        raise AbortConfigError(f"{what} must be an http:// or https:// URL, got {value!r}")
+    return value
+
+
+def _webhook(raw: Any, where: str) -> WebhookConfig:
+    if not isinstance(raw, dict):
+        raise AbortConfigError(f"{where}: [webhook] must be a table")
+    unknown = set(raw) - {"url", "timeout", "retries", "backoff", "queue_size"}
+    if unknown:
+        raise AbortConfigError(f"{where}: [webhook]: unknown key(s) {sorted(unknown)}")
+    w = f"{where}: [webhook]"
+    return WebhookConfig(
+        url=_url(raw["url"], f"{w} url") if "url" in raw else None,
+        timeout=_number(raw.get("timeout", 5.0), f"{w} timeout", minimum=0.001),
+        retries=int(_number(raw.get("retries", 3), f"{w} retries")),
+        backoff=_number(raw.get("backoff", 1.0), f"{w} backoff"),
+        queue_size=int(_number(raw.get("queue_size", 1000), f"{w} queue_size", minimum=1)))
+
+
+def _signal_number(value: Any, what: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        name = value.upper()
+        name = name if name.startswith("SIG") else "SIG" + name
+        sig = getattr(_signal.Signals, name, None)
+        if sig is not None:
+            return int(sig)
+    raise AbortConfigError(f"{what} must be a signal name like \"SIGTERM\" or a number, got {value!r}")
+
+
+def _policy(raw: Any, i: int, where: str, allow_signals: bool, webhook: WebhookConfig) -> Policy:
+    if not isinstance(raw, dict):
+        raise AbortConfigError(f"{where}: policy #{i} must be a table")
+    name = raw.get("name", f"policy{i}")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise AbortConfigError(f"{where}: policy #{i}: name must be 1-64 of A-Z a-z 0-9 _ . : -, got {name!r}")
+    what = f"{where}: policy {name!r}"
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise AbortConfigError(f"{what}: kind must be one of {sorted(KINDS)}, got {kind!r}")
+    required, optional = KINDS[kind]
+    unknown = set(raw) - set(COMMON_KEYS) - set(required) - set(optional)
+    if unknown:
+        raise AbortConfigError(f"{what} (kind {kind}): unknown key(s) {sorted(unknown)}; "
+                               f"expected {sorted(set(required) | set(optional))}")
+    missing = [k for k in required if k not in raw]
+    if missing:
+        raise AbortConfigError(f"{what} (kind {kind}): missing {missing}")
+    action = raw.get("action", "file")
+    if action not in ACTIONS:
+        raise AbortConfigError(f"{what}: action must be one of {list(ACTIONS)}, got {action!r}")
+    if action == "signal" and not allow_signals:
+        raise AbortConfigError(f"{what}: action \"signal\" needs `allow_signals = true` at the "
+                               "top of the file (signals stop processes: opt in explicitly)")
+    url = _url(raw["url"], f"{what} url") if "url" in raw else webhook.url
+    if action == "webhook" and url is None:
+        raise AbortConfigError(f"{what}: action \"webhook\" needs a url (in the policy or [webhook])")
+    opts = {**optional, **{k: raw[k] for k in optional if k in raw}}
+    gran = opts.get("granularity", "line")
+    if gran not in GRANULARITIES:
+        raise AbortConfigError(f"{what}: granularity must be one of {list(GRANULARITIES)}, got {gran!r}")
+    kinds = opts.get("kinds", list(TOKEN_KINDS))
+    if not isinstance(kinds, list) or not kinds or any(k not in TOKEN_KINDS for k in kinds):
+        raise AbortConfigError(f"{what}: kinds must be a non-empty list of {list(TOKEN_KINDS)}")
+    limit = _number(raw[required[0]], f"{what} {required[0]}")
+    if kind in ("redundancy", "precision") and limit > 1:
+        raise AbortConfigError(f"{what}: {required[0]} is a ratio between 0 and 1, got {limit:g}")
+    description = raw.get("description", "")
+    return Policy(
+        name=name, kind=kind, action=action, limit=limit,
+        after_steps=int(_number(opts.get("after_steps", 0), f"{what} after_steps")),
+        granularity=gran, token_kinds=tuple(kinds), url=url,
+        signal=_signal_number(raw.get("signal", "SIGTERM"), f"{what} signal"),
+        description=description if isinstance(description, str) else "")
+
+
+# ---------------------------------------------------------------------- decisions
+
+
+@dataclass(slots=True)
+class Decision:
+    """One policy tripping for one run; ``outcome`` says what the action did."""
+
+    policy: str
+    kind: str
+    action: str
+    run_key: str
+    run_id: str
+    instance_id: str
+    step: int
+    value: float
+    limit: float
+    reason: str
+    tokens: int = 0
+    cost_usd: float | None = None
+    decided_at: float | None = None
+    trace: str | None = None
+    dry_run: bool = False
+    outcome: str = "pending"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class _Progress:
+    """Per-session stagnation tracker: the step at which each granularity's
+    trajectory coverage last grew. Fed after every tool call, so exact in steps."""
+
+    __slots__ = ("steps", "coverage", "grew_at")
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.coverage = dict.fromkeys(GRANULARITIES, 0.0)
+        self.grew_at = dict.fromkeys(GRANULARITIES, 0)
+
+    def observe(self, steps: int, snap) -> None:
+        if steps == self.steps:
+            return
+        self.steps = steps
+        cov = getattr(snap, "last_step_coverage", None) or {
+            g: n.coverage for g, n in snap.granularities.items()}
+        for g in GRANULARITIES:
+            c = cov.get(g, 0.0)
+            if c > self.coverage[g]:
+                self.coverage[g] = c
+                self.grew_at[g] = steps
+
+
+class _Measures:
+    """What one check reads, each taken at most once (the snapshot is the dear part)."""
+
+    def __init__(self, run, now: float | None):
+        self.run = run
+        self.session = run.session
+        self.now = now
+        self._snap = None
+        self._tokens: tuple | None = None
+
+    @property
+    def snap(self):
+        if self._snap is None and self.session.state is not None:
+            self._snap = self.session.state.snapshot()
+        return self._snap
+
+    @property
+    def steps(self) -> int:
+        return self.session.num_steps
+
+    def tokens(self, kinds: tuple[str, ...] = TOKEN_KINDS) -> int:
+        usage, _cost = self._usage()
+        return sum(getattr(usage, f"{k}_tokens") for k in kinds)
+
+    def cost(self) -> float | None:
+        return self._usage()[1]
+
+    def _usage(self) -> tuple:
+        if self._tokens is None:
+            self._tokens = self.session.tokens()
+        return self._tokens
+
+    def elapsed(self) -> float | None:
+        """Trace time since the run's first event, else (no timestamps) time since first seen."""
+        ex = self.session.extras
+        if ex.started_at is not None and ex.last_event_at is not None:
+            return max(0.0, ex.last_event_at - ex.started_at)
+        if self.now is not None and self.run.first_seen is not None:
+            return max(0.0, self.now - self.run.first_seen)
+        return None
+
+
+def _evaluate(p: Policy, m: _Measures, progress: _Progress | None) -> tuple[float, str] | None:
+    """(value, reason) when ``p`` trips, else None."""
+    k = p.kind
+    if k == "max_steps":
+        v = float(m.steps)
+        return (v, f"{m.steps} steps reached the limit of {p.limit:g}") if v >= p.limit else None
+    if k == "tokens":
+        v = float(m.tokens(p.token_kinds))
+        return (v, f"{v:.0f} tokens reached the budget of {p.limit:g}") if v >= p.limit else None
+    if k == "cost":
+        c = m.cost()
+        return (c, f"cost ${c:.4f} reached the budget of ${p.limit:g}") if c is not None and c >= p.limit else None
+    if k == "wall_time":
+        e = m.elapsed()
+        return (e, f"{e:.0f} s elapsed, budget {p.limit:g} s") if e is not None and e >= p.limit else None
+    snap = m.snap
+    if snap is None:  # no gold or repo: coverage-based rules cannot be judged
+        return None
+    return _evaluate_coverage(p, m.steps, snap, progress)
+
+
+def _evaluate_coverage(p: Policy, steps: int, snap, progress: _Progress | None):
+    k = p.kind
+    if k == "max_lines":
+        v = float(snap.lines_read)
+        return (v, f"{snap.lines_read} distinct lines read, limit {p.limit:g}") if v >= p.limit else None
+    if k == "max_bytes":
+        v = float(snap.bytes_read)
+        return (v, f"{snap.bytes_read} distinct bytes read, limit {p.limit:g}") if v >= p.limit else None
+    g = p.granularity
+    if k == "stagnation":
+        if progress is None:
+            return None
+        v = float(steps - progress.grew_at[g])
+        return (v, f"no new gold {g} coverage for {v:.0f} steps (since step "
+                   f"{progress.grew_at[g]})") if v >= p.limit else None
+    if steps < p.after_steps:
+        return None
+    n = snap.granularities[g]
+    if k == "redundancy" and n.redundancy > p.limit:
+        return n.redundancy, f"{g} redundancy {n.redundancy:.3f} above {p.limit:g} after {steps} steps"
+    if k == "precision" and n.precision < p.limit:
+        return n.precision, f"{g} precision {n.precision:.3f} below {p.limit:g} after {steps} steps"
+    return None
+
+
+# ---------------------------------------------------------------------- actions
+
+
+class WebhookSender:
+    """One daemon worker posting JSON, with a timeout and bounded retries per item.
+
+    ``submit`` never blocks: a full queue drops the item (counted). A dead endpoint
+    costs the worker ``(retries + 1) * timeout`` plus backoff per item, never the
+    evaluator.
+    """
+
+    def __init__(self, cfg: WebhookConfig):
+        self.cfg = cfg
+        self.queue: queue.Queue = queue.Queue(maxsize=cfg.queue_size)
+        self.counts: Counter = Counter()   # sent, gave_up, dropped, attempts
+        self.results: deque = deque(maxlen=200)
+        self._cond = threading.Condition()
+        self._pending = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def submit(self, url: str, payload: dict) -> bool:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="streameval-webhook",
+                                                daemon=True)
+                self._thread.start()
+            try:
+                self.queue.put_nowait((url, payload))
+            except queue.Full:
+                self.counts["dropped"] += 1
+                log.warning("abort webhook queue full; dropped the decision for %s", url)
+                return False
+            self._pending += 1
+        return True
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                url, payload = self.queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self._deliver(url, payload)
+            finally:
+                with self._cond:
+                    self._pending -= 1
+                    self._cond.notify_all()
+
+    def _deliver(self, url: str, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        error = ""
+        for attempt in range(1, self.cfg.retries + 2):
+            self.counts["attempts"] += 1
+            try:
+                req = urllib.request.Request(url, data=body, method="POST",
+                                             headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=self.cfg.timeout) as resp:
+                    resp.read(1 << 16)
+                self.counts["sent"] += 1
+                self.results.append({"url": url, "ok": True, "attempts": attempt,
+                                     "policy": payload.get("policy")})
+                return
+            except urllib.error.HTTPError as exc:
+                error = f"HTTP {exc.code}"
+                if 400 <= exc.code < 500 and exc.code != 429:
+                    break  # the endpoint refuses this payload: retrying will not help
+            except (OSError, ValueError) as exc:
+                error = str(exc)
+            if attempt <= self.cfg.retries and self._stop.wait(self.cfg.backoff * attempt):
+                break
+        self.counts["gave_up"] += 1
+        self.results.append({"url": url, "ok": False, "attempts": attempt, "error": error,
+                             "policy": payload.get("policy")})
+        log.warning("abort webhook %s gave up after %d attempt(s): %s", url, attempt, error)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted item was delivered or given up (tests, shutdown)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def write_abort_file(directory: Path, decision: Decision) -> str:
+    """Write ``ABORT`` beside the trace atomically (tmp + rename); returns the outcome.
+
+    The file holds the latest decision plus every earlier one for that directory,
+    so a harness reading it sees why. A decision already in the file (a restarted
+    watcher re-reading the trace) is not written again.
+    """
+    target = directory / ABORT_NAME
+    previous: list = []
+    try:
+        old = json.loads(target.read_text(encoding="utf-8"))
+        previous = list(old.get("decisions", [])) if isinstance(old, dict) else []
+    except (OSError, ValueError):
+        previous = []
+    if any(isinstance(d, dict) and d.get("run_id") == decision.run_id
+           and d.get("policy") == decision.policy for d in previous):
+        return "exists"
+    doc = {**decision.to_json(), "decisions": [*previous, decision.to_json()]}
+    tmp = directory / f".{ABORT_NAME}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        log.error("cannot write %s: %s", target, exc)
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        return "failed"
+    return "written"
+
+
+def send_signal(pid: int | None, signum: int) -> str:
+    """Signal the agent's process; the outcome names why nothing happened, if so."""
+    if pid is None:
+        return "no_pid"
+    if pid <= 1 or pid == os.getpid():
+        return "refused"
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return "no_process"
+    except PermissionError:
+        return "not_permitted"
+    return "signalled"
+
+
+# ---------------------------------------------------------------------- the engine
+
+
+class AbortEngine:
+    """Evaluates the policies for runs and acts on what trips, once per run and policy."""
+
+    def __init__(self, config: AbortConfig, dry_run: bool = False,
+                 counter: Counter | None = None):
+        self.config = config
+        self.dry_run = dry_run
+        #: (policy, action) -> decisions; the watcher's ``RunTable.stats.aborts`` when attached
+        self.counter: Counter = counter if counter is not None else Counter()
+        self.outcomes: Counter = Counter()   # outcome -> n (no_pid, gave up, written...)
+        self.decisions: deque = deque(maxlen=1000)
+        self.webhook = WebhookSender(config.webhook)
+        self._progress: dict[str, tuple[Any, _Progress]] = {}
+        #: (run key, run id) -> {policy: action}: survives a run's restart from byte 0
+        self._fired: dict[tuple[str, str], dict[str, str]] = {}
+        self._needs_progress = any(p.kind == "stagnation" for p in config.policies)
+
+    # ------------------------------------------------------------------ tracking
+    def progress(self, run) -> _Progress | None:
+        """The stagnation tracker of ``run``'s current session, brought up to date."""
+        if not self._needs_progress or run.session.state is None:
+            return None
+        entry = self._progress.get(run.key)
+        if entry is None or entry[0] is not run.session:  # new run, or restarted from byte 0
+            entry = (run.session, _Progress())
+            self._progress[run.key] = entry
+        entry[1].observe(run.session.num_steps, run.session.state.snapshot())
+        return entry[1]
+
+    def track(self, run, trace_path: Path | None, clock: Callable[[], float | None] = time.time):
+        """Evaluate ``run`` after every tool call of its session (exact in steps)."""
+        fired = self._fired.get((run.key, run.session.identity.run_id), {})
+        for policy, action in fired.items():  # a restarted run keeps what fired
+            run.aborted.setdefault(policy, action)
+
+        def listener(session, _outcome, _call) -> None:
+            if session is run.session:
+                self.check(run, trace_path, clock())
+
+        run.session.listeners.append(listener)
+        return listener
+
+    def forget(self, live_keys) -> None:
+        """Drop trackers of runs no longer in the table (bounded memory)."""
+        for key in [k for k in self._progress if k not in live_keys]:
+            del self._progress[key]
+        for fk in [k for k in self._fired if k[0] not in live_keys]:
+            del self._fired[fk]
+
+    # ------------------------------------------------------------------ checking
+    def check(self, run, trace_path: Path | str | None, now: float | None = None) -> list[Decision]:
+        """Evaluate every policy not yet fired for ``run``; act on those that trip."""
+        if run.finished:
+            return []
+        progress = self.progress(run)
+        m = _Measures(run, now)
+        out: list[Decision] = []
+        fired = self._fired.get((run.key, run.session.identity.run_id), {})
+        for p in self.config.policies:
+            if p.name in run.aborted or p.name in fired:
+                continue
+            hit = _evaluate(p, m, progress)
+            if hit is None:
+                continue
+            out.append(self._decide(p, run, m, hit, trace_path, now))
+        return out
+
+    def _decide(self, p: Policy, run, m: _Measures, hit, trace_path, now) -> Decision:
+        ident = run.session.identity
+        value, reason = hit
+        d = Decision(policy=p.name, kind=p.kind, action=p.action, run_key=run.key,
+                     run_id=ident.run_id, instance_id=ident.instance_id, step=m.steps,
+                     value=float(value), limit=p.limit, reason=reason, tokens=m.tokens(),
+                     cost_usd=m.cost(), decided_at=now,
+                     trace=str(trace_path) if trace_path is not None else None,
+                     dry_run=self.dry_run)
+        run.aborted[p.name] = p.action
+        self._fired.setdefault((run.key, ident.run_id), {})[p.name] = p.action
+        d.outcome = "dry_run" if self.dry_run else self._act(p, d, run, trace_path)
+        self.counter[(p.name, p.action)] += 1
+        self.outcomes[d.outcome] += 1
+        self.decisions.append(d)
+        level = logging.INFO if d.outcome in ("written", "queued", "signalled", "dry_run") \
+            else logging.WARNING
+        log.log(level, "abort%s: run %s (%s) policy %s at step %d: %s -> %s %s",
+                " [dry run]" if self.dry_run else "", d.run_id, d.instance_id, p.name, d.step,
+                reason, p.action, d.outcome)
+        return d
+
+    def _act(self, p: Policy, d: Decision, run, trace_path) -> str:
+        if p.action == "file":
+            if trace_path is None:
+                return "no_trace_path"
+            return write_abort_file(Path(trace_path).parent, d)
+        if p.action == "webhook":
+            return "queued" if self.webhook.submit(p.url, d.to_json()) else "dropped"
+        if not self.config.allow_signals:  # configs built in code skip load_policies' check
+            return "refused"
+        outcome = send_signal(run.session.identity.pid, p.signal)
+        if outcome == "no_pid":
+            log.warning("abort policy %s: run %s has no pid in meta.json; cannot signal it",
+                        p.name, d.run_id)
+        return outcome
+
+    def check_table(self, table, paths: Callable[[str], Path | None], now: float | None) -> list[Decision]:
+        """Check every active run of a ``RunTable`` (after a batch, at a tick)."""
+        out: list[Decision] = []
+        with table.lock:
+            for run in list(table.runs.values()):
+                if not run.finished:
+                    out.extend(self.check(run, paths(run.key), now))
+        return out
+
+    def close(self) -> None:
+        self.webhook.close()
+
+
+# ---------------------------------------------------------------------- the watcher
+
+
+_KEY_N = re.compile(r"^(.*)#(\d+)$")
+
+
+def trace_path_of(watcher, key: str) -> Path:
+    """The trace file of a run key (``path`` or ``path#n`` for multi-run files)."""
+    m = _KEY_N.match(key)
+    if m and Path(m.group(1)) in watcher.followers:
+        return Path(m.group(1))
+    return Path(key)
+
+
+def attach(watcher, engine: AbortEngine) -> AbortEngine:
+    """Wire ``engine`` into a ``live.watch.Watcher``.
+
+    Every run the table receives gets a session listener (checked after each tool
+    call); a watcher listener re-checks after each batch (runs built from stated
+    steps) and a tick hook checks time budgets of quiet runs and forgets runs the
+    table dropped. Decisions are counted in the table's ``stats.aborts``.
+    """
+    table = watcher.table
+    engine.counter = table.stats.aborts
+
+    def paths(key: str) -> Path:
+        return trace_path_of(watcher, key)
+
+    def on_add(run) -> None:
+        engine.track(run, paths(run.key))
+
+    hooks = getattr(table, "on_add", None)
+    if isinstance(hooks, list):
+        hooks.append(on_add)
+    else:  # until RunTable grows an on_add hook: wrap this table's add()
+        original = table.add
+
+        def add(run) -> None:
+            original(run)
+            on_add(run)
+
+        table.add = add
+    with table.lock:
+        for run in list(table.runs.values()):
+            on_add(run)
+
+    def after_batch(w) -> None:
+        engine.check_table(w.table, paths, time.time())
+
+    def on_tick(w, now: float) -> None:
+        engine.check_table(w.table, paths, now)
+        with w.table.lock:
+            live = set(w.table.runs)
+        engine.forget(live)
+
+    watcher.listeners.append(after_batch)
+    watcher.tick_hooks.append(on_tick)
+    return engine
+
+
+__all__ = ["AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
+           "WebhookConfig", "WebhookSender", "attach", "load_policies", "parse_policies",
+           "send_signal", "write_abort_file", "ABORT_NAME"]

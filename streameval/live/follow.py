@@ -1,0 +1,291 @@
+"""One watched trace file: its tail, its adapter, its runs and the records they owe.
+
+The follower is deliberately synchronous and free of I/O scheduling: the watcher
+decides *when* to poll; the follower decides *what* a poll means (format detection,
+truncation and replacement restarts, closing the adapter when the run is over,
+re-opening when a finished file grows again). Every restart re-reads the file from
+its first byte with a fresh adapter and sessions, so a watched run's numbers are
+always those of replaying the file as it stands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from ..errors import Reason, TraceFormatError
+from ..identity import identify, patch_beside
+from ..model import RunIdentity
+from ..session import HEAD_LINES, Resources, RunSession, TraceReader, make_session
+from .runs import LiveRun, RunTable
+from .tail import FileTail
+
+log = logging.getLogger(__name__)
+
+
+def record_line(record: dict) -> bytes:
+    """The exact bytes a record is written as (replay writes the same)."""
+    return orjson.dumps(record) + b"\n"
+
+
+def record_digest(record: dict) -> str:
+    return record_digest_of_line(record_line(record))
+
+
+def record_digest_of_line(line: bytes) -> str:
+    return hashlib.sha1(line).hexdigest()
+
+
+class TraceFollower:
+    """Lines of one trace file -> sessions in the run table -> records once runs end."""
+
+    def __init__(self, path: Path, table: RunTable, res: Resources, *, fmt: str | None = None,
+                 instance: str | None = None, include_sidechain: bool = False,
+                 predictions: dict[str, str] | None = None,
+                 max_line: int = 64 << 20):
+        self.path = Path(path)
+        self.table = table
+        self.res = res
+        self.forced_fmt = fmt
+        self.instance = instance
+        self.include_sidechain = include_sidechain
+        self.predictions = predictions if predictions is not None else {}
+        self.tail = FileTail(self.path, max_line=max_line)
+        self.fmt: str | None = None
+        self.document = False
+        self.reader: TraceReader | None = None
+        self.closed = False              # adapter closed because the run ended
+        self.unknown_format = False
+        self._head: list[tuple[bytes, int]] = []
+        self.last_growth = time.time()
+        self.identity: RunIdentity = identify(self.path, instance)
+        #: run key -> digest of the last record written for it (checkpointed)
+        self.written: dict[str, str] = {}
+        self.restoring = False           # re-reading after a restart: lines not re-counted
+
+    # ------------------------------------------------------------------ sessions
+    def _factory(self, trace_instance: str | None) -> RunSession:
+        ident = self.identity
+        n = len(self.reader.sessions) if self.reader is not None else 0
+        if trace_instance and n:
+            ident = RunIdentity(trace_instance, f"{ident.run_id}/{trace_instance}",
+                                ident.agent, ident.model, ident.pid)
+        elif trace_instance and self.res.lookup(ident.instance_id) is None and not self.instance:
+            ident = RunIdentity(trace_instance, ident.run_id, ident.agent, ident.model, ident.pid)
+        session = make_session(self.res, ident, self.fmt or "", trace_instance,
+                               include_sidechain=self.include_sidechain)
+        key = str(self.path) if n == 0 else f"{self.path}#{n}"
+        self.table.add(LiveRun(key=key, session=session))
+        self._land_patch(session)
+        return session
+
+    def _land_patch(self, session: RunSession) -> None:
+        patch = patch_beside(self.path)
+        if patch:
+            session.set_patch(patch, "file")
+        pred = self.predictions.get(session.identity.instance_id)
+        if pred:
+            session.set_patch(pred, "predictions")
+
+    def run_keys(self) -> list[str]:
+        if self.reader is None:
+            return []
+        return [str(self.path) if i == 0 else f"{self.path}#{i}"
+                for i in range(len(self.reader.sessions))]
+
+    def live_runs(self) -> list[LiveRun]:
+        runs = self.table.runs
+        return [runs[k] for k in self.run_keys() if k in runs]
+
+    def _drop_runs(self) -> None:
+        for key in self.run_keys():
+            self.table.remove(key)
+
+    # ------------------------------------------------------------------ polling
+    def restart(self, event: str) -> None:
+        """Start the trace again from scratch (truncated, replaced, re-opened)."""
+        self.table.stats.events[event] += 1
+        self._drop_runs()
+        self.tail.reset()
+        self.reader = None
+        self.fmt = None
+        self.closed = False
+        self.unknown_format = False
+        self._head = []
+        self.identity = identify(self.path, self.instance)
+
+    def poll(self, now: float | None = None) -> int:
+        """Process what was appended; returns the number of lines handled."""
+        now = time.time() if now is None else now
+        if self.document and self.fmt is not None:
+            return self._poll_document(now)
+        batch = self.tail.poll()
+        if batch.status == "missing":
+            return 0
+        if batch.status in ("truncated", "replaced"):
+            self.table.stats.events[batch.status] += 1
+            self._drop_runs()
+            self.reader, self.fmt, self.closed, self._head = None, None, False, []
+        if not batch.lines and not batch.too_long:
+            return 0
+        if self.closed:  # a finished run's file grew again: score the whole file anew
+            self.restart("reopened")
+            return self.poll(now)
+        self.last_growth = now
+        with self.table.lock:
+            for lineno in batch.too_long:
+                self._bad(lineno, Reason.LINE_TOO_LONG, "line longer than the limit, skipped")
+            for line, lineno in batch.lines:
+                self._line(line, lineno, now, batch.mtime)
+        return len(batch.lines)
+
+    def _line(self, line: bytes, lineno: int, now: float, mtime: float | None) -> None:
+        st = self.table.stats
+        if not self.restoring:
+            st.lines_processed += 1
+            if mtime is not None:
+                st.observe_lag(now - mtime)
+        if self.reader is None:
+            if self.unknown_format:
+                return
+            self._head.append((line, lineno))
+            if not self._detect():
+                return
+            head, self._head = self._head, []
+            for hl, hn in head:
+                self.reader.feed_line(hl, hn)
+            return
+        self.reader.feed_line(line, lineno)
+
+    def _on_bad(self, bad) -> None:
+        if not self.restoring:
+            self.table.stats.bad_lines[str(bad.reason)] += 1
+
+    def _bad(self, lineno: int, reason: Reason, message: str) -> None:
+        self.table.stats.bad_lines[reason.value] += 1
+        log.warning("%s:%d: %s", self.path, lineno, message)
+        if self.reader is not None and self.reader.current is not None:
+            self.reader.current.extras.bad_lines[reason.value] += 1
+
+    def _detect(self) -> bool:
+        """Pick the adapter once enough of the head is known."""
+        from ..traces import adapter_class, detect_format
+
+        head = [ln for ln, _ in self._head if ln.strip()]
+        if not head:
+            return False
+        try:
+            name = self.forced_fmt or detect_format(head[:HEAD_LINES])
+        except TraceFormatError:
+            if len(head) < HEAD_LINES and not self._head_is_complete():
+                return False
+            self.unknown_format = True
+            self.table.stats.bad_lines["unknown_format"] += 1
+            log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
+            return False
+        cls = adapter_class(name)
+        self.fmt = name
+        self.reader = TraceReader(cls(), self._factory, on_bad=self._on_bad)
+        if cls.document:
+            self.document = True
+        return True
+
+    def _head_is_complete(self) -> bool:
+        return self.tail.pending == 0 and self.tail.offset >= _size(self.path)
+
+    def _poll_document(self, now: float) -> int:
+        """Whole-document formats are re-read whole whenever they change."""
+        batch = self.tail.poll()
+        if batch.status == "missing" or (not batch.lines and batch.status == "ok"
+                                         and not self.tail.pending):
+            return 0
+        self.last_growth = now
+        with self.table.lock:
+            self._drop_runs()
+            self.tail.reset()
+            self.reader = None
+            self.closed = False
+            batch = self.tail.poll(final=True)
+            if not self._detect_from(batch.lines):
+                return 0
+            for line, lineno in batch.lines:
+                self.reader.feed_line(line, lineno)
+            self.reader.close()
+        return len(batch.lines)
+
+    def _detect_from(self, lines: list[tuple[bytes, int]]) -> bool:
+        self._head = list(lines[: HEAD_LINES * 4])
+        ok = self._detect()
+        self._head = []
+        return ok
+
+    # ------------------------------------------------------------------ ending
+    def finish(self, reason: str, now: float | None = None) -> None:
+        """The run is over (end event, idle timeout, deleted): flush the adapter."""
+        now = time.time() if now is None else now
+        with self.table.lock:
+            if self.reader is not None and not self.closed:
+                if self.tail.pending:
+                    for line, lineno in self.tail.poll(final=True).lines:
+                        self.reader.feed_line(line, lineno)
+                if not self.document:
+                    self.reader.close()
+                self.closed = True
+            for run in self.live_runs():
+                if run.finished_at is None:
+                    run.finished_at = now
+                    if run.session.end_reason is None:
+                        run.session.end_reason = reason
+
+    def ended_by_trace(self) -> bool:
+        """True when the format's end event has arrived for the file's last run."""
+        s = self.reader.current if self.reader is not None else None
+        return s is not None and s.ended
+
+    def due_records(self, now: float, patch_grace: float,
+                    write: Callable[[dict], None], already: set[str] | frozenset = frozenset()) -> int:
+        """Write the record of every finished run whose patch landed or whose grace passed.
+
+        A record already written is written again only when it changed (a patch that
+        landed late): the last line for a run is the one that counts.
+        """
+        n = 0
+        for run in self.live_runs():
+            if run.finished_at is None:
+                continue
+            s = run.session
+            if s.final_patch is None and now - run.finished_at < patch_grace:
+                continue
+            record = s.record()
+            digest = record_digest(record)
+            if self.written.get(run.key) == digest or digest in already:
+                self.written[run.key] = digest
+                run.record_written = True
+                continue
+            write(record)
+            self.written[run.key] = digest
+            run.record_written = True
+            n += 1
+        return n
+
+    def land_patch(self) -> bool:
+        """A patch file appeared or changed beside the trace."""
+        changed = False
+        with self.table.lock:
+            for run in self.live_runs():
+                patch = patch_beside(self.path)
+                if patch and run.session.set_patch(patch, "file"):
+                    changed = True
+        return changed
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

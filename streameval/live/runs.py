@@ -1,0 +1,92 @@
+"""The table of runs a process is watching, shared by the watcher and the exporter.
+
+The watcher mutates sessions on its event loop; the exporter reads them from the
+HTTP server's thread at scrape time. One lock, held per processed batch and per
+scrape, keeps a scrape from seeing half a step.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class LiveRun:
+    """One watched run: its session plus what only the live side knows."""
+
+    key: str                      # stable key: trace path (+ "#n" for multi-run files)
+    session: Any                  # session.RunSession
+    first_seen: float = field(default_factory=time.time)
+    finished_at: float | None = None   # when the run was judged ended (end event / idle)
+    record_written: bool = False
+    aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+
+class EvaluatorStats:
+    """Counters about streameval itself (not about the agents)."""
+
+    LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+    def __init__(self) -> None:
+        self.lines_processed = 0
+        self.bad_lines: Counter = Counter()
+        self.events: Counter = Counter()   # restarts, truncations, replacements, deletions...
+        self.aborts: Counter = Counter()   # (policy, action) -> n
+        self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
+        self.lag_sum = 0.0
+        self.lag_count = 0
+        self.queue_depth = 0
+
+    def observe_lag(self, seconds: float) -> None:
+        seconds = max(0.0, seconds)
+        for i, bound in enumerate(self.LAG_BUCKETS):
+            if seconds <= bound:
+                self.lag_counts[i] += 1
+                break
+        else:
+            self.lag_counts[-1] += 1
+        self.lag_sum += seconds
+        self.lag_count += 1
+
+
+class RunTable:
+    """Runs by key, with the lock and the evaluator's own statistics."""
+
+    def __init__(self, keep_finished_seconds: float = 3600.0):
+        self.lock = threading.RLock()
+        self.runs: dict[str, LiveRun] = {}
+        self.stats = EvaluatorStats()
+        self.keep_finished_seconds = keep_finished_seconds
+        self.caches: list[tuple[str, Any]] = []  # (name, object with .hits/.misses)
+
+    def add(self, run: LiveRun) -> None:
+        with self.lock:
+            self.runs[run.key] = run
+
+    def remove(self, key: str) -> LiveRun | None:
+        with self.lock:
+            return self.runs.pop(key, None)
+
+    def expire(self, now: float | None = None) -> list[str]:
+        """Drop finished runs older than ``keep_finished_seconds``; returns their keys."""
+        now = time.time() if now is None else now
+        with self.lock:
+            old = [k for k, r in self.runs.items()
+                   if r.finished_at is not None and now - r.finished_at > self.keep_finished_seconds]
+            for k in old:
+                del self.runs[k]
+        return old
+
+    def counts(self) -> tuple[int, int]:
+        """(active, finished) runs."""
+        with self.lock:
+            finished = sum(1 for r in self.runs.values() if r.finished)
+            return len(self.runs) - finished, finished

@@ -1,0 +1,126 @@
+"""Follow one growing file: whole lines only, and notice truncation and replacement.
+
+A writer may be caught mid-line; the partial last line is kept back until its newline
+arrives, so a half-written JSON object is never parsed (and never counted as bad).
+A file that shrinks was truncated and one with a new inode was replaced: both mean
+"start this trace again from scratch", which the caller decides how to do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_LINE = 64 << 20  # bytes; a longer line is skipped and reported
+READ_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class TailBatch:
+    """What one ``poll`` found."""
+
+    lines: list[tuple[bytes, int]] = field(default_factory=list)  # (line, 1-based number)
+    status: str = "ok"            # ok | missing | truncated | replaced
+    too_long: list[int] = field(default_factory=list)   # numbers of skipped huge lines
+    mtime: float | None = None    # the file's mtime when read: the lines' write time
+
+
+class FileTail:
+    """Incremental reader of one file; ``poll()`` returns the lines added since last time.
+
+    After a ``truncated``/``replaced`` status the tail has already reset itself to the
+    start of the (new) file and the batch holds lines from there.
+    """
+
+    def __init__(self, path: str | os.PathLike, max_line: int = DEFAULT_MAX_LINE):
+        self.path = os.fspath(path)
+        self.max_line = max_line
+        self.inode: int | None = None
+        self.offset = 0           # bytes consumed (including the partial buffer)
+        self.lineno = 0
+        self._partial = bytearray()
+        self._skipping = False    # inside a line longer than max_line
+
+    # ------------------------------------------------------------------ state
+    def position(self) -> dict:
+        """Serializable position (for checkpoints): inode, offset of whole lines, lineno."""
+        return {"inode": self.inode, "offset": self.offset - len(self._partial),
+                "lineno": self.lineno}
+
+    def reset(self) -> None:
+        self.inode = None
+        self.offset = 0
+        self.lineno = 0
+        self._partial.clear()
+        self._skipping = False
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished last line held back."""
+        return len(self._partial)
+
+    # ------------------------------------------------------------------ reading
+    def poll(self, final: bool = False) -> TailBatch:
+        """Read what was appended. ``final=True`` also returns an unfinished last line
+        (use it only once the writer is known to be done)."""
+        batch = TailBatch()
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            batch.status = "missing"
+            return batch
+        try:
+            st = os.fstat(fd)
+            batch.mtime = st.st_mtime
+            if self.inode is not None and st.st_ino != self.inode:
+                batch.status = "replaced"
+                self.reset()
+            elif st.st_size < self.offset:
+                batch.status = "truncated"
+                self.reset()
+            self.inode = st.st_ino
+            if st.st_size > self.offset:
+                os.lseek(fd, self.offset, os.SEEK_SET)
+                while True:
+                    data = os.read(fd, READ_CHUNK)
+                    if not data:
+                        break
+                    self.offset += len(data)
+                    self._consume(data, batch)
+        finally:
+            os.close(fd)
+        if final and self._partial and not self._skipping:
+            self.lineno += 1
+            batch.lines.append((bytes(self._partial).rstrip(b"\r"), self.lineno))
+            self._partial.clear()
+        return batch
+
+    def _consume(self, data: bytes, batch: TailBatch) -> None:
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                rest = data[start:]
+                if not self._skipping:
+                    self._partial += rest
+                    if len(self._partial) > self.max_line:
+                        self._partial.clear()
+                        self._skipping = True
+                return
+            piece = data[start:nl]
+            self.lineno += 1
+            if self._skipping:
+                batch.too_long.append(self.lineno)
+                self._skipping = False
+            elif len(self._partial) + len(piece) > self.max_line:
+                batch.too_long.append(self.lineno)
+                self._partial.clear()
+            else:
+                if self._partial:
+                    self._partial += piece
+                    line = bytes(self._partial)
+                    self._partial.clear()
+                else:
+                    line = piece
+                batch.lines.append((line.rstrip(b"\r"), self.lineno))
+            start = nl + 1

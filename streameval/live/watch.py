@@ -1,0 +1,409 @@
+"""``streameval watch DIR``: follow every agent trace under a directory, live.
+
+One ``TraceFollower`` per trace file. ``watchfiles`` tells which files changed (the
+directory is watched, so files that do not exist yet are seen when they appear); a
+periodic rescan is the safety net for missed events. A ticker ends idle runs, writes
+records whose patch has landed (or whose grace period passed), drops finished runs
+after a while, and checkpoints.
+
+Restarts: the checkpoint stores, per trace, its inode and size read and a digest of
+every record already written. A restarted watcher re-reads each trace from its first
+byte (scoring is deterministic, so every number comes out the same) and writes only
+records that differ from what was written before: nothing is lost, nothing counted
+twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ..identity import PATCH_NAMES, SIDE_FILES
+from ..session import Resources
+from .follow import TraceFollower, record_line
+from .runs import RunTable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GLOBS = ("trace.jsonl", "*.traj.json", "*.traj", "*.checkpoints.jsonl",
+                 "output.jsonl", "rollout-*.jsonl")
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(slots=True)
+class WatchConfig:
+    root: Path
+    globs: tuple[str, ...] = DEFAULT_GLOBS
+    host: str = "127.0.0.1"
+    port: int = 9108
+    out: Path | None = None
+    predictions: Path | None = None
+    idle_timeout: float = 300.0
+    patch_grace: float = 30.0
+    keep_finished: float = 3600.0
+    checkpoint: Path | None = None
+    checkpoint_interval: float = 5.0
+    fmt: str | None = None
+    include_sidechain: bool = False
+    rescan_interval: float = 5.0
+    tick_interval: float = 0.2
+    force_polling: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+class Watcher:
+    """Owns the followers; every method runs on the watcher's one event-loop thread."""
+
+    def __init__(self, cfg: WatchConfig, res: Resources, table: RunTable | None = None):
+        self.cfg = cfg
+        self.res = res
+        self.table = table or RunTable(keep_finished_seconds=cfg.keep_finished)
+        self.followers: dict[Path, TraceFollower] = {}
+        self.predictions: dict[str, str] = {}
+        self._pred_tail = None
+        self._last_checkpoint = 0.0
+        self._last_rescan = 0.0
+        self.records_written = 0
+        #: digests of records already in --out (read at restore): never written twice
+        self.out_digests: set[str] = set()
+        self.listeners: list = []   # called with the watcher after each processed batch
+        self.tick_hooks: list = []  # called with (watcher, now) at every tick (abort policies)
+        if res.repos is not None and hasattr(res.repos, "caches"):
+            self.table.caches.extend(res.repos.caches())
+        if res.symbols is not None:
+            self.table.caches.append(("symbols", res.symbols))
+
+    # ------------------------------------------------------------------ discovery
+    def is_trace(self, path: Path) -> bool:
+        name = path.name
+        if name in SIDE_FILES or name.endswith(".tmp"):
+            return False
+        return any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(str(path), g)
+                   for g in self.cfg.globs)
+
+    def scan(self) -> int:
+        """Find trace files not yet followed (start-up and periodic safety net)."""
+        found = 0
+        for dirpath, dirnames, filenames in os.walk(self.cfg.root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for fn in filenames:
+                p = Path(dirpath) / fn
+                if p not in self.followers and self.is_trace(p):
+                    self.follow(p)
+                    found += 1
+        return found
+
+    def follow(self, path: Path) -> TraceFollower:
+        f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
+                          include_sidechain=self.cfg.include_sidechain,
+                          predictions=self.predictions)
+        self.followers[path] = f
+        self.table.stats.events["appeared"] += 1
+        return f
+
+    # ------------------------------------------------------------------ changes
+    def changed(self, path: Path, deleted: bool = False, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        if path.name in PATCH_NAMES:
+            self._patch_changed(path)
+            return
+        if self.cfg.predictions is not None and path == self.cfg.predictions:
+            self.poll_predictions()
+            return
+        f = self.followers.get(path)
+        if deleted or (f is not None and not path.exists()):
+            if f is not None:
+                self._deleted(f, now)
+            return
+        if f is None:
+            if not self.is_trace(path) or not path.is_file():
+                return
+            f = self.follow(path)
+        f.poll(now)
+        self._after_batch()
+
+    def _deleted(self, f: TraceFollower, now: float) -> None:
+        self.table.stats.events["deleted"] += 1
+        f.finish("deleted", now)
+        self._write_due(f, now, force=True)
+        del self.followers[f.path]
+
+    def _patch_changed(self, patch_path: Path) -> None:
+        for f in self.followers.values():
+            if f.path.parent == patch_path.parent and f.land_patch():
+                self.table.stats.events["patch_landed"] += 1
+
+    def poll_all(self, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        for f in list(self.followers.values()):
+            if not f.path.exists():
+                self._deleted(f, now)
+            else:
+                f.poll(now)
+        self._after_batch()
+
+    def _after_batch(self) -> None:
+        for listener in self.listeners:
+            listener(self)
+
+    # ------------------------------------------------------------------ predictions
+    def poll_predictions(self) -> None:
+        """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
+        from .tail import FileTail
+
+        if self.cfg.predictions is None:
+            return
+        if self._pred_tail is None:
+            self._pred_tail = FileTail(self.cfg.predictions)
+        batch = self._pred_tail.poll()
+        for line, lineno in batch.lines:
+            try:
+                obj = orjson.loads(line)
+                iid, patch = obj["instance_id"], obj.get("model_patch")
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                self.table.stats.bad_lines["bad_prediction"] += 1
+                log.warning("%s:%d: not a prediction record", self.cfg.predictions, lineno)
+                continue
+            if not isinstance(iid, str) or not isinstance(patch, str):
+                continue
+            self.predictions[iid] = patch
+            with self.table.lock:
+                for run in list(self.table.runs.values()):
+                    if run.session.identity.instance_id == iid:
+                        if run.session.set_patch(patch, "predictions"):
+                            self.table.stats.events["patch_landed"] += 1
+
+    # ------------------------------------------------------------------ ticking
+    def tick(self, now: float | None = None) -> None:
+        """End idle runs, write due records, expire old runs, checkpoint."""
+        now = time.time() if now is None else now
+        for f in list(self.followers.values()):
+            if f.reader is None:
+                continue
+            if not f.closed and f.ended_by_trace():
+                f.finish("end", now)
+            elif not f.closed and now - f.last_growth > self.cfg.idle_timeout:
+                f.finish("idle", now)
+            self._write_due(f, now)
+        for hook in self.tick_hooks:
+            hook(self, now)
+        self.table.expire(now)
+        if now - self._last_rescan >= self.cfg.rescan_interval:
+            self._last_rescan = now
+            if self.scan():
+                self.poll_all(now)
+        if self.cfg.checkpoint and now - self._last_checkpoint >= self.cfg.checkpoint_interval:
+            self.save_checkpoint()
+            self._last_checkpoint = now
+
+    def _write_due(self, f: TraceFollower, now: float, force: bool = False) -> None:
+        grace = 0.0 if force else self.cfg.patch_grace
+        with self.table.lock:
+            n = f.due_records(now, grace, self._write_record, self.out_digests)
+        if n:
+            self.records_written += n
+            self.save_checkpoint()  # a record written is never written again after a crash
+
+    def _write_record(self, record: dict) -> None:
+        if self.cfg.out is None:
+            return
+        # opened per record: records are rare (one per finished run) and this way no
+        # handle outlives a crash or a test, and the line is flushed when we return
+        self.cfg.out.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.cfg.out, "ab") as fh:
+            fh.write(record_line(record))
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> None:
+        if not self.cfg.checkpoint:
+            return
+        files = {}
+        for path, f in self.followers.items():
+            files[str(path)] = {**f.tail.position(), "written": f.written}
+        data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
+                "saved_at": time.time()}
+        tmp = self.cfg.checkpoint.with_suffix(self.cfg.checkpoint.suffix + ".tmp")
+        tmp.write_bytes(orjson.dumps(data))
+        os.replace(tmp, self.cfg.checkpoint)
+
+    def restore_checkpoint(self) -> int:
+        """Resume the runs a previous watcher was following; returns how many files."""
+        self._read_out_digests()
+        cp = self.cfg.checkpoint
+        if not cp or not cp.exists():
+            return 0
+        try:
+            data = orjson.loads(cp.read_bytes())
+            files = data["files"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            log.warning("checkpoint %s unusable (%s); starting afresh", cp, exc)
+            return 0
+        n = 0
+        for path_s, pos in files.items():
+            path = Path(path_s)
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            f = self.follow(path)
+            if st.st_ino == pos.get("inode"):
+                f.written = dict(pos.get("written") or {})
+            f.restoring = True
+            f.poll()
+            f.restoring = False
+            n += 1
+        self.table.stats.events["restored"] += n
+        return n
+
+    def _read_out_digests(self) -> None:
+        from .follow import record_digest_of_line
+
+        if self.cfg.out is None or not self.cfg.out.exists():
+            return
+        with open(self.cfg.out, "rb") as fh:
+            for line in fh:
+                if line.endswith(b"\n"):
+                    self.out_digests.add(record_digest_of_line(line))
+
+    def close(self) -> None:
+        self.save_checkpoint()
+
+
+# ---------------------------------------------------------------------- async loop
+
+
+async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
+    """Follow changes until ``stop`` (an anyio.Event) is set."""
+    import anyio
+    import watchfiles
+
+    stop = stop or anyio.Event()
+    w.restore_checkpoint()
+    w.poll_predictions()
+    w.scan()
+    w.poll_all()
+    if task_status is not None:
+        task_status.started()
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            w.tick()
+            with anyio.move_on_after(w.cfg.tick_interval):
+                await stop.wait()
+
+    async def events() -> None:
+        watch_paths = [w.cfg.root]
+        if w.cfg.predictions is not None:
+            watch_paths.append(w.cfg.predictions.parent)
+        async for changes in watchfiles.awatch(
+                *watch_paths, debounce=50, step=20, stop_event=stop, watch_filter=None,
+                force_polling=w.cfg.force_polling or None, poll_delay_ms=100,
+                yield_on_timeout=False, recursive=True):
+            now = time.time()
+            for change, p in changes:
+                w.changed(Path(p), deleted=(change == watchfiles.Change.deleted), now=now)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            tg.start_soon(events)
+            await stop.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        w.close()
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="directory holding the agents' trace files")
+    p.add_argument("--gold", required=True, help="gold (parquet, JSON, JSONL, annot dirs)")
+    p.add_argument("--repos", help="directory of clones named owner__repo")
+    p.add_argument("--repo", help="one repository for every trace (git or directory)")
+    p.add_argument("--host", default=os.environ.get("STREAMEVAL_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("STREAMEVAL_PORT", "9108")))
+    p.add_argument("--glob", action="append", dest="globs",
+                   help=f"trace file name pattern (repeatable; default: {' '.join(DEFAULT_GLOBS)})")
+    p.add_argument("--out", type=Path, help="append each finished run's record here (JSONL)")
+    p.add_argument("--predictions", type=Path, help="SWE-bench predictions JSONL to take patches from")
+    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds without growth that end a run")
+    p.add_argument("--patch-grace", type=float, default=30.0, help="seconds to wait for a patch after a run ends")
+    p.add_argument("--keep-finished", type=float, default=3600.0, help="seconds finished runs stay exported")
+    p.add_argument("--checkpoint", type=Path, help="state file for resuming after a restart")
+    p.add_argument("--checkpoint-interval", type=float, default=5.0, help="seconds between checkpoints")
+    p.add_argument("--format", dest="fmt", help="trace format for every file (default: detected)")
+    p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
+    p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
+    p.add_argument("-v", "--verbose", action="store_true")
+
+
+def config_from_args(args: argparse.Namespace) -> WatchConfig:
+    return WatchConfig(
+        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
+        port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
+        idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
+        keep_finished=args.keep_finished, checkpoint=args.checkpoint,
+        checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
+        include_sidechain=args.include_sidechain, force_polling=args.poll)
+
+
+def load_resources(gold: str, repos: str | None, repo: str | None) -> Resources:
+    from ..gold import load_gold
+    from ..repo import RepoCache
+    from ..symbols import SymbolIndex
+
+    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex())
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .exporter import serve
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.dir.is_dir():
+        print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
+        return 2
+    cfg = config_from_args(args)
+    res = load_resources(args.gold, args.repos, args.repo)
+    w = Watcher(cfg, res)
+    server, _registry, port = serve(w.table, cfg.host, cfg.port)
+    print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
+          f"(watching {cfg.root})", flush=True)
+    try:
+        anyio.run(_main, w)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+    return 0
+
+
+async def _main(w: Watcher) -> None:
+    """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed)."""
+    import signal
+
+    import anyio
+
+    stop = anyio.Event()
+
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                stop.set()
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(on_signal)
+        await run_watcher(w, stop)
+        tg.cancel_scope.cancel()

@@ -1,0 +1,490 @@
+"""``streameval replay``: score recorded traces and unified predictions in a batch.
+
+This module only orchestrates: it finds the inputs, splits them into one job per
+instance, runs the jobs (in worker processes with ``--workers``), writes one JSONL record
+per instance in input order, and hands the records to ``report`` for the summary table
+and the Benchkit CSV. The numbers come from ``state.InstanceState`` -- the same code the
+live watcher uses, so a replayed trace and a watched one agree.
+
+ContextBench unified predictions are evaluated here directly (their steps are stated,
+nothing to infer); every other trace format goes through ``session.evaluate_trace``.
+A job that cannot be evaluated (no gold, no repository, unreadable input...) becomes an
+``{"instance_id", "error"}`` record and the batch goes on (METRICS.md section 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .errors import Reason, StreamevalError
+from .model import Step
+from .traces.unified import UnifiedError, UnifiedRecord, iter_unified_records
+
+#: File names that may hold a trace when a directory is given.
+TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
+_HEAD_LINES = 8
+_HEAD_BYTES = 4 << 20
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="PATH",
+                        help="trace files, unified prediction files (JSON/JSONL) or "
+                             "directories holding them")
+    parser.add_argument("--gold", required=True,
+                        help="gold context: parquet, JSON, JSONL or a directory of annot.json")
+    parser.add_argument("--repos", metavar="DIR",
+                        help="directory of repositories (git clones named after the repo)")
+    parser.add_argument("--repo", metavar="PATH",
+                        help="one repository (git clone, or a plain directory: commit ignored)")
+    parser.add_argument("--out", metavar="FILE", help="JSONL output (default: stdout)")
+    parser.add_argument("--csv", metavar="FILE", help="also write Benchkit-style CSV columns")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="worker processes (output order stays the input order)")
+    parser.add_argument("--shard", metavar="K/N", type=_parse_shard,
+                        help="evaluate only instances with int(sha1(instance_id)) %% N == K "
+                             "(K is 0-based)")
+    parser.add_argument("--instance", metavar="ID",
+                        help="instance id of a single trace file (for unified predictions: "
+                             "evaluate only this instance)")
+    parser.add_argument("--format", metavar="NAME",
+                        help="trace format, overriding detection (unified, claude, codex, "
+                             "miniswe, sweagent, openhands, ...)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line and no summary table")
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard wants K/N such as 0/4, got {text!r}") from None
+    if n < 1 or not 0 <= k < n:
+        raise argparse.ArgumentTypeError(f"--shard K/N needs N >= 1 and 0 <= K < N, got {text!r}")
+    return k, n
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit code: 0 if any instance was evaluated, 1 if none could be, 2 on usage errors."""
+    if not (args.repos or args.repo):
+        print("streameval replay: give --repos DIR and/or --repo PATH", file=sys.stderr)
+        return 2
+    try:
+        context = _Context.build(args.gold, args.repos, args.repo)
+    except (StreamevalError, OSError) as e:
+        print(f"streameval replay: cannot load gold {args.gold}: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        for iid, message in getattr(context.gold, "errors", ()):
+            print(f"streameval replay: gold row {iid}: {message}", file=sys.stderr)
+    try:
+        jobs = select_jobs(collect_jobs(args.inputs, args.format, args.instance),
+                           args.shard, args.instance)
+    except _UsageError as e:
+        print(f"streameval replay: {e}", file=sys.stderr)
+        return 2
+    if not jobs:
+        print("streameval replay: no traces or predictions found in "
+              + " ".join(args.inputs), file=sys.stderr)
+        return 1
+    try:
+        out: IO[bytes] = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115
+    except OSError as e:
+        print(f"streameval replay: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    try:
+        return _write_all(args, jobs, context, out)
+    finally:
+        context.repos.close()  # the git cat-file processes of this process
+
+
+def _write_all(args: argparse.Namespace, jobs: list[Job], context: _Context,
+               out: IO[bytes]) -> int:
+    progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
+    kept: list[dict[str, Any]] = []
+    try:
+        for records in evaluate_jobs(jobs, context, args.gold, args.repos, args.repo,
+                                     args.workers):
+            for record in records:
+                out.write(orjson.dumps(record) + b"\n")
+                kept.append(_slim(record))
+            progress.update(sum("error" in r for r in records))
+        out.flush()
+    finally:
+        progress.close()
+        if args.out:
+            out.close()
+    from . import report
+
+    if args.csv:
+        report.write_benchkit_csv(kept, args.csv)
+    if not args.quiet:
+        table = report.format_table(report.aggregate(kept))
+        print(table, end="", file=sys.stderr if not args.out else sys.stdout)
+    return 0 if any("error" not in r for r in kept) else 1
+
+
+def _slim(record: dict[str, Any]) -> dict[str, Any]:
+    """What the aggregates need: a long run's per-step curve is dropped from memory."""
+    slim = {k: v for k, v in record.items() if k != "trajectory"}
+    traj = record.get("trajectory")
+    if isinstance(traj, dict):
+        slim["trajectory"] = {k: v for k, v in traj.items() if k != "steps"}
+    return slim
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@dataclass(slots=True)
+class TraceJob:
+    """An agent trace file, evaluated by ``session.evaluate_trace`` (may hold several runs)."""
+
+    path: str
+    fmt: str
+    instance: str | None  # --instance, when given
+    key: str  # shard key: the run's instance id when meta.json/--instance give it, else path
+
+
+@dataclass(slots=True)
+class ErrorJob:
+    """An input already known to be unusable; its record is ready."""
+
+    record: dict[str, Any]
+
+
+Job = UnifiedRecord | TraceJob | ErrorJob
+
+
+class _UsageError(Exception):
+    """Options that contradict each other (exit code 2, no records)."""
+
+
+def _error(instance_id: str | None, reason: Reason | str, message: str,
+           **extra: Any) -> dict[str, Any]:
+    """An error record; ``error`` starts with the Reason value, as session's records do."""
+    reason = reason.value if isinstance(reason, Reason) else reason
+    text = message if message == reason else f"{reason}: {message}"
+    return {"instance_id": instance_id, "error": text, **extra}
+
+
+def iter_trace_files(root: Path) -> Iterator[Path]:
+    """Trace-looking files under ``root``, sorted, skipping run-directory side files."""
+    from .identity import SIDE_FILES as side_files  # meta.json, patch.diff, model.patch
+
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name in side_files or name.startswith("."):
+                continue
+            if name.endswith(TRACE_SUFFIXES):
+                yield Path(dirpath) / name
+
+
+def read_head(path: Path) -> list[bytes]:
+    """The first non-empty lines of a file, as ``detect_format`` wants them."""
+    head: list[bytes] = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                head.append(line.rstrip(b"\r\n"))
+            if len(head) >= _HEAD_LINES or fh.tell() > _HEAD_BYTES:
+                break
+    return head
+
+
+def _trace_key(path: Path, instance: str | None) -> str:
+    """The instance id a trace's run is known by before reading it, else its path.
+
+    Only ``meta.json`` or ``--instance`` name it for sure; the directory-name fallback of
+    ``identity.identify`` would put every trace of one directory in the same shard.
+    """
+    from .identity import META_NAME, identify  # the rules watch uses too
+
+    if instance or (path.parent / META_NAME).is_file():
+        return identify(path, instance).instance_id
+    return str(path)
+
+
+def _jobs_for_file(path: Path, fmt: str | None, instance: str | None) -> Iterator[Job]:
+    if fmt is None:
+        from .traces import detect_format
+
+        try:
+            fmt = detect_format(read_head(path))
+        except OSError as e:
+            yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
+                                  f"cannot read {path}: {e.strerror or e}", source=str(path)))
+            return
+        except StreamevalError as e:
+            yield ErrorJob(_error(None, e.reason, f"{path}: {e}", source=str(path)))
+            return
+    if fmt != "unified":
+        yield TraceJob(str(path), fmt, instance, _trace_key(path, instance))
+        return
+    for item in iter_unified_records(path):
+        if isinstance(item, UnifiedError):
+            yield ErrorJob(_error(item.instance_id, item.reason, item.message,
+                                  source=item.position))
+        else:
+            yield item
+
+
+def collect_jobs(inputs: Iterable[str], fmt: str | None = None,
+                 instance: str | None = None) -> Iterator[Job]:
+    """One job per instance, in input order (directories walked in sorted order)."""
+    for name in inputs:
+        root = Path(name)
+        if root.is_dir():
+            files = list(iter_trace_files(root))
+            if not files:
+                yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
+                                      f"no trace files (*.jsonl, *.json, *.traj) in {root}",
+                                      source=str(root)))
+            for path in files:
+                yield from _jobs_for_file(path, fmt, instance)
+        elif root.is_file():
+            yield from _jobs_for_file(root, fmt, instance)
+        else:
+            yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
+                                  f"no such file or directory: {root}", source=str(root)))
+
+
+def shard_of(key: str, n: int) -> int:
+    """Stable shard of an instance: ``int(sha1(key)) % n`` (same on every machine)."""
+    return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16) % n
+
+
+def job_key(job: Job) -> str:
+    if isinstance(job, UnifiedRecord):
+        return job.instance_id
+    if isinstance(job, TraceJob):
+        return job.key
+    return str(job.record.get("instance_id") or job.record.get("source") or "")
+
+
+def select_jobs(jobs: Iterable[Job], shard: tuple[int, int] | None,
+                instance: str | None) -> list[Job]:
+    """Apply ``--shard`` and ``--instance``; ``--instance`` names one trace file's run."""
+    jobs = list(jobs)
+    traces = [j for j in jobs if isinstance(j, TraceJob)]
+    if instance and len(traces) > 1:
+        raise _UsageError(f"--instance names the instance of a single trace file, "
+                          f"but {len(traces)} trace files were given")
+    if instance:  # unified records of other instances go; unreadable ones may be it: kept
+        jobs = [j for j in jobs if isinstance(j, TraceJob) or _job_id(j) in (None, instance)]
+    if shard is not None:
+        k, n = shard
+        jobs = [j for j in jobs if shard_of(job_key(j), n) == k]
+    return jobs
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass(slots=True)
+class _Context:
+    """What every job needs, built once per process (gold, repos, symbol index)."""
+
+    gold: Any
+    repos: Any
+    symbols: Any
+    gold_path: str
+
+    @classmethod
+    def build(cls, gold_path: str, repos_dir: str | None, repo: str | None) -> _Context:
+        from .gold import load_gold
+        from .repo import RepoCache
+        from .symbols import SymbolIndex
+
+        return cls(load_gold(gold_path), RepoCache(repos_dir, repo), SymbolIndex(), gold_path)
+
+
+_WORKER_CONTEXT: _Context | None = None
+
+
+def _init_worker(gold_path: str, repos_dir: str | None, repo: str | None) -> None:
+    global _WORKER_CONTEXT
+    _WORKER_CONTEXT = _Context.build(gold_path, repos_dir, repo)
+
+
+def _evaluate_in_worker(job: Job) -> list[dict[str, Any]]:
+    assert _WORKER_CONTEXT is not None, "worker initializer did not run"
+    return evaluate_job(job, _WORKER_CONTEXT)
+
+
+def evaluate_jobs(jobs: list[Job], context: _Context, gold_path: str,
+                  repos_dir: str | None, repo: str | None,
+                  workers: int = 1) -> Iterator[list[dict[str, Any]]]:
+    """Each job's records, in job order; with ``workers > 1`` each process builds its
+    own context (gold, repositories, symbol index) once, in the pool initializer."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield evaluate_job(job, context)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: the parent may hold git subprocess pipes and threads.
+    chunk = max(1, min(16, len(jobs) // (workers * 4)))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_init_worker,
+                             initargs=(gold_path, repos_dir, repo)) as pool:
+        yield from pool.map(_evaluate_in_worker, jobs, chunksize=chunk)
+
+
+def evaluate_job(job: Job, context: _Context) -> list[dict[str, Any]]:
+    """The job's records (a trace file may hold several runs); never raises.
+
+    A failure is an error record and the batch goes on.
+    """
+    try:
+        if isinstance(job, ErrorJob):
+            return [job.record]
+        if isinstance(job, UnifiedRecord):
+            return [evaluate_unified(job, context)]
+        return _evaluate_trace(job, context)
+    except StreamevalError as e:
+        return [_error(_job_id(job), e.reason, str(e))]
+    except Exception as e:  # a bug must not stop a batch of thousands; the record says it
+        return [_error(_job_id(job), "internal_error",
+                       f"while evaluating: {type(e).__name__}: {e}")]
+
+
+def _job_id(job: Job) -> str | None:
+    if isinstance(job, UnifiedRecord):
+        return job.instance_id
+    if isinstance(job, TraceJob):
+        from .identity import identify
+
+        return identify(Path(job.path), job.instance).instance_id
+    return job.record.get("instance_id")
+
+
+def _evaluate_trace(job: TraceJob, context: _Context) -> list[dict[str, Any]]:
+    try:
+        from .session import Resources, evaluate_trace
+    except ImportError:
+        records = None
+    else:
+        try:
+            records = evaluate_trace(job.path, Resources(context.gold, context.repos,
+                                                         context.symbols),
+                                     fmt=job.fmt, instance=job.instance)
+        except ImportError as e:  # a part of the trace pipeline not in this build
+            records = f"{e.name or e}"
+    if not isinstance(records, list):
+        missing = records or "streameval.session"
+        return [_error(_job_id(job), Reason.UNREADABLE_PREDICTION,
+                       f"trace format {job.fmt!r} is not supported yet in this build "
+                       f"({missing} unavailable): {job.path}", source=job.path)]
+    if not records:  # a trace with no run in it still answers for its instance
+        return [_error(_job_id(job), Reason.UNREADABLE_PREDICTION,
+                       f"no run found in trace {job.path}", source=job.path)]
+    return records
+
+
+# --------------------------------------------------------------------------- unified
+
+
+def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
+    """Paths as written -> repo paths (METRICS.md section 2); unresolved ones dropped."""
+    def resolve(p: str) -> str | None:
+        if p not in cache:
+            cache[p] = view.resolve(p)
+        return cache[p]
+
+    files = tuple(dict.fromkeys(r for r in map(resolve, step.files) if r is not None))
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for path, ranges in step.spans.items():
+        r = resolve(path)
+        if r is not None:
+            spans.setdefault(r, []).extend(ranges)
+    symbols = None
+    if step.symbols is not None:
+        symbols = {}
+        for path, names in step.symbols.items():
+            r = resolve(path)
+            if r is not None:
+                symbols.setdefault(r, []).extend(names)
+    return Step(files=files, spans=spans, symbols=symbols)
+
+
+def _is_empty(step: Step) -> bool:
+    return not (step.files or any(step.spans.values())
+                or any((step.symbols or {}).values()))
+
+
+def evaluate_unified(rec: UnifiedRecord, context: _Context) -> dict[str, Any]:
+    """One unified prediction record -> its METRICS.md section 5 record."""
+    from .state import InstanceState
+
+    gold = context.gold.get(rec.instance_id)
+    bad_row = getattr(context.gold, "error_for", lambda _: None)(rec.instance_id)
+    if gold is None and bad_row:
+        return _error(rec.instance_id, Reason.BAD_GOLD,
+                      f"the gold row of {rec.instance_id!r} in {context.gold_path} is "
+                      f"unusable: {bad_row}")
+    if gold is None:
+        return _error(rec.instance_id, Reason.MISSING_GOLD,
+                      f"no gold context for instance {rec.instance_id!r} in "
+                      f"{context.gold_path}; check the instance id or pass the right --gold")
+    view = context.repos.view_for(gold)  # RepoError: an error record with its message
+    cache: dict[str, str | None] = {}
+    steps = [resolve_step(view, s, cache) for s in rec.steps]
+    final = resolve_step(view, rec.final, cache) if rec.final is not None else None
+    if not rec.has_steps:
+        # METRICS.md 4b: no pred_steps -> the final context is the trajectory's one step.
+        steps = [final if final is not None else Step()]
+    if (final is not None and _is_empty(final)) or (
+            final is None and all(_is_empty(s) for s in steps)):
+        # METRICS.md 4b: the public evaluator's answer, kept for this format.
+        return _error(rec.instance_id, Reason.NO_CONTEXT_EXTRACTED,
+                      Reason.NO_CONTEXT_EXTRACTED.value)
+    state = InstanceState(gold, view, context.symbols)
+    for step in steps:
+        state.add_step(step)
+    if final is not None:
+        state.set_final_context(final)
+    return state.record(rec.patch or None)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """A one-line ``\\r`` progress display on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int, enabled: bool, stream: IO[str] | None = None):
+        self.total, self.enabled = total, enabled
+        self.stream = stream or sys.stderr
+        self.done = self.errors = 0
+        self.started = self._shown = time.monotonic()
+
+    def update(self, errors: int) -> None:
+        self.done += 1
+        self.errors += errors
+        now = time.monotonic()
+        if self.enabled and (now - self._shown >= 0.1 or self.done == self.total):
+            self._shown = now
+            rate = self.done / max(now - self.started, 1e-9)
+            self.stream.write(f"\r{self.done}/{self.total} instances, {self.errors} errors, "
+                              f"{rate:.1f}/s ")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.done:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,138 @@
+"""Shared plumbing of the JSONL adapters: one line in, one JSON object (or a BadLine) out.
+
+Every JSONL format fails the same ways (a half-written last line, a line cut by a log
+wrapper, bytes that are not UTF-8, a runaway multi-megabyte line), and each failure must
+become a counted ``errors.Reason`` rather than an exception (DESIGN.md, "Bad input never
+stops the stream"). Keeping that in one place gives every adapter the same reasons for
+the same damage, and one orjson call per line.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from ..errors import Reason
+from ..model import BadLine, TokenUsage
+
+#: Longer lines are refused unparsed: a real event line is at most a few MB (a whole
+#: file's content in a Read result); past this we are looking at corruption.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+
+#: How much of a bad line goes into the BadLine message (enough to find it, no more).
+_SNIPPET = 80
+
+
+def decode_object(line: bytes, lineno: int, max_bytes: int = MAX_LINE_BYTES) -> dict | BadLine | None:
+    """The JSON object on ``line``; a BadLine saying why not; None for a blank line.
+
+    Blank lines are not events and not damage either (trailing newline, editors), so
+    they yield nothing rather than a counted error.
+    """
+    if len(line) > max_bytes:
+        return BadLine(lineno, Reason.LINE_TOO_LONG.value,
+                       f"line {lineno} is {len(line)} bytes (limit {max_bytes}); skipped")
+    try:
+        obj = orjson.loads(line)
+    except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+        return _decode_failure(line, lineno, exc)
+    if isinstance(obj, dict):
+        return obj
+    return BadLine(lineno, Reason.NOT_AN_OBJECT.value,
+                   f"line {lineno} is a JSON {type(obj).__name__}, not an object")
+
+
+def _decode_failure(line: bytes, lineno: int, exc: Exception) -> BadLine | None:
+    if not line.strip():
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as uexc:
+        return BadLine(lineno, Reason.NOT_UTF8.value,
+                       f"line {lineno} is not UTF-8 (byte {uexc.start}); skipped")
+    snippet = line[:_SNIPPET].decode("utf-8", "replace")
+    return BadLine(lineno, Reason.MALFORMED_JSON.value,
+                   f"line {lineno} is not valid JSON ({exc}): {snippet!r}")
+
+
+def first_object(head: list[bytes], limit: int = 5) -> dict | None:
+    """The first of ``head``'s lines that decodes to a JSON object (for ``detect``)."""
+    for line in head[:limit]:
+        obj = decode_object(line, 0)
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+# --------------------------------------------------------------------------- values
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """Epoch seconds of an ISO-8601 string (``...Z`` or with offset) or a number.
+
+    Naive ISO strings are taken as UTC (the agents write UTC). Numbers above 1e11
+    are taken as milliseconds. Anything unusable is None, never an error: a missing
+    timestamp only costs the time-based extras.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            when = datetime.fromisoformat(text)
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=timezone.utc)
+            return when.timestamp()
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):
+            return None
+        return number / 1000.0 if number > 1e11 else number
+    return None
+
+
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_dict(value: Any) -> dict:
+    """``value`` if it is a dict, else an empty one (wrong types are treated as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def as_count(value: Any) -> int:
+    """A token count: a non-negative int (numeric strings accepted), else 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return max(int(value), 0)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
+
+
+def token_usage(input_tokens: Any = 0, output_tokens: Any = 0,
+                cache_read: Any = 0, cache_creation: Any = 0) -> TokenUsage:
+    return TokenUsage(as_count(input_tokens), as_count(output_tokens),
+                      as_count(cache_read), as_count(cache_creation))
+
+
+def bad_shape(lineno: int, what: str, exc: Exception | None = None) -> BadLine:
+    """The BadLine for a well-formed JSON line whose fields are not what the format says."""
+    detail = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    return BadLine(lineno, Reason.MISSING_FIELD.value, f"line {lineno}: {what}{detail}")
+
+
+def unknown_event(lineno: int, kind: Any) -> BadLine:
+    return BadLine(lineno, Reason.UNKNOWN_EVENT.value,
+                   f"line {lineno}: unknown event type {str(kind)[:_SNIPPET]!r}; skipped")

@@ -1,0 +1,414 @@
+"""mini-swe-agent trajectories (``*.traj.json``, ``trajectory_format: "mini-swe-agent-1"``).
+
+A trajectory is one pretty-printed JSON document, rewritten whole after every step, so
+the adapter is a *document* adapter: ``feed`` only buffers, ``close`` parses (a live
+watcher re-reads the file when it changes). The document is
+``{"info": {exit_status, submission, model_stats, config}, "messages": [...],
+"instance_id"?}``; every assistant message holds a THOUGHT and exactly one fenced
+``bash`` block (the action) and the next user message holds the observation
+(``<returncode>N</returncode><output>...</output>``, or ``<output_head>``/
+``<elided_chars>``/``<output_tail>`` for outputs over 10,000 characters).
+
+ContextBench's fork of the agent also lets the model *state* what it read:
+``<EXPLORE_CONTEXT>`` blocks (``File: /abs/path`` + ``Lines: a-b`` entries) before a
+reading command, and one ``<PATCH_CONTEXT>`` block of the same shape before submitting.
+Those become ``StatedContext`` events (METRICS.md section 1, "a trace format that states
+a final context explicitly uses that instead"). As ContextBench's own analysis does, the
+blocks are read from assistant messages only, and the final context is the union of all
+``PATCH_CONTEXT`` blocks. The tool call of the same turn is still emitted (after its
+stated step), with ``structured["stated_context"] = True`` so a consumer that prefers the
+stated steps can skip inferring one from the command.
+
+Also here, because the other document format (``sweagent``) and OpenHands share them:
+``DocumentBuffer`` (bounded buffering + parsing of a whole-document trace) and
+``shell_failed`` (when a shell result counts as an error).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+from ..errors import Reason
+from ..model import BadLine, RunEnd, RunInfo, StatedContext, Step, ToolCall, TraceEvent, Usage
+from .base import Adapter
+from .jsonl import as_count, as_dict, as_list, as_str, parse_timestamp, token_usage
+
+__all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BYTES",
+           "looks_like_diff", "parse_context_block", "shell_failed"]
+
+#: A whole-document trace larger than this is refused: real trajectories are a few MB.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+#: Put between ``output_head`` and ``output_tail`` when mini-swe-agent elided the middle
+#: of a long output, so a reader of ``ToolCall.output`` knows lines are missing there.
+ELIDED_MARKER = "\n[... {n} characters elided ...]\n"
+
+_ACTION_RE = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_EXPLORE_RE = re.compile(r"<EXPLORE_CONTEXT>(.*?)</EXPLORE_CONTEXT>", re.DOTALL)
+_PATCH_CTX_RE = re.compile(r"<PATCH_CONTEXT>(.*?)</PATCH_CONTEXT>", re.DOTALL)
+_RC_RE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_OUTPUT_RE = re.compile(r"<output>\n?(.*)</output>", re.DOTALL)
+_HEAD_RE = re.compile(r"<output_head>\n?(.*?)\n?</output_head>", re.DOTALL)
+_TAIL_RE = re.compile(r"<output_tail>\n?(.*)\n?</output_tail>", re.DOTALL)
+_ELIDED_RE = re.compile(r"<elided_chars>\s*(\d+)")
+_TIMEOUT_RE = re.compile(r"^The last command <command>.*?</command> timed out", re.DOTALL)
+_MINI_START_RE = re.compile(r'\s*\{\s*"(?:info|messages|trajectory_format)"\s*:\s*[{\["]')
+_RANGE_RE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+_SNIPPET = 80
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def shell_failed(returncode: int | None, output: str | None) -> bool:
+    """Whether a shell result showed nothing usable (METRICS.md 6: failed calls read nothing).
+
+    A plain non-zero exit is not enough: ``grep`` exits 1 when nothing matched and a
+    failing test run exits 1 after printing plenty. So: any exit code other than 0 and 1
+    (usage errors, ``ls``/``sed``/``grep`` on a missing path exit 2, kills are negative),
+    or exit 1 with "No such file or directory" in the output (``cat``/``head``/``nl`` of
+    a missing file).
+    """
+    if returncode is None or returncode == 0:
+        return False
+    if returncode != 1:
+        return True
+    return "No such file or directory" in (output or "")
+
+
+def looks_like_diff(text: Any) -> bool:
+    """True for a non-empty unified diff (a submission can also be an error message)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    head = text.lstrip()[:2000]
+    return head.startswith(("diff --git", "--- ", "Index: ")) or "\ndiff --git " in head
+
+
+def parse_context_block(block: str) -> tuple[list[str], dict[str, list[tuple[int, int]]]]:
+    """``File: p`` / ``Lines: a-b`` entries -> (files in order, ranges per file).
+
+    Lenient the way ContextBench's analysis is: other lines are ignored, a ``Lines:``
+    entry belongs to the last ``File:`` seen, and only files with at least one usable
+    range count. ``a > b`` is read as ``[b, a]`` (METRICS.md 4b); a range ending before
+    line 1 is dropped and a start below 1 becomes 1.
+    """
+    files: list[str] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    current: str | None = None
+    for raw in block.splitlines():
+        line = raw.strip()
+        if line.startswith("File:"):
+            current = line[5:].strip() or None
+        elif line.startswith("Lines:") and current:
+            m = _RANGE_RE.match(line[6:])
+            if not m:
+                continue
+            a, b = sorted((int(m.group(1)), int(m.group(2))))
+            if b < 1:
+                continue
+            if current not in spans:
+                files.append(current)
+            spans.setdefault(current, []).append((max(a, 1), b))
+    return files, spans
+
+
+class DocumentBuffer:
+    """The lines of a whole-document trace, kept until ``close`` and then parsed once.
+
+    Bounded: past ``limit`` bytes the document is given up with one ``LINE_TOO_LONG``
+    BadLine and the rest is dropped unread. A JSON error at the very end of the text
+    (a file still being written, or cut short) is ``PARTIAL_LINE``; elsewhere it is
+    ``MALFORMED_JSON``. Bytes that are not UTF-8 are replaced (U+FFFD) and counted as
+    ``NOT_UTF8`` once, rather than losing the whole run to one bad byte.
+    """
+
+    def __init__(self, limit: int = MAX_DOCUMENT_BYTES):
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.first_lineno: int | None = None
+        self.last_lineno = 0
+        self.overflow = False
+
+    def add(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        if self.overflow:
+            return []
+        if self.first_lineno is None:
+            if not line.strip():
+                return []
+            self.first_lineno = lineno
+        self.last_lineno = lineno
+        self.size += len(line) + 1
+        if self.size > self.limit:
+            self.overflow = True
+            self.parts = []
+            return [BadLine(lineno, Reason.LINE_TOO_LONG.value,
+                            f"document reaches {self.size} bytes by line {lineno} "
+                            f"(limit {self.limit}); given up")]
+        self.parts.append(line)
+        return []
+
+    def load(self) -> tuple[dict | None, list[TraceEvent]]:
+        """The document's top-level object (None if unusable) and any BadLines."""
+        if self.overflow or self.first_lineno is None:
+            return None, []
+        data = b"\n".join(self.parts)
+        self.parts = []
+        bad: list[TraceEvent] = []
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = data.decode("utf-8", "replace")
+            bad.append(BadLine(self._line_at(data[:exc.start].count(b"\n")),
+                               Reason.NOT_UTF8.value,
+                               f"document has bytes that are not UTF-8 (byte {exc.start}); "
+                               "replaced with U+FFFD"))
+        try:
+            obj = orjson.loads(text)
+        except ValueError:
+            bad.append(self._json_error(text))
+            return None, bad
+        if not isinstance(obj, dict):
+            bad.append(BadLine(self.first_lineno, Reason.NOT_AN_OBJECT.value,
+                               f"document is a JSON {type(obj).__name__}, not an object"))
+            return None, bad
+        return obj, bad
+
+    def _line_at(self, newlines_before: int) -> int:
+        return (self.first_lineno or 1) + newlines_before
+
+    def _json_error(self, text: str) -> BadLine:
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            end = len(text.rstrip())
+            truncated = exc.pos >= end - 1 or exc.msg.startswith("Unterminated string")
+            reason = Reason.PARTIAL_LINE if truncated else Reason.MALFORMED_JSON
+            what = "ends before the JSON document does" if truncated else "is not valid JSON"
+            return BadLine(self._line_at(exc.lineno - 1), reason.value,
+                           f"document (lines {self.first_lineno}-{self.last_lineno}) {what}: "
+                           f"{exc.msg} at line {self._line_at(exc.lineno - 1)} column {exc.colno}")
+        except (ValueError, RecursionError) as exc:
+            return BadLine(self.first_lineno or 0, Reason.MALFORMED_JSON.value,
+                           f"document is not valid JSON: {exc}")
+        # orjson refused what json accepts (e.g. NaN, deep nesting): same damage class
+        return BadLine(self.first_lineno or 0, Reason.MALFORMED_JSON.value,
+                       "document is not strict JSON (NaN/Infinity or nesting too deep)")
+
+
+def head_text(head: list[bytes], limit: int = 8) -> str:
+    """The first lines of a file as text, for ``detect`` (bad bytes replaced)."""
+    return "\n".join(line.decode("utf-8", "replace") for line in head[:limit])
+
+
+# --------------------------------------------------------------------------- adapter
+
+
+def _content_text(content: Any) -> str:
+    """Message content: a string, or a list of ``{"type": "text", "text": ...}`` parts."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for item in as_list(content):
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            parts.append(item["text"])
+        elif isinstance(item, str):
+            parts.append(item)
+    return "\n".join(parts)
+
+
+def _observation(text: str) -> tuple[str | None, dict[str, Any], bool] | None:
+    """(output, structured, is_error) of a user message, or None if it is no observation."""
+    timed_out = bool(_TIMEOUT_RE.match(text))
+    rc_match = _RC_RE.search(text)
+    if rc_match is None and not timed_out:
+        return None
+    rc = int(rc_match.group(1)) if rc_match else None
+    structured: dict[str, Any] = {"returncode": rc}
+    head = _HEAD_RE.search(text)
+    if head is not None:
+        tail = _TAIL_RE.search(text)
+        elided = _ELIDED_RE.search(text)
+        n = int(elided.group(1)) if elided else 0
+        structured["elided_chars"] = n
+        output = head.group(1) + ELIDED_MARKER.format(n=n) + (tail.group(1) if tail else "")
+    else:
+        m = _OUTPUT_RE.search(text)
+        output = m.group(1) if m else ""
+        if output.endswith("\n"):
+            output = output[:-1]
+    if timed_out:
+        structured["timed_out"] = True
+    return output, structured, timed_out or shell_failed(rc, output)
+
+
+def _stated_step(blocks: list[str], call_id: str | None, ts: float | None) -> Step | None:
+    files: list[str] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for block in blocks:
+        bfiles, bspans = parse_context_block(block)
+        for f in bfiles:
+            if f not in spans:
+                files.append(f)
+            spans.setdefault(f, []).extend(bspans[f])
+    if not files:
+        return None
+    return Step(files=tuple(files), spans=spans, call_id=call_id, timestamp=ts)
+
+
+class MiniSweAdapter(Adapter):
+    """mini-swe-agent ``.traj.json``: a whole document, parsed at ``close``.
+
+    Events, in order: ``RunInfo``; per assistant turn with exactly one bash block, the
+    turn's ``StatedContext`` (if it has ``<EXPLORE_CONTEXT>``) then its ``ToolCall``
+    (``tool="bash"``, ``input={"command"}``, ``output`` without the tags, ``cwd`` =
+    the environment's cwd, ``started_at`` = the model response's ``created`` time);
+    ``StatedContext(final=True)`` for ``<PATCH_CONTEXT>``; one cumulative ``Usage``
+    (``info.model_stats.instance_cost`` and the summed per-response token counts);
+    ``RunEnd(reason=info.exit_status or "unfinished", patch=info.submission if a diff)``.
+    A turn with zero or several bash blocks was rejected by the agent (format error)
+    and ran nothing, so it gives no tool call. ``is_error`` follows ``shell_failed``,
+    or a timeout.
+    """
+
+    format = "miniswe"
+    patterns = ("*.traj.json",)
+    document = True
+
+    def __init__(self) -> None:
+        self.buffer = DocumentBuffer()
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        """A JSON document whose first key is ``info``/``messages``/``trajectory_format``.
+
+        Pretty-printed (``{`` alone on the first line, the key on the next) or compact
+        (``{"info": {...`` on one line). Only the start of the file is looked at, so a
+        JSONL line that merely mentions mini-swe-agent is not taken for one; a SWE-agent
+        document (``trajectory``, ``swe_agent_version``) is refused.
+        """
+        text = head_text(head)
+        if '"swe_agent_version"' in text or re.search(r'^\s*\{\s*"trajectory"\s*:', text):
+            return False
+        return _MINI_START_RE.match(text) is not None
+
+    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        return self.buffer.add(line, lineno)
+
+    def close(self) -> list[TraceEvent]:
+        # a fresh buffer, so the same adapter can read the rewritten document again
+        buffer, self.buffer = self.buffer, DocumentBuffer(self.buffer.limit)
+        doc, events = buffer.load()
+        if doc is None:
+            return events
+        lineno = buffer.first_lineno or 0
+        try:
+            events.extend(_Parse(doc, lineno).run())
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+            events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
+                                  f"mini-swe-agent document has an unexpected shape: "
+                                  f"{type(exc).__name__}: {str(exc)[:_SNIPPET]}"))
+        return events
+
+
+class _Parse:
+    """One pass over a parsed trajectory document."""
+
+    def __init__(self, doc: dict, lineno: int):
+        self.doc = doc
+        self.info = as_dict(doc.get("info"))
+        self.config = as_dict(self.info.get("config"))
+        self.lineno = lineno
+        self.cwd = as_str(as_dict(self.config.get("environment")).get("cwd"))
+        self.events: list[TraceEvent] = []
+        self.patch_blocks: list[str] = []
+        self.tokens = [0, 0, 0]  # input (uncached), output, cache read
+
+    def run(self) -> list[TraceEvent]:
+        self.events.append(self._run_info())
+        messages = as_list(self.doc.get("messages"))
+        if "messages" in self.doc and not isinstance(self.doc.get("messages"), list):
+            self.events.append(BadLine(self.lineno, Reason.MISSING_FIELD.value,
+                                       "mini-swe-agent document: 'messages' is not a list"))
+        for index, msg in enumerate(messages):
+            if isinstance(msg, dict) and msg.get("role") == "assistant":
+                self._assistant(index, msg, messages)
+        final = _stated_step(self.patch_blocks, None, None)
+        if final is not None:
+            self.events.append(StatedContext(final, final=True, lineno=self.lineno))
+        usage = self._usage()
+        if usage is not None:
+            self.events.append(usage)
+        exit_status = as_str(self.info.get("exit_status"))
+        submission = self.info.get("submission")
+        self.events.append(RunEnd(exit_status or "unfinished",
+                                  submission if looks_like_diff(submission) else None,
+                                  lineno=self.lineno))
+        return self.events
+
+    def _run_info(self) -> RunInfo:
+        model = as_dict(self.config.get("model"))
+        name = as_str(model.get("model_name")) or as_str(model.get("name"))
+        return RunInfo(agent="mini-swe-agent", model=name, cwd=self.cwd,
+                       instance_id=as_str(self.doc.get("instance_id")), lineno=self.lineno)
+
+    def _assistant(self, index: int, msg: dict, messages: list) -> None:
+        text = _content_text(msg.get("content"))
+        response = as_dict(as_dict(msg.get("extra")).get("response"))
+        ts = parse_timestamp(response.get("created"))
+        self._count_tokens(as_dict(response.get("usage")))
+        self.patch_blocks.extend(_PATCH_CTX_RE.findall(text))
+        actions = _ACTION_RE.findall(text)
+        call_id = f"msg-{index}"
+        stated = _stated_step(_EXPLORE_RE.findall(text), call_id, ts)
+        if stated is not None:
+            self.events.append(StatedContext(stated, lineno=self.lineno))
+        if len(actions) != 1:
+            return  # format error: the agent ran nothing for this turn
+        output, structured, is_error = self._find_observation(index, messages)
+        if stated is not None:
+            structured = dict(structured or {}, stated_context=True)
+        self.events.append(ToolCall(call_id=call_id, tool="bash",
+                                    input={"command": actions[0].strip()},
+                                    output=output, is_error=is_error, started_at=ts,
+                                    cwd=self.cwd, structured=structured, lineno=self.lineno))
+
+    @staticmethod
+    def _find_observation(index: int, messages: list) -> tuple[str | None, dict | None, bool]:
+        """The first observation among the user messages before the next assistant turn.
+
+        Not simply the next message: the context-aware fork puts a confirmation
+        (``<context_received>``) or a context request between a turn and its result,
+        and the final submission's "observation" is the bare diff (no result tags).
+        """
+        for msg in messages[index + 1:]:
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("role") == "assistant":
+                break
+            obs = _observation(_content_text(msg.get("content")))
+            if obs is not None:
+                return obs
+        return None, None, False
+
+    def _count_tokens(self, usage: dict) -> None:
+        if not usage:
+            return
+        prompt = as_count(usage.get("prompt_tokens"))
+        cached = as_count(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
+        self.tokens[0] += max(prompt - cached, 0)
+        self.tokens[1] += as_count(usage.get("completion_tokens"))
+        self.tokens[2] += min(cached, prompt) if prompt else cached
+
+    def _usage(self) -> Usage | None:
+        stats = self.info.get("model_stats")
+        if not isinstance(stats, dict) and not any(self.tokens):
+            return None
+        cost = as_dict(stats).get("instance_cost")
+        cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        return Usage(token_usage(self.tokens[0], self.tokens[1], self.tokens[2]),
+                     cost_usd=cost_usd, cumulative=True, lineno=self.lineno)

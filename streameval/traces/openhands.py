@@ -1,0 +1,257 @@
+"""OpenHands evaluation output (``output.jsonl``): one JSON line per *instance*.
+
+Each line is a whole finished run: ``{"instance_id", "history": [events...],
+"test_result": {"git_patch"}, "metadata": {agent_class, llm_config, ...}, "metrics",
+"error"}``. History events are actions (``action``: read/edit/run/run_ipython/browse/
+think/finish/message/recall/system...; ``args``; ``id``; ``timestamp``) and
+observations (``observation``, ``cause`` = the action's ``id``, ``content``,
+``extras``). Since one file holds several runs, every line is framed:
+
+    RunInfo(instance_id=...)  ToolCall...  Usage(cumulative)  RunEnd(reason, patch)
+
+and a caller splits runs on ``RunInfo.instance_id`` (``session.TraceRunner`` does). A
+line is emitted whole from ``feed``; nothing waits for ``close``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import Reason
+from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
+from .base import Adapter
+from .jsonl import (
+    as_count,
+    as_dict,
+    as_str,
+    decode_object,
+    first_object,
+    parse_timestamp,
+    token_usage,
+)
+from .miniswe import shell_failed
+
+__all__ = ["OpenHandsAdapter"]
+
+#: Actions that are conversation or bookkeeping, not tool calls of the agent
+_NOT_TOOLS = frozenset({
+    "system", "message", "recall", "condensation", "condensation_request",
+    "change_agent_state", "null", "agent_state_changed",
+})
+#: Arguments that are the model's prose, not the call (kept out of ToolCall.input)
+_PROSE_ARGS = frozenset({"thought", "final_thought"})
+_UPLOADED_RE = re.compile(r"<uploaded_files>\s*(\S+)\s*</uploaded_files>")
+_EDIT_FAILED = ("ERROR:", "No replacement was performed")
+_SNIPPET = 80
+
+
+class OpenHandsAdapter(Adapter):
+    """OpenHands ``output.jsonl``: per line, one instance's framed events.
+
+    ``ToolCall``: ``tool`` = the action name (read, edit, run, think, finish...),
+    ``input`` = its ``args`` without the model's prose, ``output`` = the observation's
+    ``content``, ``started_at``/``ended_at`` = action/observation timestamps (naive
+    ISO times read as UTC), ``cwd`` = the shell's working directory before the call.
+    ``is_error``: an ``error`` observation, a result starting "ERROR:" (failed edit,
+    unreadable path), or a failed shell command (``miniswe.shell_failed``).
+    An ``error`` observation that answers no action (a tool call the runtime refused
+    before running it) is a ``ToolCall(tool="error", is_error=True)``; an action never
+    answered (``finish``) is emitted at the end of its instance with ``output=None``.
+    ``RunEnd.reason``: "error: <error>" when the line has one, else "finished" when
+    the agent called finish, else "stopped".
+    """
+
+    format = "openhands"
+    patterns = ("output.jsonl", "*output*.jsonl")
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        obj = first_object(head)
+        return obj is not None and "history" in obj and (
+            "instance_id" in obj or "test_result" in obj or "metadata" in obj)
+
+    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        obj = decode_object(line, lineno)
+        if obj is None:
+            return []
+        if isinstance(obj, BadLine):
+            return [obj]
+        if not isinstance(obj.get("history"), list):
+            return [BadLine(lineno, Reason.MISSING_FIELD.value,
+                            f"line {lineno}: OpenHands instance has no 'history' list; skipped")]
+        try:
+            return _Instance(obj, lineno).events()
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+            return [BadLine(lineno, Reason.MISSING_FIELD.value,
+                            f"line {lineno}: OpenHands instance has an unexpected shape: "
+                            f"{type(exc).__name__}: {str(exc)[:_SNIPPET]}")]
+
+
+def _event_id(value: Any) -> Any:
+    """Ids are ints in the files, but compare them as text so "5" and 5 are one id."""
+    return None if value is None or isinstance(value, (dict, list)) else str(value)
+
+
+class _Instance:
+    """One line: one run of one instance."""
+
+    def __init__(self, obj: dict, lineno: int):
+        self.obj = obj
+        self.lineno = lineno
+        self.iid = as_str(obj.get("instance_id")) or f"line-{lineno}"
+        self.pending: dict[Any, tuple[dict, str | None]] = {}  # action id -> (event, cwd)
+        self.order: list[Any] = []
+        self.cwd: str | None = None
+        self.finished = False
+        self.last_metrics: dict = {}
+        self.out: list[TraceEvent] = []
+
+    def events(self) -> list[TraceEvent]:
+        history = self.obj["history"]
+        self.out.append(self._run_info(history))
+        for n, event in enumerate(history):
+            if not isinstance(event, dict):
+                self.out.append(BadLine(self.lineno, Reason.NOT_AN_OBJECT.value,
+                                        f"line {self.lineno}: history event {n} is not an "
+                                        "object; skipped"))
+            elif "action" in event:
+                self._action(event, n)
+            elif "observation" in event:
+                self._observation(event, n)
+        for key in self.order:  # actions never answered (finish, a cut-off run)
+            if key in self.pending:
+                action, cwd = self.pending.pop(key)
+                self.out.append(self._call(action, None, cwd))
+        usage = self._usage()
+        if usage is not None:
+            self.out.append(usage)
+        self.out.append(self._run_end(history))
+        return self.out
+
+    # ------------------------------------------------------------------ framing
+    def _run_info(self, history: list) -> RunInfo:
+        meta = as_dict(self.obj.get("metadata"))
+        llm = meta.get("llm_config")
+        model = as_str(as_dict(llm).get("model")) or as_str(meta.get("model_name"))
+        agent = as_str(meta.get("agent_class"))
+        for event in history[:5]:
+            if isinstance(event, dict) and event.get("action") == "message":
+                m = _UPLOADED_RE.search(as_str(as_dict(event.get("args")).get("content"))
+                                        or as_str(event.get("message")) or "")
+                if m:
+                    self.cwd = m.group(1)
+                    break
+        # the first event's time, not metadata.start_time (when the whole eval began)
+        start = None
+        if history and isinstance(history[0], dict):
+            start = parse_timestamp(history[0].get("timestamp"))
+        return RunInfo(agent=f"openhands/{agent}" if agent else "openhands", model=model,
+                       cwd=self.cwd, instance_id=self.iid, timestamp=start, lineno=self.lineno)
+
+    def _run_end(self, history: list) -> RunEnd:
+        error = self.obj.get("error")
+        if error:
+            reason = f"error: {str(error)[:500]}"
+        else:
+            reason = "finished" if self.finished else "stopped"
+        patch = as_str(as_dict(self.obj.get("test_result")).get("git_patch"))
+        ts = None
+        if history and isinstance(history[-1], dict):
+            ts = parse_timestamp(history[-1].get("timestamp"))
+        return RunEnd(reason, patch if patch and patch.strip() else None, timestamp=ts,
+                      lineno=self.lineno)
+
+    def _usage(self) -> Usage | None:
+        metrics = as_dict(self.obj.get("metrics")) or self.last_metrics
+        if not metrics:
+            return None
+        tokens = as_dict(metrics.get("accumulated_token_usage"))
+        cost = metrics.get("accumulated_cost")
+        cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        prompt = as_count(tokens.get("prompt_tokens"))
+        cached = min(as_count(tokens.get("cache_read_tokens")), prompt)
+        return Usage(token_usage(prompt - cached, tokens.get("completion_tokens"), cached,
+                                 tokens.get("cache_write_tokens")),
+                     cost_usd=cost_usd, cumulative=True, lineno=self.lineno)
+
+    # ------------------------------------------------------------------ events
+    def _action(self, event: dict, n: int) -> None:
+        name = event.get("action")
+        if isinstance(event.get("llm_metrics"), dict):
+            self.last_metrics = event["llm_metrics"]
+        if not isinstance(name, str) or name in _NOT_TOOLS:
+            return
+        if name == "finish":
+            self.finished = True
+        key = _event_id(event.get("id"))
+        if key is None:
+            key = f"#{n}"
+        self.pending[key] = (event, self.cwd)
+        self.order.append(key)
+
+    def _observation(self, event: dict, n: int) -> None:
+        key = _event_id(event.get("cause"))
+        if key is not None and key in self.pending:
+            action, cwd = self.pending.pop(key)
+            self.out.append(self._call(action, event, cwd))
+        elif event.get("observation") == "error":
+            self.out.append(self._orphan_error(event, n))
+        workdir = as_str(as_dict(as_dict(event.get("extras")).get("metadata")).get("working_dir"))
+        if workdir:
+            self.cwd = workdir
+
+    def _call(self, action: dict, obs: dict | None, cwd: str | None) -> ToolCall:
+        name = action["action"]
+        args = {k: v for k, v in as_dict(action.get("args")).items() if k not in _PROSE_ARGS}
+        output = None
+        is_error = False
+        ended = None
+        if obs is not None:
+            content = obs.get("content")
+            output = content if isinstance(content, str) else None
+            is_error = _failed(name, obs, output)
+            ended = parse_timestamp(obs.get("timestamp"))
+        return ToolCall(call_id=f"{self.iid}:{action.get('id')}", tool=name, input=args,
+                        output=output, is_error=is_error,
+                        started_at=parse_timestamp(action.get("timestamp")), ended_at=ended,
+                        cwd=cwd, structured=_structured(obs), lineno=self.lineno)
+
+    def _orphan_error(self, event: dict, n: int) -> ToolCall:
+        content = event.get("content")
+        ts = parse_timestamp(event.get("timestamp"))
+        return ToolCall(call_id=f"{self.iid}:{event.get('id', f'#{n}')}", tool="error",
+                        input={}, output=content if isinstance(content, str) else None,
+                        is_error=True, started_at=ts, ended_at=ts, cwd=self.cwd,
+                        lineno=self.lineno)
+
+
+def _exit_code(obs: dict) -> int | None:
+    code = as_dict(as_dict(obs.get("extras")).get("metadata")).get("exit_code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _failed(action: str, obs: dict, output: str | None) -> bool:
+    if obs.get("observation") == "error":
+        return True
+    text = (output or "").lstrip()
+    if text.startswith(_EDIT_FAILED):
+        return True
+    if obs.get("observation") in ("run", "run_ipython"):
+        return shell_failed(_exit_code(obs), output)
+    return False
+
+
+def _structured(obs: dict | None) -> dict | None:
+    """The result metadata a reader may want: exit code, edit diff, observation kind."""
+    if obs is None:
+        return None
+    out: dict[str, Any] = {"observation": obs.get("observation")}
+    code = _exit_code(obs)
+    if code is not None:
+        out["exit_code"] = code
+    extras = as_dict(obs.get("extras"))
+    for key in ("path", "diff", "prev_exist"):
+        if key in extras:
+            out[key] = extras[key]
+    return out

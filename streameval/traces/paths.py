@@ -1,0 +1,145 @@
+"""A path as a trace wrote it -> a repo-relative path at the base commit (METRICS.md 2, 6).
+
+Agents name files relative to their working directory, absolutely inside a container
+(``/testbed/...``, ``/workspace/<repo>/...``, ``/tmp/gh-issue-solver-123/...``), or
+relative after a ``cd``. The mapper joins relative paths with the call's cwd, refuses
+paths that cannot be repo files (``..`` escapes out of the known roots, system
+directories, installed packages), and resolves the rest with ``RepoView.resolve``:
+the path, then the path with 1, 2, ... leading components dropped, until a regular
+file of the base commit matches (METRICS.md section 2).
+
+Reads of paths outside the repo are ignored (section 6) but counted, by reason:
+``PATH_OUTSIDE_REPO`` for paths that cannot be in it, ``PATH_NOT_IN_REPO`` for paths
+that could but name no base-commit file (new files, typos, directories).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+
+from ..errors import Reason
+
+__all__ = ["PathMapper", "display_path"]
+
+#: absolute prefixes that never hold the repository under evaluation
+_SYSTEM = ("/etc/", "/usr/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/lib/", "/lib64/",
+           "/opt/", "/var/", "/run/", "/boot/", "/snap/", "/nix/")
+_PACKAGES = re.compile(r"/(?:site-packages|dist-packages|node_modules|\.venv|venv|\.tox)/")
+#: container workspace layouts stripped for display when no repo is known
+_WORKSPACE = re.compile(r"^/(?:testbed|repo|app|src|code)/|^/workspace/[^/]+/|^/workspace/")
+
+_CACHE_SIZE = 8192
+
+
+def display_path(path: str, roots: Iterable[str] = ()) -> str:
+    """Best-effort repo-relative form without a repo (``inspect``): strip known prefixes."""
+    p = posixpath.normpath(path.strip().strip("'\"`")) if path.strip() else path
+    for root in sorted((r.rstrip("/") for r in roots if r), key=len, reverse=True):
+        if p == root:
+            return "."
+        if p.startswith(root + "/"):
+            return p[len(root) + 1:]
+    stripped = _WORKSPACE.sub("", p, count=1)
+    while stripped.startswith("./"):
+        stripped = stripped[2:]
+    return stripped.lstrip("/") or p
+
+
+class PathMapper:
+    """Trace paths -> repo paths, cached per (path, cwd), counting what was refused.
+
+    ``roots`` are absolute directories known to be the repository's root in the run
+    (the run's cwd, ``/testbed``...): a ``..`` that leaves every root is an escape.
+    """
+
+    def __init__(self, view=None, roots: Iterable[str] = ()):
+        self._view = view
+        self._roots: list[str] = []
+        self._cache: OrderedDict[tuple[str, str | None], tuple[str | None, Reason | None]] = \
+            OrderedDict()
+        for r in roots:
+            self.add_root(r)
+        #: how many lookups were refused, by reason (cache hits count again)
+        self.counts: Counter[Reason] = Counter()
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return tuple(self._roots)
+
+    def add_root(self, root: str | None) -> None:
+        """A directory known to be the repo root (e.g. ``RunInfo.cwd``)."""
+        if root and root.startswith("/"):
+            norm = posixpath.normpath(root)
+            if norm != "/" and norm not in self._roots:
+                self._roots.append(norm)
+                self._cache.clear()
+
+    def to_repo(self, path: str, cwd: str | None = None) -> str | None:
+        """The repo path ``path`` names, or None (counted in ``counts``)."""
+        return self.lookup(path, cwd)[0]
+
+    def lookup(self, path: str, cwd: str | None = None) -> tuple[str | None, Reason | None]:
+        """``(repo path, None)`` or ``(None, reason)``; without a repo, a display path."""
+        key = (path, cwd)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._compute(path, cwd)
+            self._cache[key] = hit
+            if len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        if hit[1] is not None:
+            self.counts[hit[1]] += 1
+        return hit
+
+    # ------------------------------------------------------------------ rules
+    def _compute(self, path: str, cwd: str | None) -> tuple[str | None, Reason | None]:
+        p = path.strip().strip("'\"`").strip() if isinstance(path, str) else ""
+        if not p or "\x00" in p:
+            return None, Reason.PATH_NOT_IN_REPO
+        if p.startswith("~"):
+            return None, Reason.PATH_OUTSIDE_REPO
+        full = self._absolute(p, cwd)
+        if full is None:
+            return None, Reason.PATH_OUTSIDE_REPO
+        if full.startswith("/") and self._outside(full, escaped=".." in p.split("/")):
+            return None, Reason.PATH_OUTSIDE_REPO
+        if self._view is None:
+            return display_path(full, self._roots), None
+        return self._resolve(full)
+
+    def _absolute(self, p: str, cwd: str | None) -> str | None:
+        """Join with the cwd; None for a relative ``..`` that climbs out with no cwd."""
+        if not p.startswith("/") and cwd:
+            p = posixpath.join(cwd, p)
+        norm = posixpath.normpath(p)
+        if norm == ".." or norm.startswith("../"):
+            return None
+        return norm
+
+    def _outside(self, full: str, escaped: bool) -> bool:
+        if self._under_root(full):
+            return False
+        if escaped and self._roots:
+            return True   # a `..` that left every known root
+        probe = full + "/"
+        return probe.startswith(_SYSTEM) or bool(_PACKAGES.search(probe)) or full == "/"
+
+    def _under_root(self, full: str) -> bool:
+        return any(full == r or full.startswith(r + "/") for r in self._roots)
+
+    def _resolve(self, full: str) -> tuple[str | None, Reason | None]:
+        view = self._view
+        for root in self._roots:   # a path under a known root: exact first
+            if full.startswith(root + "/"):
+                rel = full[len(root) + 1:]
+                if view.is_file(rel):
+                    return rel, None
+        found = view.resolve(full)
+        if found is not None:
+            return found, None
+        return None, Reason.PATH_NOT_IN_REPO

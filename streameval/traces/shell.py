@@ -1,0 +1,1455 @@
+"""A shell command line -> what it showed the agent (METRICS.md section 6).
+
+Agents read code through ``cat``, ``sed -n``, ``grep``... inside a shell tool, so the
+command text is the only record of what they looked at. We parse it with
+tree-sitter-bash (pipes, lists, quotes, heredocs, redirections) and interpret a small,
+known set of programs. Nothing is ever executed: the parser only builds a syntax tree.
+
+Where the call's ``output`` is known, what was shown wins over what was asked: grep
+and listing outputs are parsed line by line, and files that errored ("No such file
+or directory") count as not read. A command we cannot interpret is categorized but
+never guessed into a read; the reason goes to ``ShellAnalysis.unparsed``.
+
+Line numbers are those of the file as it is when the command runs (current numbers);
+mapping them back to the base commit is the inference step's job.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+from ..model import Edit, Read
+from . import categories as _cat
+
+__all__ = ["ShellAnalysis", "analyze"]
+
+#: nested ``bash -c`` strings deeper than this are not followed (a guard, not a rule)
+_MAX_DEPTH = 4
+
+
+@dataclass(slots=True)
+class ShellAnalysis:
+    """What one shell command showed (reads) and changed (edits).
+
+    ``cwd`` is the working directory after the command's top-level ``cd``s (the
+    call's cwd when there were none); ``unparsed`` holds short reasons for parts
+    that were seen but not interpreted.
+    """
+
+    reads: list[Read] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+    category: str = "other"
+    cwd: str | None = None
+    unparsed: list[str] = field(default_factory=list)
+
+
+# =========================================================================== syntax
+
+
+@dataclass(slots=True)
+class _Word:
+    text: str
+    static: bool = True   # no $var / $(...) inside
+    glob: bool = False    # unquoted * or ?
+
+
+@dataclass(slots=True)
+class _Redirect:
+    op: str
+    fd: str | None
+    target: _Word | None
+
+
+@dataclass(slots=True)
+class _Simple:
+    argv: list[_Word]
+    redirects: list[_Redirect] = field(default_factory=list)
+    heredoc: str | None = None      # body text fed on stdin
+    heredoc_exact: bool = True      # quoted delimiter or no expansions in the body
+
+
+@dataclass(slots=True)
+class _Group:
+    body: list[list[Any]]           # pipes
+    redirects: list[_Redirect] = field(default_factory=list)
+    subshell: bool = False
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    """One tree-sitter parser, built on first use (keeps ``import streameval`` cheap)."""
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def _text(node: Any) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+_ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a",
+           "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v", "?": "?"}
+_DYNAMIC = {"simple_expansion", "expansion", "command_substitution", "process_substitution",
+            "arithmetic_expansion", "brace_expression"}
+
+
+def _word(node: Any) -> _Word:
+    """The value of one shell word, with quotes removed."""
+    t = node.type
+    raw = _text(node)
+    if t == "command_name" and node.named_child_count == 1:
+        return _word(node.named_children[0])
+    if t == "word":
+        return _Word(re.sub(r"\\(.)", r"\1", raw.replace("\\\n", "")),
+                     glob=bool(re.search(r"(?<!\\)[*?]", raw)))
+    if t in ("number", "heredoc_start"):
+        return _Word(raw)
+    if t == "raw_string":
+        return _Word(raw[1:-1])
+    if t in ("string", "translated_string"):
+        inner = raw[raw.index('"') + 1:-1] if '"' in raw else raw
+        static = not any(c.type in _DYNAMIC for c in node.named_children)
+        return _Word(re.sub(r'\\([\\"$`])', r"\1", inner.replace("\\\n", "")), static=static)
+    if t == "ansi_c_string":
+        body = raw[2:-1]
+        return _Word(re.sub(r"\\(.)", lambda m: _ANSI_C.get(m.group(1), m.group(0)), body))
+    if t == "concatenation":
+        parts = [_word(c) for c in node.named_children]
+        return _Word("".join(p.text for p in parts), all(p.static for p in parts),
+                     any(p.glob for p in parts))
+    return _Word(raw, static=False)
+
+
+_REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
+_COMPOUND = {"compound_statement", "for_statement", "c_style_for_statement", "while_statement",
+             "if_statement", "elif_clause", "else_clause", "case_statement", "case_item",
+             "do_group"}
+_SKIP = {"function_definition", "comment", "test_command", "variable_assignment",
+         "variable_assignments", "ERROR", "heredoc_body", "heredoc_start", "heredoc_end"}
+
+
+def _convert(node: Any) -> list[list[Any]]:
+    """tree-sitter node -> list of pipes (a pipe is a list of stages)."""
+    t = node.type
+    if t == "command":
+        return [[_simple(node)]]
+    if t == "pipeline":
+        return _pipeline(node)
+    if t in ("list", "program", "negated_command"):
+        return _children(node)
+    if t == "redirected_statement":
+        return _redirected(node)
+    if t == "subshell":
+        return [[_Group(_children(node), subshell=True)]]
+    if t in _COMPOUND:
+        return [[_Group(_children(node))]]
+    if t == "declaration_command":
+        words = [_word(c) for c in node.children if c.type not in ("variable_assignment",)]
+        return [[_Simple(words[:1])]]
+    return []
+
+
+def _children(node: Any) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for c in node.named_children:
+        if c.type not in _SKIP:
+            out.extend(_convert(c))
+    return out
+
+
+def _simple(node: Any) -> _Simple:
+    st = _Simple([])
+    for c in node.named_children:
+        if c.type in ("variable_assignment", "comment"):
+            continue   # FOO=1 cmd: an environment prefix, not an argument
+        if c.type == "file_redirect":
+            st.redirects.append(_redirect(c))
+        elif c.type == "herestring_redirect":
+            st.heredoc = (_word(c.named_children[0]).text + "\n") if c.named_child_count else ""
+        elif c.type != "heredoc_redirect":
+            st.argv.append(_word(c))
+    return st
+
+
+def _pipeline(node: Any) -> list[list[Any]]:
+    stages: list[Any] = []
+    extra: list[list[Any]] = []
+    for c in node.named_children:
+        pipes = _convert(c)
+        if pipes:
+            stages.extend(pipes[0])
+            extra.extend(pipes[1:])
+    return ([stages] if stages else []) + extra
+
+
+def _redirect(node: Any) -> _Redirect:
+    fd = op = None
+    target = None
+    for c in node.children:
+        if c.type == "file_descriptor":
+            fd = _text(c)
+        elif not c.is_named:
+            op = op or _text(c)
+        elif target is None:
+            target = _word(c)
+    return _Redirect(op or ">", fd, target)
+
+
+def _redirected(node: Any) -> list[list[Any]]:
+    body = next((c for c in node.named_children if c.type not in _REDIRECTS), None)
+    pipes = _convert(body) if body is not None else []
+    if not pipes or not pipes[-1]:
+        pipes.append([_Simple([])])
+    target = pipes[-1][-1]
+    for c in node.named_children:
+        if c.type == "file_redirect":
+            target.redirects.append(_redirect(c))
+        elif c.type == "herestring_redirect" and isinstance(target, _Simple):
+            target.heredoc = (_word(c.named_children[0]).text + "\n") if c.named_child_count else ""
+        elif c.type == "heredoc_redirect":
+            _heredoc(c, target, pipes)
+    return pipes
+
+
+def _heredoc(node: Any, target: Any, pipes: list[list[Any]]) -> None:
+    """Attach a heredoc body to its command; tree-sitter nests the rest of the line
+    (``| tee f``, ``&& ls``, ``> f``) inside the heredoc node, so unfold it here."""
+    after_op = False
+    for c in node.children:
+        if c.type == "heredoc_body" and isinstance(target, _Simple):
+            target.heredoc = _text(c)
+            delim = next((_text(d) for d in node.children if d.type == "heredoc_start"), "")
+            quoted = delim[:1] in ("'", '"') or "\\" in delim
+            target.heredoc_exact = quoted or not re.search(r"[$`]", target.heredoc)
+        elif c.type == "file_redirect":
+            target.redirects.append(_redirect(c))
+        elif c.type == "pipeline" and c.children and c.children[0].type in ("|", "|&"):
+            rest = _children(c)
+            if rest:
+                pipes[-1].extend(rest[0])
+                pipes.extend(rest[1:])
+        elif c.type in ("&&", "||", ";"):
+            after_op = True
+        elif after_op and c.is_named and c.type not in _SKIP:
+            pipes.extend(_convert(c))
+
+
+# =========================================================================== streams
+
+
+@dataclass(slots=True)
+class _Seg:
+    """A run of one file's lines flowing through a pipe."""
+
+    path: str
+    raw: str
+    start: int | None = None
+    end: int | None = None
+    numbered: str | None = None     # "exact" (cat -n, nl -ba) or "approx" (nl)
+    partial: bool = False           # only some unknown lines of the run are shown
+
+
+@dataclass(slots=True)
+class _Stream:
+    """What flows out of a stage: file lines, or text that a parser can read reads from."""
+
+    segs: list[_Seg] = field(default_factory=list)
+    fmt: Callable[[list[str]], list[Read]] | None = None
+    fallback: list[Read] = field(default_factory=list)
+    text: str | None = None         # exact text when known (heredoc, echo)
+
+
+_EMPTY = _Stream()
+
+
+@dataclass
+class _Ctx:
+    cwd: str | None
+    output: str | None
+    lines: list[str] | None
+    errors: set[str]
+    res: ShellAnalysis
+    cats: list[str] = field(default_factory=list)
+    prefix: str | None = None       # from cd, relative to the call's cwd (or absolute)
+    lost: bool = False              # a cd we could not follow
+    moved: bool = False
+    depth: int = 0
+
+    def join(self, p: str) -> str | None:
+        if p.startswith("/") or p.startswith("~"):
+            return p
+        if self.lost:
+            return None
+        if not self.prefix:
+            return p
+        return posixpath.normpath(posixpath.join(self.prefix, p))
+
+    def note(self, why: str) -> None:
+        if why not in self.res.unparsed:
+            self.res.unparsed.append(why)
+
+
+def _path(ctx: _Ctx, w: _Word, what: str = "path") -> str | None:
+    """A file operand as a path, or None (with a reason) when it cannot be one."""
+    if not w.static:
+        ctx.note(f"dynamic {what}: {w.text[:60]}")
+        return None
+    if w.glob:
+        ctx.note(f"glob {what}: {w.text[:60]}")
+        return None
+    if not w.text or w.text == "-":
+        return None
+    p = ctx.join(w.text)
+    if p is None:
+        ctx.note(f"relative {what} after an unknown cd: {w.text[:60]}")
+    return p
+
+
+def _whole(ctx: _Ctx, operands: list[_Word], numbered: str | None = None) -> _Stream:
+    segs = []
+    for w in operands:
+        p = _path(ctx, w)
+        if p is not None:
+            segs.append(_Seg(p, w.text, numbered=numbered))
+    return _Stream(segs=segs)
+
+
+def _listing(paths: list[str]) -> list[Read]:
+    return [Read(p, listing=True) for p in paths]
+
+
+def _split_opts(argv: list[_Word], with_value: set[str], short_value: str = "",
+                ) -> tuple[list[str], list[tuple[str, str]], list[_Word]]:
+    """Split argv[1:] into flags (short letters / long names), valued options, operands."""
+    flags: list[str] = []
+    valued: list[tuple[str, str]] = []
+    operands: list[_Word] = []
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        w = args[i]
+        a = w.text
+        i += 1
+        if a == "--":
+            operands.extend(args[i:])
+            break
+        if a.startswith("--") and w.static:
+            name, eq, val = a.partition("=")
+            if eq:
+                valued.append((name, val))
+            elif name in with_value and i < len(args):
+                valued.append((name, args[i].text))
+                i += 1
+            else:
+                flags.append(name)
+        elif a.startswith("-") and len(a) > 1 and w.static and not a[1].isdigit():
+            for j, ch in enumerate(a[1:], 1):
+                if ch in short_value:
+                    val = a[j + 1:]
+                    if not val and i < len(args):
+                        val = args[i].text
+                        i += 1
+                    valued.append(("-" + ch, val))
+                    break
+                flags.append(ch)
+        elif a.startswith("-") and len(a) > 1 and a[1:].isdigit():
+            valued.append(("-NUM", a[1:]))
+        else:
+            operands.append(w)
+    return flags, valued, operands
+
+
+def _val(valued: list[tuple[str, str]], *names: str) -> str | None:
+    found = None
+    for k, v in valued:
+        if k in names:
+            found = v
+    return found
+
+
+# =========================================================================== ranges
+
+
+def _narrow(seg: _Seg, a: int | None, b: int | None) -> _Seg:
+    """Lines a..b (1-based, None = open, a<0 = from the end) of the run ``seg``."""
+    if seg.partial:
+        return seg
+    s = seg.start or 1
+    if s < 0:
+        return _Seg(seg.path, seg.raw, seg.start, seg.end, seg.numbered, True)
+    if a is not None and a < 0:
+        if seg.end is None:
+            return _Seg(seg.path, seg.raw, a, None, seg.numbered)
+        return _Seg(seg.path, seg.raw, max(s, seg.end + a + 1), seg.end, seg.numbered)
+    start = s + (a or 1) - 1
+    end = None if b is None else s + b - 1
+    if seg.end is not None:
+        end = seg.end if end is None else min(end, seg.end)
+    return _Seg(seg.path, seg.raw, start, end, seg.numbered)
+
+
+def _apply_range(ctx: _Ctx, stream: _Stream, ranges: list[tuple[int | None, int | None]] | None,
+                 what: str) -> _Stream:
+    """Narrow a content stream to line ranges (None ranges = unknown lines: file level)."""
+    if not stream.segs:
+        return _Stream(fmt=stream.fmt, fallback=stream.fallback) if stream.fmt else _EMPTY
+    if ranges is None:
+        ctx.note(f"{what}: lines not known, file level only")
+        return _Stream(segs=[_partial(s) for s in stream.segs])
+    if len(stream.segs) > 1:
+        ctx.note(f"{what} over several files: file level only")
+        return _Stream(segs=[_partial(s) for s in stream.segs])
+    seg = stream.segs[0]
+    return _Stream(segs=[_narrow(seg, a, b) for a, b in ranges])
+
+
+def _partial(seg: _Seg) -> _Seg:
+    return _Seg(seg.path, seg.raw, seg.start, seg.end, seg.numbered, True)
+
+
+_SED_CMD = re.compile(r"(\d+|\$)(?:\s*,\s*(\d+|\$|\+\d+))?\s*([pq])")
+
+
+def _sed_ranges(scripts: list[str], quiet: bool) -> list[tuple[int | None, int | None]] | None:
+    """Line ranges printed by simple sed scripts ('a,bp', 'ap', '10,$p', 'Nq'); None if other."""
+    cmds = [c.strip() for s in scripts for c in re.split(r"[;\n]", s) if c.strip()]
+    if not quiet:
+        if len(cmds) == 1 and re.fullmatch(r"\d+q", cmds[0]):
+            return [(1, int(cmds[0][:-1]))]
+        if cmds and all(c.startswith("s") for c in cmds):
+            return [(None, None)]
+        return None
+    ranges: list[tuple[int | None, int | None]] = []
+    for c in cmds:
+        m = _SED_CMD.fullmatch(c)
+        if not m:
+            return None
+        a, b, op = m.groups()
+        if op == "q":
+            continue
+        start = -1 if a == "$" else int(a)
+        if b is None:
+            end = None if a == "$" else start
+        elif b == "$":
+            end = None
+        elif b.startswith("+"):
+            end = start + int(b[1:])
+        else:
+            end = int(b)
+        ranges.append((start, end))
+    return ranges or None
+
+
+_AWK_TERM = re.compile(r"(NR|FNR)\s*(==|>=|<=|>|<)\s*(\d+)|(\d+)\s*(==|>=|<=|>|<)\s*(NR|FNR)")
+_FLIP = {"==": "==", ">=": "<=", "<=": ">=", ">": "<", "<": ">"}
+
+
+def _awk_ranges(prog: str) -> list[tuple[int | None, int | None]] | None:
+    """``NR>=a && NR<=b``, ``NR==5``, ``NR==a,NR==b`` with an optional print of $0."""
+    cond, brace, action = prog.strip().partition("{")
+    if brace:
+        act = action.rstrip().rstrip("}").strip().rstrip(";").strip()
+        if not re.fullmatch(r"print(\s+\$0)?|print\s+(F?NR)\s*(,|\"[^\"]*\")?\s*\$0", act):
+            return None
+    cond = cond.strip()
+    if not cond:
+        return [(None, None)] if brace else None
+    if "," in cond and "&&" not in cond:
+        parts = [_awk_ranges(p) for p in cond.split(",", 1)]
+        if parts[0] and parts[1] and parts[0][0][0] and parts[1][0][1]:
+            return [(parts[0][0][0], parts[1][0][1])]
+        return None
+    lo: int | None = None
+    hi: int | None = None
+    for term in cond.split("&&"):
+        m = _AWK_TERM.fullmatch(term.strip().strip("()").strip())
+        if not m:
+            return None
+        op, n = (m.group(2), int(m.group(3))) if m.group(1) else (_FLIP[m.group(5)], int(m.group(4)))
+        if op in ("==", ">=", ">"):
+            v = n + (op == ">")
+            lo = v if lo is None else max(lo, v)
+        if op in ("==", "<=", "<"):
+            v = n - (op == "<")
+            hi = v if hi is None else min(hi, v)
+    return [(lo, hi)]
+
+
+# =========================================================================== output parsing
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]")
+_WRAPPER = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|\[The command completed.*\])$")
+_ERR = re.compile(
+    r"^(?:[\w.+-]+: )+(?:line \d+: )?(?:cannot open |can't read |cannot access |read error on "
+    r"|couldn't edit |cannot stat )?[`'‘\"]?(?P<p>[^`'’\":]+?)[`'’\"]?(?: for reading)?: "
+    r"(?:IO error[^:]*: )?(?:No such file or directory|Is a directory|Permission denied"
+    r"|Not a directory|not a regular file)")
+
+
+def _clean(output: str) -> list[str]:
+    """Output lines without ANSI escapes, CR, or the trace tool's own wrapper lines."""
+    text = _ANSI.sub("", output).replace("\r\n", "\n").replace("\r", "\n")
+    return [ln for ln in text.split("\n") if not _WRAPPER.match(ln)]
+
+
+def _errors(lines: list[str]) -> set[str]:
+    bad = set()
+    for ln in lines:
+        if ": " in ln and ("No such" in ln or "directory" in ln or "denied" in ln
+                           or "regular file" in ln):
+            m = _ERR.match(ln)
+            if m:
+                bad.add(m.group("p").strip())
+    return bad
+
+
+def _ranges(nums: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for n in sorted(set(nums)):
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
+
+
+def _line_reads(hits: dict[str, list[int]], files: list[str]) -> list[Read]:
+    reads: list[Read] = []
+    for p, nums in hits.items():
+        reads.extend(Read(p, a, b) for a, b in _ranges(nums))
+    seen = set(hits)
+    for p in files:
+        if p not in seen:
+            seen.add(p)
+            reads.append(Read(p, listing=True))
+    return reads
+
+
+_LOOKS_GREP = re.compile(r":\d+[:-]")
+_NUM_HEAD = re.compile(r"^(\d+)([:-])")
+_NUMBERED_LINE = re.compile(r"^(?:\d+[:-])?\s*(\d+)\t")
+
+
+def _numbered_fmt(path: str) -> Callable[[list[str]], list[Read]]:
+    """Output of ``cat -n f``/``nl -ba f`` after a filter: the numbers name f's lines."""
+    def parse(lines: list[str]) -> list[Read]:
+        nums = [int(m.group(1)) for m in map(_NUMBERED_LINE.match, lines) if m]
+        return _line_reads({path: nums}, []) if nums else []
+    return parse
+
+
+@dataclass(slots=True)
+class _GrepShape:
+    tool: str
+    numbered: bool
+    files_only: bool
+    count: bool
+    single: str | None          # the one file operand (output has no path prefix)
+    single_raw: str | None
+    join: Callable[[str], str | None]
+
+
+def _grep_fmt(shape: _GrepShape) -> Callable[[list[str]], list[Read]]:
+    def parse(lines: list[str]) -> list[Read]:
+        if shape.files_only:
+            return _listing([p for p in (_grep_path(shape, ln.strip()) for ln in lines
+                                         if ln.strip() and not _is_err(ln, shape.tool)) if p])
+        if shape.count:
+            return _grep_counts(shape, lines)
+        return _grep_lines(shape, lines)
+    return parse
+
+
+def _is_err(line: str, tool: str) -> bool:
+    return line.startswith((f"{tool}: ", "grep: ", "rg: ", "Binary file "))
+
+
+def _grep_path(shape: _GrepShape, p: str) -> str | None:
+    return shape.join(p)
+
+
+def _grep_counts(shape: _GrepShape, lines: list[str]) -> list[Read]:
+    files = []
+    for ln in lines:
+        m = re.match(r"^(?:(.*):)?(\d+)$", ln.strip())
+        if not m or int(m.group(2)) == 0:
+            continue
+        p = shape.single if m.group(1) is None else _grep_path(shape, m.group(1))
+        if p:
+            files.append(p)
+    return _listing(files)
+
+
+def _grep_lines(shape: _GrepShape, lines: list[str]) -> list[Read]:
+    """``path:N:text`` matches, ``path-N-text`` context, ``N:text`` for one file,
+    rg's heading mode (a path line, then ``N:text`` lines)."""
+    hits: dict[str, list[int]] = {}
+    files: list[str] = []
+    cur: str | None = None
+    heading: str | None = None
+    for ln in lines:
+        if not ln.strip():
+            heading = None
+            continue
+        if ln == "--" or _is_err(ln, shape.tool):
+            continue
+        path, num = _grep_line(shape, ln, cur, heading)
+        if path is None and num is None:
+            heading = ln.strip() if shape.numbered and not shape.single else heading
+            continue
+        if path is None:
+            continue
+        cur = path
+        if num is None:
+            files.append(path)
+        else:
+            hits.setdefault(path, []).append(num)
+    out: list[Read] = []
+    for r in _line_reads(hits, files):
+        p = shape.join(r.path) if r.path not in (shape.single,) else r.path
+        if p is not None:
+            out.append(Read(p, r.start, r.end, r.listing))
+    return out
+
+
+def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
+               ) -> tuple[str | None, int | None]:
+    """(raw path, line number) of one output line; (None, None) = maybe a heading."""
+    single = shape.single_raw
+    prefixed = single is not None and ln.startswith(single + "/")
+    if single is not None and not prefixed:
+        m = _NUM_HEAD.match(ln)
+        if shape.numbered and m:
+            return single, int(m.group(1))
+        return single, None
+    if shape.numbered:
+        if heading is not None:
+            m = _NUM_HEAD.match(ln)
+            if m:
+                return heading, int(m.group(1))
+        if cur is not None and ln.startswith(cur):
+            m = re.match(r"([:-])(\d+)\1", ln[len(cur):])
+            if m:
+                return cur, int(m.group(2))
+        m = re.match(r"^(.+?):(\d+):", ln) or re.match(r"^(.+?)-(\d+)-", ln)
+        if m:
+            return m.group(1), int(m.group(2))
+        return None, None
+    p = ln.split(":", 1)[0] if ":" in ln else None
+    return (p, None) if p else (None, None)
+
+
+def _paths_fmt(join: Callable[[str], str | None]) -> Callable[[list[str]], list[Read]]:
+    """find / fd / rg --files / grep -l output: one path per line."""
+    def parse(lines: list[str]) -> list[Read]:
+        out = []
+        for ln in lines:
+            s = ln.strip()
+            if (not s or _ERR.match(s) or _LOOKS_GREP.search(s) or s.endswith("/")
+                    or (s.startswith("[") and s.endswith("]"))):
+                continue
+            p = join(s)
+            if p:
+                out.append(p)
+        return _listing(out)
+    return parse
+
+
+_LONG = re.compile(r"^[-dlcbpsD?][rwxsStT-]{9}[.+@]?\s+")
+
+
+def _ls_fmt(operands: list[str], raw: list[str], join: Callable[[str], str | None],
+            ) -> Callable[[list[str]], list[Read]]:
+    """``ls`` output: names relative to the listed directory; ``dir:`` headers; -l lines."""
+    def parse(lines: list[str]) -> list[Read]:
+        out: list[str] = []
+        cur = raw[0] if len(raw) == 1 else None
+        for ln in lines:
+            s = ln.rstrip()
+            if not s or s.startswith("total ") or _ERR.match(s) or _LOOKS_GREP.search(s):
+                continue
+            if s.endswith(":") and not _LONG.match(s):
+                cur = s[:-1]
+                continue
+            names = [_LONG.sub("", s).split(None, 7)[-1].split(" -> ")[0]] if _LONG.match(s) \
+                else re.split(r"\s{2,}|\t", s.strip())
+            for name in names:
+                if name in (".", "..") or name.endswith("/") or not name:
+                    continue
+                full = name if (name in raw or cur is None or cur in (".", "./")) \
+                    else posixpath.join(cur, name)
+                p = join(full)
+                if p:
+                    out.append(p)
+        return _listing(out)
+    return parse
+
+
+_TREE = re.compile(r"^((?:[│|]\s{2,3}|\s{4})*)(?:[├└|`][─-]{2}\s)(.*)$")
+
+
+def _tree_fmt(root: str, join: Callable[[str], str | None]) -> Callable[[list[str]], list[Read]]:
+    def parse(lines: list[str]) -> list[Read]:
+        stack: list[str] = []
+        out = []
+        for ln in lines:
+            m = _TREE.match(ln)
+            if not m:
+                continue
+            depth = len(m.group(1)) // 4
+            name = m.group(2).split(" -> ")[0].strip()
+            del stack[depth:]
+            stack.append(name)
+            full = name if "/" in name else posixpath.join(root, *stack)
+            p = join(full)
+            if p:
+                out.append(p)
+        return _listing(out)
+    return parse
+
+
+# =========================================================================== patches
+
+
+def _apply_patch_edits(text: str, ctx: _Ctx) -> list[Edit]:
+    """Codex ``apply_patch`` bodies: ``*** Update/Add/Delete File: p`` sections."""
+    edits: list[Edit] = []
+    path: str | None = None
+    mode = ""
+    old: list[str] = []
+    new: list[str] = []
+
+    def flush() -> None:
+        if path is None:
+            return
+        if mode == "update" and (old or new):
+            edits.append(Edit(path, old="\n".join(old), new="\n".join(new)))
+        elif mode == "add":
+            edits.append(Edit(path, content="".join(x + "\n" for x in new)))
+        old.clear()
+        new.clear()
+
+    for ln in text.rstrip("\n").split("\n"):
+        head = re.match(r"\*\*\* (Update|Add|Delete) File: (.+)$", ln)
+        if head:
+            flush()
+            mode = head.group(1).lower()
+            path = ctx.join(head.group(2).strip())
+            if mode == "delete" and path:
+                edits.append(Edit(path, content=""))
+            continue
+        if ln.startswith("*** "):
+            if ln.startswith("*** Move to: "):
+                ctx.note("apply_patch rename not followed")
+            if ln.startswith("*** End Patch"):
+                flush()
+                path = None
+            continue
+        if ln.startswith("@@"):
+            flush()
+        elif mode == "add" and ln.startswith("+"):
+            new.append(ln[1:])
+        elif mode == "update":
+            _hunk_line(ln, old, new)
+    flush()
+    return edits
+
+
+def _hunk_line(ln: str, old: list[str], new: list[str]) -> None:
+    tag, body = ln[:1], ln[1:]
+    if tag == "-":
+        old.append(body)
+    elif tag == "+":
+        new.append(body)
+    elif tag == " " or ln == "":
+        old.append(body)
+        new.append(body)
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _diff_edits(text: str, strip: int, ctx: _Ctx) -> list[Edit]:
+    """A unified diff (``git apply``, ``patch -pN``) -> one Edit per hunk."""
+    edits: list[Edit] = []
+    src = dst = None
+    hunk: tuple[int, int, int, int] | None = None
+    old: list[str] = []
+    new: list[str] = []
+
+    def flush() -> None:
+        if hunk is None or dst is None:
+            return
+        if src is None:
+            edits.append(Edit(dst, content="".join(x + "\n" for x in new)))
+        elif dst == "/dev/null":
+            edits.append(Edit(src, content=""))
+        else:
+            edits.append(Edit(dst, old="\n".join(old), new="\n".join(new), hunks=(hunk,)))
+        old.clear()
+        new.clear()
+
+    for ln in text.split("\n"):
+        if ln.startswith("--- ") or ln.startswith("+++ "):
+            flush()
+            hunk = None
+            name = ln[4:].split("\t")[0].strip()
+            path = None if name == "/dev/null" else ctx.join("/".join(name.split("/")[strip:]))
+            if ln.startswith("---"):
+                src = path
+            else:
+                dst = path if name != "/dev/null" else "/dev/null"
+            continue
+        m = _HUNK.match(ln)
+        if m:
+            flush()
+            a, b, c, d = m.groups()
+            hunk = (int(a), int(b or 1), int(c), int(d or 1))
+        elif hunk is not None and not ln.startswith("\\") and (
+                len(old) < hunk[1] or len(new) < hunk[3]) and (ln[:1] in " -+" or ln == ""):
+            _hunk_line(ln, old, new)
+    flush()
+    return edits
+
+
+# =========================================================================== programs
+
+_Handler = Callable[[_Ctx, list[_Word], _Simple, "_Stream | None"], _Stream]
+
+
+def _h_cat(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    flags, _, ops = _split_opts(argv, set())
+    numbered = "exact" if ("n" in flags or "--number" in flags) else None
+    if not ops or all(w.text == "-" for w in ops):
+        if st.heredoc is not None:
+            return _Stream(text=st.heredoc if st.heredoc_exact else None)
+        if stdin and numbered:
+            return _Stream(segs=[_Seg(s.path, s.raw, s.start, s.end, numbered, s.partial)
+                                 for s in stdin.segs if (s.start or 1) == 1], text=None)
+        return stdin or _EMPTY
+    return _whole(ctx, ops, numbered)
+
+
+def _h_nl(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, valued, ops = _split_opts(argv, {"--body-numbering"}, "bdfhilnsvw")
+    body = _val(valued, "-b", "--body-numbering") or "t"
+    numbered = "exact" if body == "a" else "approx"
+    if not ops:
+        if stdin and stdin.segs:
+            return _Stream(segs=[_Seg(s.path, s.raw, s.start, s.end, numbered, s.partial)
+                                 for s in stdin.segs])
+        return stdin or _EMPTY
+    return _whole(ctx, ops, numbered)
+
+
+def _h_pager(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, valued, ops = _split_opts(
+        argv, {"--line-range", "--language", "--style", "--theme", "--highlight-line",
+               "--tabs", "--wrap", "--color", "--paging", "--map-syntax"}, "lrHm")
+    if not ops:
+        return stdin or _EMPTY
+    stream = _whole(ctx, ops)
+    rng = _val(valued, "-r", "--line-range")
+    if rng and re.fullmatch(r"\d*:\d*", rng):
+        a, b = rng.split(":")
+        return _apply_range(ctx, stream, [(int(a) if a else None, int(b) if b else None)], "bat")
+    return stream
+
+
+def _count(valued: list[tuple[str, str]], default: int) -> tuple[str, int | None]:
+    """head/tail count: ("last"|"from"|"bytes"|"allbut", n)."""
+    if _val(valued, "-c", "--bytes") is not None:
+        return "bytes", None
+    v = _val(valued, "-n", "--lines", "-NUM")
+    if v is None:
+        return "last", default
+    v = v.strip()
+    if re.fullmatch(r"\+\d+", v):
+        return "from", int(v[1:])
+    if re.fullmatch(r"-\d+", v):
+        return "allbut", int(v[1:])
+    return ("last", int(v)) if v.isdigit() else ("bytes", None)
+
+
+def _h_head(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, valued, ops = _split_opts(argv, {"--lines", "--bytes"}, "nc")
+    kind, n = _count(valued, 10)
+    rng = [(1, n)] if kind == "last" else None
+    return _filter_each(ctx, ops, stdin, rng, "head")
+
+
+def _h_tail(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    args = [_Word("-n" + w.text) if re.fullmatch(r"\+\d+", w.text) and w.static
+            and argv[i - 1].text not in ("-n", "--lines", "-c", "--bytes") else w
+            for i, w in enumerate(argv)]
+    _, valued, ops = _split_opts(args, {"--lines", "--bytes", "--pid", "--sleep-interval",
+                                        "--max-unchanged-stats"}, "ncs")
+    kind, n = _count(valued, 10)
+    rng: list[tuple[int | None, int | None]] | None = None
+    if kind == "last" and n:
+        rng = [(-n, None)]
+    elif kind == "from":
+        rng = [(n, None)]
+    return _filter_each(ctx, ops, stdin, rng, "tail")
+
+
+def _filter_each(ctx: _Ctx, ops: list[_Word], stdin: _Stream | None,
+                 rng: list[tuple[int | None, int | None]] | None, what: str) -> _Stream:
+    """Apply a line filter to each file operand, or to stdin when there are none."""
+    if ops:
+        segs: list[_Seg] = []
+        for w in ops:
+            segs.extend(_apply_range(ctx, _whole(ctx, [w]), rng, what).segs)
+        return _Stream(segs=segs)
+    if stdin is None:
+        return _EMPTY
+    if stdin.fmt is not None:
+        return stdin   # grep/listing text: what survived is in the output
+    if what == "head" and len(stdin.segs) > 1 and rng:
+        ctx.note("head over several files: first file only")
+        return _apply_range(ctx, _Stream(segs=stdin.segs[:1]), rng, what)
+    return _apply_range(ctx, stdin, rng, what)
+
+
+def _h_sed(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    args = list(argv)
+    # BSD `sed -i '' ...`: an empty suffix word after -i
+    for i, w in enumerate(args[:-1]):
+        if w.text == "-i" and args[i + 1].text == "" and args[i + 1].static:
+            del args[i + 1]
+            break
+    flags, valued, ops = _split_opts(args, {"--expression", "--file", "--line-length"}, "efl")
+    in_place = any(f == "i" or f.startswith("--in-place") for f in flags) or any(
+        w.text.startswith("-i") or w.text.startswith("--in-place") for w in argv[1:]
+        if w.static and not w.text.startswith("--e"))
+    scripts = [v for k, v in valued if k in ("-e", "--expression")]
+    if _val(valued, "-f", "--file") is not None:
+        scripts = []
+    elif not scripts and ops:
+        scripts = [ops[0].text]
+        ops = ops[1:]
+    if in_place:
+        return _edit_files(ctx, ops, "sed -i")
+    quiet = "n" in flags or "--quiet" in flags or "--silent" in flags
+    rng = _sed_ranges(scripts, quiet) if scripts else None
+    return _filter_each(ctx, ops, stdin, rng, "sed")
+
+
+def _edit_files(ctx: _Ctx, ops: list[_Word], what: str) -> _Stream:
+    for w in ops:
+        p = _path(ctx, w, f"{what} target")
+        if p is not None:
+            ctx.res.edits.append(Edit(p))
+    return _EMPTY
+
+
+def _h_awk(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, valued, ops = _split_opts(argv, {"--field-separator", "--assign", "--file"}, "Fvf")
+    if _val(valued, "-f", "--file") is not None or not ops:
+        ctx.note("awk program from a file")
+        return _filter_each(ctx, ops, stdin, None, "awk")
+    prog, files = ops[0].text, ops[1:]
+    rng = _awk_ranges(prog)
+    if len(files) > 1 and rng and rng != [(None, None)]:
+        rng = None
+    return _filter_each(ctx, files, stdin, rng, "awk")
+
+
+_GREP_VALUES = {
+    "grep": ({"--regexp", "--file", "--max-count", "--after-context", "--before-context",
+              "--context", "--include", "--exclude", "--exclude-dir", "--label", "--binary-files",
+              "--devices", "--directories", "--exclude-from", "--group-separator"}, "efmABCdD"),
+    "rg": ({"--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count",
+            "--max-depth", "--replace", "--after-context", "--before-context", "--context",
+            "--type-add", "--max-columns", "--sort", "--sortr", "--colors", "--pre",
+            "--pre-glob", "--ignore-file", "--max-filesize", "--threads", "--encoding",
+            "--context-separator", "--path-separator", "--field-match-separator"},
+           "efgmMrABCtTjEd"),
+    "ag": ({"--ignore", "--ignore-dir", "--file-search-regex", "--depth", "--max-count",
+            "--after", "--before", "--context", "--pager"}, "ABCGgmp"),
+}
+
+
+def _h_grep(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None,
+            tool: str = "grep", from_stdin_files: bool = False) -> _Stream:
+    longs, shorts = _GREP_VALUES.get(tool, _GREP_VALUES["grep"])
+    flags, valued, ops = _split_opts(argv, longs, shorts)
+    fl = set(flags)
+    has_pattern_opt = any(k in ("-e", "-f", "--regexp", "--file") for k, _ in valued)
+    list_files = "--files" in fl or (tool == "ag" and _val(valued, "-g") is not None)
+    if not has_pattern_opt and ops and not list_files:
+        ops = ops[1:]
+    if list_files:
+        return _Stream(fmt=_paths_fmt(ctx.join))
+    files_only = bool(fl & {"l", "L", "--files-with-matches", "--files-without-match"})
+    count = bool(fl & {"c", "--count", "--count-matches"})
+    numbered = bool(fl & {"n", "--line-number", "--vimgrep"}) and not (fl & {"N"})
+    if "q" in fl or "--quiet" in fl:
+        return _EMPTY
+    if not ops and not from_stdin_files and (tool == "grep" or stdin is not None) \
+            and "r" not in fl and "R" not in fl and stdin is not None:
+        return _grep_filter(ctx, stdin, numbered, files_only or count, "o" in fl)
+    return _grep_search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files)
+
+
+def _grep_filter(ctx: _Ctx, stdin: _Stream, numbered: bool, summary: bool,
+                 only: bool) -> _Stream:
+    """grep reading a pipe: narrows what flows, keeps the parser of what flows."""
+    if stdin.segs:
+        if len(stdin.segs) == 1 and stdin.segs[0].numbered == "exact" and not summary:
+            seg = stdin.segs[0]
+            return _Stream(fmt=_numbered_fmt(seg.path), fallback=[Read(seg.path, listing=True)])
+        return _Stream(segs=[_partial(s) for s in stdin.segs])
+    if stdin.fmt is not None and not (numbered or summary or only):
+        return stdin
+    return _EMPTY
+
+
+def _grep_search(ctx: _Ctx, tool: str, ops: list[_Word], fl: set[str], numbered: bool,
+                 files_only: bool, count: bool, from_stdin_files: bool) -> _Stream:
+    recursive = tool != "grep" or bool(fl & {"r", "R", "--recursive", "--dereference-recursive"})
+    paths = [(w.text, _path(ctx, w, "grep operand")) for w in ops]
+    no_name = bool(fl & {"h", "--no-filename"}) if tool == "grep" else "I" in fl
+    single = None
+    if len(ops) == 1 and not from_stdin_files and not (fl & {"H", "--with-filename"}):
+        single = ops[0].text
+    if no_name and single is None:
+        ctx.note(f"{tool} without file names: lines not attributable")
+        return _EMPTY
+    shape = _GrepShape(tool, numbered, files_only, count,
+                       paths[0][1] if single else None, single, ctx.join)
+    fallback = []
+    for raw, p in paths:
+        if p is None or raw in (".", "..") or raw.endswith("/"):
+            continue
+        if recursive and "." not in posixpath.basename(raw):
+            continue   # most likely a directory
+        fallback.append(Read(p, listing=True))
+    return _Stream(fmt=_grep_fmt(shape), fallback=fallback)
+
+
+def _h_rg(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    return _h_grep(ctx, argv, st, stdin, "rg")
+
+
+def _h_ag(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    return _h_grep(ctx, argv, st, stdin, "ag")
+
+
+def _h_find(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    texts = [w.text for w in argv]
+    for flag in ("-exec", "-execdir", "-ok"):
+        if flag in texts:
+            inner = argv[texts.index(flag) + 1:]
+            inner = [w for w in inner if w.text not in ("{}", ";", "+", "\\;")]
+            if inner and posixpath.basename(inner[0].text) in ("grep", "egrep", "rg"):
+                inner = inner + [_Word("--with-filename" if inner[0].text != "rg" else "-H")]
+                return _h_grep(ctx, inner, st, None, "grep" if "grep" in inner[0].text else "rg",
+                               from_stdin_files=True)
+            ctx.note(f"find {flag} not interpreted")
+            return _EMPTY
+    if "-delete" in texts:
+        ctx.note("find -delete: deleted files unknown")
+    return _Stream(fmt=_paths_fmt(ctx.join))
+
+
+def _h_fd(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    return _Stream(fmt=_paths_fmt(ctx.join))
+
+
+def _h_ls(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, _, ops = _split_opts(argv, {"--format", "--sort", "--time-style", "--color", "--ignore",
+                                   "--hide", "--width", "--block-size", "--quoting-style"}, "ITw")
+    good = [(w.text, _path(ctx, w)) for w in ops]
+    good = [(r, p) for r, p in good if p is not None]
+    fallback = [Read(p, listing=True) for _, p in good]
+    return _Stream(fmt=_ls_fmt([p for _, p in good], [r for r, _ in good], ctx.join),
+                   fallback=fallback)
+
+
+def _h_tree(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, _, ops = _split_opts(argv, {"--filelimit", "--charset", "--sort", "--timefmt"}, "LIPHTo")
+    root = ops[0].text if ops and ops[0].static else "."
+    return _Stream(fmt=_tree_fmt(root, ctx.join))
+
+
+def _h_wc(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, _, ops = _split_opts(argv, {"--files0-from"})
+    return _Stream(fallback=[Read(p, listing=True) for p in
+                             (_path(ctx, w) for w in ops) if p is not None])
+
+
+def _h_passthrough(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    """sort / uniq: same lines (reordered), so what was shown stays shown."""
+    _, _, ops = _split_opts(argv, {"--key", "--field-separator", "--output"}, "ktoS")
+    if ops:
+        return _whole(ctx, ops)
+    return stdin or _EMPTY
+
+
+def _h_tee(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    flags, _, ops = _split_opts(argv, set())
+    text = stdin.text if stdin else None
+    if st.heredoc is not None:
+        text = st.heredoc if st.heredoc_exact else None
+    for w in ops:
+        p = _path(ctx, w, "tee target")
+        if p is not None and _writable(p):
+            append = "a" in flags or "--append" in flags
+            ctx.res.edits.append(Edit(p, content=text) if text is not None and not append
+                                 else Edit(p))
+    return stdin or _EMPTY
+
+
+def _h_echo(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    args = argv[1:]
+    if args and all(w.static for w in args) and not args[0].text.startswith("-"):
+        return _Stream(text=" ".join(w.text for w in args) + "\n")
+    return _EMPTY
+
+
+def _h_apply_patch(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    body = st.heredoc
+    if body is None:
+        body = next((w.text for w in argv[1:] if "*** Begin Patch" in w.text), None)
+    if body is None and stdin is not None:
+        body = stdin.text
+    if body is None:
+        ctx.note("apply_patch without a visible patch")
+        return _EMPTY
+    ctx.res.edits.extend(_apply_patch_edits(body, ctx))
+    return _EMPTY
+
+
+def _h_patch(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    _, valued, ops = _split_opts(argv, {"--strip", "--input", "--directory"}, "pidoDrBVYzFg")
+    strip = _val(valued, "-p", "--strip")
+    n = int(strip) if strip and strip.isdigit() else 0
+    return _diff_or_note(ctx, st, stdin, n, "patch")
+
+
+def _diff_or_note(ctx: _Ctx, st: _Simple, stdin: _Stream | None, strip: int,
+                  what: str) -> _Stream:
+    body = st.heredoc if st.heredoc is not None else (stdin.text if stdin else None)
+    if body is None:
+        ctx.note(f"{what}: patch text not visible, edited files unknown")
+        return _EMPTY
+    ctx.res.edits.extend(_diff_edits(body, strip, ctx))
+    return _EMPTY
+
+
+_GIT_VALUES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
+
+
+def _h_git(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    i = 1
+    saved = (ctx.prefix, ctx.lost)
+    while i < len(argv) and argv[i].text.startswith("-"):
+        if argv[i].text == "-C" and i + 1 < len(argv):
+            _cd(ctx, argv[i + 1])
+        i += 2 if argv[i].text in _GIT_VALUES else 1
+    try:
+        return _git_sub(ctx, argv[i:], st, stdin)
+    finally:
+        ctx.prefix, ctx.lost = saved
+
+
+def _git_sub(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    sub = argv[0].text if argv else ""
+    if sub == "grep":
+        return _h_grep(ctx, [_Word("git-grep")] + argv[1:], st, stdin, "grep")
+    if sub == "show":
+        return _git_show(ctx, argv)
+    if sub == "ls-files":
+        return _Stream(fmt=_paths_fmt(ctx.join))
+    if sub == "apply":
+        flags, _, _ = _split_opts(argv, set(), "p")
+        if "check" in flags or "--check" in flags or "--stat" in flags:
+            return _EMPTY
+        return _diff_or_note(ctx, st, stdin, 1, "git apply")
+    return _EMPTY
+
+
+def _git_show(ctx: _Ctx, argv: list[_Word]) -> _Stream:
+    segs = []
+    for w in argv[1:]:
+        if w.text.startswith("-") or not w.static:
+            continue
+        rev, colon, path = w.text.partition(":")
+        if colon and path and rev and "/" not in rev[:1]:
+            # COMMIT:path is relative to the repo root unless written ./path
+            p = ctx.join(path) if path.startswith("./") else path
+            if p is not None:
+                segs.append(_Seg(p, path))
+    return _Stream(segs=segs)
+
+
+_SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+
+
+def _h_shell(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
+    """``bash -lc 'STRING'``: the string is parsed as a command of its own."""
+    script = None
+    for i, w in enumerate(argv[1:], 1):
+        if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", w.text) and i + 1 < len(argv):
+            script = argv[i + 1]
+            break
+        if not w.text.startswith("-"):
+            break
+    if script is None:
+        return _EMPTY
+    if not script.static:
+        ctx.note("bash -c with a dynamic string")
+        return _EMPTY
+    if ctx.depth >= _MAX_DEPTH:
+        ctx.note("bash -c nested too deep")
+        return _EMPTY
+    inner = _Ctx(ctx.cwd, ctx.output, ctx.lines, ctx.errors, ctx.res, ctx.cats, ctx.prefix,
+                 ctx.lost, False, ctx.depth + 1)
+    _run_source(inner, script.text)
+    return _EMPTY
+
+
+_HANDLERS: dict[str, _Handler] = {
+    "cat": _h_cat, "tac": _h_cat, "nl": _h_nl, "less": _h_pager, "more": _h_pager,
+    "bat": _h_pager, "batcat": _h_pager, "head": _h_head, "tail": _h_tail, "sed": _h_sed,
+    "gsed": _h_sed, "awk": _h_awk, "gawk": _h_awk, "mawk": _h_awk, "grep": _h_grep,
+    "egrep": _h_grep, "fgrep": _h_grep, "rg": _h_rg, "ag": _h_ag, "ack": _h_ag,
+    "find": _h_find, "fd": _h_fd, "fdfind": _h_fd, "ls": _h_ls, "tree": _h_tree, "wc": _h_wc,
+    "sort": _h_passthrough, "uniq": _h_passthrough, "tee": _h_tee, "echo": _h_echo,
+    "apply_patch": _h_apply_patch, "applypatch": _h_apply_patch, "patch": _h_patch,
+    "git": _h_git,
+}
+_HANDLERS.update({s: _h_shell for s in _SHELLS})
+
+#: programs that run another command given in their arguments, with their valued options
+_WRAPPERS: dict[str, tuple[set[str], int]] = {
+    "sudo": ({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}, 0),
+    "timeout": ({"-s", "-k", "--signal", "--kill-after"}, 1),
+    "nohup": (set(), 0), "time": (set(), 0), "nice": ({"-n"}, 0), "exec": ({"-a"}, 0),
+    "stdbuf": ({"-i", "-o", "-e"}, 0), "command": (set(), 0), "builtin": (set(), 0),
+    "env": ({"-u", "-C", "-S", "--unset", "--chdir"}, 0), "xvfb-run": ({"-a", "-s"}, 0),
+}
+_XARGS_VALUES = {"-n", "-L", "-P", "-s", "-d", "-E", "-I", "-a", "--max-args", "--max-procs",
+                 "--delimiter", "--replace", "--arg-file", "--max-lines", "--max-chars"}
+
+
+def _unwrap(argv: list[_Word]) -> tuple[list[_Word], bool]:
+    """Strip ``sudo``/``timeout 10``/``env X=1``/``nohup``/``time``...; True if via xargs."""
+    xargs = False
+    for _ in range(8):
+        if not argv:
+            break
+        name = posixpath.basename(argv[0].text)
+        if name == "xargs":
+            i = 1
+            while i < len(argv) and argv[i].text.startswith("-"):
+                i += 2 if argv[i].text in _XARGS_VALUES else 1
+            argv, xargs = argv[i:], True
+            continue
+        if name not in _WRAPPERS:
+            break
+        if name == "command" and len(argv) > 1 and argv[1].text in ("-v", "-V"):
+            return [], xargs
+        values, positional = _WRAPPERS[name]
+        i = 1
+        while i < len(argv) and (argv[i].text.startswith("-") or
+                                 (name == "env" and "=" in argv[i].text)):
+            i += 2 if argv[i].text in values else 1
+        argv = argv[i + positional:]
+    return argv, xargs
+
+
+# =========================================================================== running
+
+
+def _writable(p: str) -> bool:
+    """Redirect/tee targets worth reporting as edits: not devices, temp dirs or logs."""
+    return not (p.startswith(("/dev/", "/tmp/", "/proc/", "/var/tmp/")) or p.endswith(".log"))
+
+
+def _cd(ctx: _Ctx, target: _Word | None) -> None:
+    ctx.moved = True
+    if target is None or not target.static or target.text in ("-", "~") \
+            or target.text.startswith("~"):
+        ctx.lost = True
+        ctx.note("cd to a directory we cannot follow")
+        return
+    t = target.text
+    if t.startswith("/"):
+        ctx.prefix, ctx.lost = posixpath.normpath(t), False
+    elif not ctx.lost:
+        ctx.prefix = posixpath.normpath(posixpath.join(ctx.prefix or "", t))
+
+
+def _stdout_hidden(redirects: list[_Redirect]) -> bool:
+    return any(r.op in (">", ">>", ">|", "&>", "&>>") and r.fd in (None, "1")
+               and r.target is not None for r in redirects)
+
+
+def _redirect_io(ctx: _Ctx, st: _Simple, stream: _Stream) -> bool:
+    """Writes through ``>``/``>>``/``&>``: edits. Returns True if any edit was made."""
+    edited = False
+    for r in st.redirects:
+        if r.op not in (">", ">>", ">|", "&>", "&>>") or r.target is None:
+            continue
+        p = _path(ctx, r.target, "redirect target")
+        if p is None or not _writable(p):
+            continue
+        exact = r.op in (">", ">|") and r.fd in (None, "1") and stream.text is not None
+        ctx.res.edits.append(Edit(p, content=stream.text) if exact else Edit(p))
+        edited = True
+    return edited
+
+
+def _stdin_of(ctx: _Ctx, st: _Simple, stdin: _Stream | None) -> _Stream | None:
+    for r in st.redirects:
+        if r.op == "<" and r.target is not None:
+            p = _path(ctx, r.target, "input file")
+            return _Stream(segs=[_Seg(p, r.target.text)]) if p else _EMPTY
+    if st.heredoc is not None:
+        return _Stream(text=st.heredoc if st.heredoc_exact else None)
+    return stdin
+
+
+def _run_simple(ctx: _Ctx, st: _Simple, stdin: _Stream | None) -> _Stream:
+    argv, via_xargs = _unwrap(st.argv)
+    if not argv:
+        _redirect_io(ctx, st, _EMPTY)
+        return _EMPTY
+    name = posixpath.basename(argv[0].text) if argv[0].static else argv[0].text
+    ctx.res.programs.append(argv[0].text)
+    stdin = _stdin_of(ctx, st, stdin)
+    before = len(ctx.res.edits)
+    handler = _HANDLERS.get(name)
+    if via_xargs:
+        out = _xargs(ctx, name, argv, st)
+    elif handler is not None:
+        out = handler(ctx, argv, st, stdin)
+    else:
+        out = _EMPTY
+    _redirect_io(ctx, st, out)
+    edited = len(ctx.res.edits) > before
+    ctx.cats.append("edit" if edited else _cat.command_category([w.text for w in argv]))
+    return _EMPTY if _stdout_hidden(st.redirects) else out
+
+
+def _xargs(ctx: _Ctx, name: str, argv: list[_Word], st: _Simple) -> _Stream:
+    """``... | xargs grep -n foo``: grep's files come from the pipe, so the output says."""
+    if name in ("grep", "egrep", "fgrep", "rg", "ag"):
+        tool = {"egrep": "grep", "fgrep": "grep"}.get(name, name)
+        return _h_grep(ctx, argv, st, None, tool, from_stdin_files=True)
+    if name == "sed" and any(w.text.startswith("-i") for w in argv):
+        ctx.note("xargs sed -i: edited files unknown")
+    elif name in _HANDLERS:
+        ctx.note(f"xargs {name}: files come from the pipe")
+    return _EMPTY
+
+
+def _run_pipe(ctx: _Ctx, stages: list[Any], shown: bool) -> None:
+    if len(stages) == 1 and isinstance(stages[0], _Simple) and stages[0].argv \
+            and stages[0].argv[0].text in ("cd", "pushd"):
+        ctx.res.programs.append(stages[0].argv[0].text)
+        ctx.cats.append("other")
+        args = [w for w in stages[0].argv[1:] if not w.text.startswith("-") or w.text == "-"]
+        _cd(ctx, args[0] if args else None)
+        return
+    stream: _Stream | None = None
+    for i, st in enumerate(stages):
+        last = i == len(stages) - 1
+        if isinstance(st, _Group):
+            inner = ctx if not st.subshell else _Ctx(
+                ctx.cwd, ctx.output, ctx.lines, ctx.errors, ctx.res, ctx.cats, ctx.prefix,
+                ctx.lost, False, ctx.depth)
+            visible = shown and last and not _stdout_hidden(st.redirects)
+            for pipe in st.body:
+                _run_pipe(inner, pipe, visible)
+            if _redirect_io(ctx, _Simple([], st.redirects), _EMPTY):
+                ctx.cats.append("edit")
+            stream = None
+        else:
+            n = len(ctx.cats)
+            stream = _run_simple(ctx, st, stream)
+            if i > 0 and ctx.cats[n:] and ctx.cats[-1] in ("read", "search"):
+                del ctx.cats[n:]   # a filter (| head, | grep) does not make it a read
+    if shown and stream is not None:
+        ctx.res.reads.extend(_materialize(ctx, stream))
+
+
+def _materialize(ctx: _Ctx, stream: _Stream) -> list[Read]:
+    reads: list[Read] = []
+    for s in stream.segs:
+        if s.raw in ctx.errors or s.path in ctx.errors:
+            continue
+        reads.append(Read(s.path, listing=True) if s.partial else Read(s.path, s.start, s.end))
+    if stream.fmt is not None and ctx.lines is not None:
+        reads.extend(stream.fmt(ctx.lines))
+    else:
+        reads.extend(r for r in stream.fallback if r.path not in ctx.errors)
+    return reads
+
+
+def _run_source(ctx: _Ctx, source: str) -> None:
+    tree = _parser().parse(source.encode("utf-8", "surrogatepass"))
+    root = tree.root_node
+    pipes = _convert(root)
+    if root.has_error:
+        ctx.note("shell syntax error: reads and edits not taken")
+        shadow = ShellAnalysis()
+        sctx = _Ctx(ctx.cwd, None, None, set(), shadow, ctx.cats, ctx.prefix, ctx.lost,
+                    False, ctx.depth)
+        for pipe in pipes:
+            _run_pipe(sctx, pipe, False)
+        ctx.res.programs.extend(shadow.programs)
+        return
+    for pipe in pipes:
+        _run_pipe(ctx, pipe, True)
+
+
+def _dedupe(reads: list[Read]) -> list[Read]:
+    seen: set[Read] = set()
+    out = []
+    for r in reads:
+        if r.path and r not in seen:
+            seen.add(r)
+            out.append(r)
+    return out
+
+
+def analyze(command: str, output: str | None = None, cwd: str | None = None) -> ShellAnalysis:
+    """Reads, edits, programs and category of one shell command (METRICS.md sections 6-7).
+
+    ``output`` is what the command printed, when the trace has it; ``cwd`` the
+    directory it ran in. Paths in the result are as written, joined with any ``cd``
+    inside the command (relative paths stay relative to ``cwd``).
+    """
+    res = ShellAnalysis(cwd=cwd)
+    lines = _clean(output) if output is not None else None
+    errors = _errors(lines) if lines is not None else set()
+    ctx = _Ctx(cwd, output, lines, errors, res)
+    if output is not None and "syntax error near unexpected token" in output:
+        ctx.note("the shell rejected the command (syntax error)")
+        shadow = _Ctx(cwd, None, None, set(), ShellAnalysis(), ctx.cats)
+        _run_source(shadow, command)
+        res.programs = shadow.res.programs
+    else:
+        _run_source(ctx, command)
+    res.reads = _dedupe(res.reads)
+    res.category = _cat.most_significant(ctx.cats)
+    if ctx.moved:
+        res.cwd = _after_cd(ctx, cwd)
+    return res
+
+
+def _after_cd(ctx: _Ctx, cwd: str | None) -> str | None:
+    if ctx.lost:
+        return None
+    if ctx.prefix is None or ctx.prefix.startswith("/") or cwd is None:
+        return ctx.prefix if ctx.prefix is not None else cwd
+    return posixpath.normpath(posixpath.join(cwd, ctx.prefix))

@@ -1,0 +1,172 @@
+"""Tool calls -> Steps in repo terms: repo paths and base-commit line ranges (METRICS.md 6).
+
+Per call: ``infer`` says what the result showed and what it changed; edits are
+replayed on the ``EditMap`` in call order; every read's path is mapped to the repo,
+its lines clamped to what the file really had (a 2000-line ``Read`` of a 120-line file
+shows 1-120) and mapped back through the edits to base-commit lines. A call is a
+*step* only when it showed at least one repo file: edits, failed calls, test runs and
+reads outside the repo are counted (category, problems) but are not steps.
+
+Within one shell command, edits are applied *before* its reads are mapped: a command
+that both edits and shows a file (``sed -i ... && sed -n 1,20p f``) usually shows the
+result of its own edit, whose numbers are current after the edit.
+
+Context files (AGENTS.md, CLAUDE.md, ... by ``categories.is_context_file``) are
+reported whenever a call showed one, in the repo or not: ``~/.claude/CLAUDE.md`` is a
+context file the agent read even though it is no repo file. A listing (``ls``) is not
+a read of a context file. Repo paths are reported as such, others as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import Reason
+from ..model import Read, Step, ToolCall
+from .editmap import EditMap
+from .infer import infer
+from .paths import PathMapper
+
+__all__ = ["CallOutcome", "ResolvedRead", "StepBuilder"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRead:
+    """One read as ``inspect`` prints it: trace path, repo path, current and base lines."""
+
+    trace_path: str
+    repo_path: str | None
+    current: tuple[int, int] | None
+    base: list[tuple[int, int]]
+    listing: bool
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """Everything one tool call contributed; ``step`` is None when it showed no repo file."""
+
+    category: str
+    step: Step | None = None
+    reads: list[ResolvedRead] = field(default_factory=list)
+    edits: list[str] = field(default_factory=list)
+    problems: list[tuple[Reason, str]] = field(default_factory=list)
+    context_files: list[str] = field(default_factory=list)
+
+
+def _is_context_file(path: str) -> bool:
+    try:
+        from .categories import is_context_file
+        return bool(is_context_file(path))
+    except (ImportError, AttributeError, TypeError):
+        return False
+
+
+class StepBuilder:
+    """Turns a run's tool calls, in order, into Steps (one builder per run).
+
+    ``view`` is the repository at the base commit (None: no repo, paths are only
+    normalized and lines not mapped, for ``inspect``); ``roots`` are absolute
+    directories known to be the repo root in the run (``add_root`` adds more later).
+    """
+
+    def __init__(self, view=None, roots: Iterable[str] = ()):
+        self.view = view
+        self.paths = PathMapper(view, roots)
+        self.edits = EditMap(view)
+        self._cwd: str | None = None
+
+    def add_root(self, root: str | None) -> None:
+        self.paths.add_root(root)
+
+    def provisional_patch(self) -> str:
+        """Unified diff base -> current of the edits seen so far (METRICS.md 7)."""
+        return self.edits.provisional_patch()
+
+    def consume(self, call: ToolCall) -> CallOutcome:
+        """One call, in trace order. Never raises on bad input: problems are returned."""
+        if call.cwd:
+            self._cwd = call.cwd
+        cwd = call.cwd or self._cwd
+        inf = infer(call)
+        out = CallOutcome(category=inf.category, problems=list(inf.problems))
+        for edit in inf.edits:
+            self._apply_edit(edit, cwd, out)
+        files: dict[str, list[tuple[int, int]]] = {}
+        for read in inf.reads:
+            resolved = self._resolve_read(read, cwd, out)
+            out.reads.append(resolved)
+            if resolved.repo_path is not None:
+                files.setdefault(resolved.repo_path, []).extend(resolved.base)
+            if not read.listing and _is_context_file(read.path):
+                name = resolved.repo_path or read.path
+                if name not in out.context_files:
+                    out.context_files.append(name)
+        if files:
+            out.step = Step(files=tuple(files),
+                            spans={p: _merge(r) for p, r in files.items() if r},
+                            call_id=call.call_id,
+                            timestamp=call.started_at if call.started_at is not None
+                            else call.ended_at)
+        return out
+
+    # ------------------------------------------------------------------ pieces
+    def _apply_edit(self, edit, cwd: str | None, out: CallOutcome) -> None:
+        repo, _reason = self.paths.lookup(edit.path, cwd)
+        if repo is None:
+            return   # a new file, or outside the repo: nothing of the base to map
+        if self.view is not None and not self.edits.apply(repo, edit):
+            out.problems.append(self.edits.last_problem or
+                                (Reason.EDIT_NOT_LOCATED, f"{repo}: edit not located"))
+        if repo not in out.edits:
+            out.edits.append(repo)
+
+    def _resolve_read(self, read: Read, cwd: str | None, out: CallOutcome) -> ResolvedRead:
+        repo, reason = self.paths.lookup(read.path, cwd)
+        if repo is None:
+            # Listings name directories and build output too; only a read of file
+            # contents outside the repo is worth a counted problem.
+            if reason is not None and not read.listing:
+                out.problems.append((reason, read.path))
+            return ResolvedRead(read.path, None, None, [], read.listing)
+        if read.listing:
+            return ResolvedRead(read.path, repo, None, [], True)
+        if self.view is None:
+            cur = (read.start or 1, read.end) if read.end is not None else None
+            return ResolvedRead(read.path, repo, cur, [cur] if cur else [], False)
+        current = self._clamp(read, repo, out)
+        base = self.edits.to_base(repo, *current) if current else []
+        return ResolvedRead(read.path, repo, current, base, False)
+
+    def _clamp(self, read: Read, repo: str, out: CallOutcome) -> tuple[int, int] | None:
+        """Lines the file really had (METRICS.md 6): None end or past EOF -> last line;
+        negative start counts from the end; start > end is swapped (METRICS.md 4b)."""
+        n = self.edits.num_lines(repo) or 0
+        start, end = read.start, read.end
+        if start is not None and end is not None and start > 0 and end > 0 and start > end:
+            start, end = end, start
+        if start is None or start == 0:
+            start = 1
+        elif start < 0:
+            start = max(1, n + start + 1)
+        if end is not None and end < 0:
+            end = n + end + 1
+        if end is None or end > n:
+            end = n
+        if start > end:
+            if n and start > n:
+                out.problems.append((Reason.BAD_LINE_RANGE,
+                                     f"{repo}: line {start} is past the end ({n} lines)"))
+            return None
+        return start, end
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + 1:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out

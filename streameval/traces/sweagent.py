@@ -1,0 +1,301 @@
+"""SWE-agent trajectories (``*.traj``) and ContextBench's ``*.checkpoints.jsonl`` side-file.
+
+A ``.traj`` is one pretty-printed JSON document rewritten after every step
+(``{"trajectory": [{action, observation, thought, state, ...}], "history": [...],
+"info": {exit_status, submission, model_stats}, "replay_config", "environment"}``), so
+``SweAgentAdapter`` is a document adapter (buffer in ``feed``, parse in ``close``).
+The checkpoints file written by ContextBench's fork has one JSON line per step
+(``{tool, action, state, observation, step}``) and is read line by line.
+
+An action is the command line the agent's tool ran. ``str_replace_editor`` actions are
+parsed like the tool's own argument parser would see them after the shell: quoted
+arguments may span lines, and SWE-agent escapes a quote inside single quotes as
+``'"'"'``. A malformed call (``view f [1060, 1220]``) still is a tool call: its
+``input`` keeps the stray words in ``extra_args`` and its output is the usage error
+(``is_error=True``). Nothing is ever executed.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+import orjson
+
+from ..errors import Reason
+from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
+from .base import Adapter
+from .jsonl import as_dict, as_list, as_str, decode_object, first_object, token_usage
+from .miniswe import DocumentBuffer, head_text, looks_like_diff
+
+__all__ = ["SweAgentAdapter", "SweAgentCheckpointsAdapter", "parse_action",
+           "parse_editor_command", "editor_error"]
+
+_EDITOR = "str_replace_editor"
+_EDITOR_OPTIONS = ("file_text", "view_range", "old_str", "new_str", "insert_line")
+#: SWE-agent's own (non-shell) tools that may appear as the first word of an action
+_AGENT_TOOLS = frozenset({
+    "submit", "find_file", "search_dir", "search_file", "open", "goto", "scroll_up",
+    "scroll_down", "create", "edit", "filemap",
+})
+#: How str_replace_editor (and argparse, in front of it) report a call that did nothing
+_EDITOR_ERROR_RE = re.compile(
+    r"^(?:usage: str_replace_editor|str_replace_editor: error|ERROR|Error|"
+    r"No replacement was performed|The path \S.* does not exist|Invalid `|"
+    r"Parameter `|File already exists|No edit history found|The `view_range` parameter|"
+    r"The `file_text` parameter|Invalid \w+ parameter)")
+_SNIPPET = 80
+
+
+# --------------------------------------------------------------------------- actions
+
+
+def _split(text: str) -> tuple[list[str], str | None]:
+    """Shell words of ``text`` (POSIX quoting), or a whitespace split and why not."""
+    try:
+        lexer = shlex.shlex(text, posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer), None
+    except ValueError as exc:  # an unterminated quote
+        return text.split(), f"could not split the command line: {exc}"
+
+
+def _int(word: str) -> int | None:
+    try:
+        return int(word)
+    except ValueError:
+        return None
+
+
+def parse_editor_command(action: str) -> dict[str, Any]:
+    """``str_replace_editor <command> <path> [--option value...]`` -> the tool's input.
+
+    Keys: command, path, view_range ([a, b] or None), old_str, new_str, file_text,
+    insert_line (int or None); ``extra_args`` (words the tool's parser would reject)
+    and ``parse_error`` only when there are any.
+    """
+    words, error = _split(action)
+    out: dict[str, Any] = {"command": None, "path": None, "view_range": None, "old_str": None,
+                           "new_str": None, "file_text": None, "insert_line": None}
+    positional: list[str] = []
+    extra: list[str] = []
+    i = 1 if words and words[0] == _EDITOR else 0
+    while i < len(words):
+        word = words[i]
+        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if name in _EDITOR_OPTIONS:
+            i = _take_option(out, name, inline if eq else None, words, i + 1, extra)
+            continue
+        (positional if len(positional) < 2 else extra).append(word)
+        i += 1
+    out["command"], out["path"] = (positional + [None, None])[:2]
+    if extra:
+        out["extra_args"] = extra
+    if error:
+        out["parse_error"] = error
+    return out
+
+
+def _take_option(out: dict, name: str, inline: str | None, words: list[str], i: int,
+                 extra: list[str]) -> int:
+    """Store option ``name``'s value(s) from ``words[i:]``; return the next index."""
+    if name == "view_range":
+        values = [inline] if inline is not None else []
+        while len(values) < 2 and i < len(words):
+            values.append(words[i])
+            i += 1
+        ints = [_int(v) for v in values]
+        if len(ints) == 2 and None not in ints:
+            out["view_range"] = ints
+        else:
+            extra.extend(["--view_range", *values])
+        return i
+    if inline is None:
+        if i >= len(words):
+            extra.append("--" + name)
+            return i
+        inline, i = words[i], i + 1
+    out[name] = _int(inline) if name == "insert_line" else inline
+    if name == "insert_line" and out[name] is None:
+        extra.extend(["--insert_line", inline])
+    return i
+
+
+def parse_action(action: str) -> tuple[str, dict[str, Any]]:
+    """(tool, input) of one SWE-agent action string."""
+    text = action.strip()
+    first = text.split(None, 1)[0] if text else ""
+    if first == _EDITOR:
+        return _EDITOR, parse_editor_command(text)
+    if first in _AGENT_TOOLS:
+        words, _ = _split(text)
+        return first, {"command": text, "args": words[1:]}
+    return "bash", {"command": text}
+
+
+def editor_error(observation: str | None) -> bool:
+    """Whether a str_replace_editor result says the call did nothing."""
+    return bool(observation) and _EDITOR_ERROR_RE.match(observation.lstrip()) is not None
+
+
+def _tool_call(call_id: str, action: str, observation: Any, cwd: str | None, lineno: int,
+               structured: dict | None = None) -> ToolCall:
+    tool, tool_input = parse_action(action)
+    output = observation if isinstance(observation, str) else None
+    is_error = tool == _EDITOR and editor_error(output)
+    return ToolCall(call_id=call_id, tool=tool, input=tool_input, output=output,
+                    is_error=is_error, cwd=cwd, structured=structured, lineno=lineno)
+
+
+def _working_dir(state: Any) -> str | None:
+    if isinstance(state, str):  # older SWE-agent wrote the state as a JSON string
+        try:
+            state = orjson.loads(state)
+        except ValueError:
+            return None
+    return as_str(as_dict(state).get("working_dir"))
+
+
+# --------------------------------------------------------------------------- .traj
+
+
+class SweAgentAdapter(Adapter):
+    """SWE-agent ``.traj``: a whole document, parsed at ``close``.
+
+    Events: ``RunInfo`` (agent "swe-agent", model from ``replay_config``, instance id
+    from ``environment`` unless it is the default "main"); one ``ToolCall`` per
+    trajectory entry with a non-empty action (an empty action is a turn whose output
+    could not be parsed or an exit on error: nothing ran); a cumulative ``Usage``
+    from ``info.model_stats``; ``RunEnd(reason=info.exit_status or "unfinished",
+    patch=info.submission if a diff)``. ``cwd`` of a call is the working directory
+    of the state *before* it (SWE-agent records the state after each action).
+    """
+
+    format = "sweagent"
+    patterns = ("*.traj",)
+    document = True
+
+    def __init__(self) -> None:
+        self.buffer = DocumentBuffer()
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        text = head_text(head)
+        if '"swe_agent_version"' in text:
+            return True
+        return re.search(r'^\s*\{\s*"trajectory"\s*:\s*\[', text) is not None
+
+    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        return self.buffer.add(line, lineno)
+
+    def close(self) -> list[TraceEvent]:
+        # a fresh buffer, so the same adapter can read the rewritten document again
+        buffer, self.buffer = self.buffer, DocumentBuffer(self.buffer.limit)
+        doc, events = buffer.load()
+        if doc is None:
+            return events
+        lineno = buffer.first_lineno or 0
+        try:
+            events.extend(_parse_traj(doc, lineno))
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+            events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
+                                  f"SWE-agent document has an unexpected shape: "
+                                  f"{type(exc).__name__}: {str(exc)[:_SNIPPET]}"))
+        return events
+
+
+def _model_name(replay_config: Any) -> str | None:
+    if isinstance(replay_config, str):
+        try:
+            replay_config = orjson.loads(replay_config)
+        except ValueError:
+            return None
+    model = as_dict(as_dict(as_dict(replay_config).get("agent")).get("model"))
+    return as_str(model.get("name")) or as_str(model.get("model_name"))
+
+
+def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
+    info = as_dict(doc.get("info"))
+    entries = as_list(doc.get("trajectory"))
+    env = as_str(doc.get("environment"))
+    first_cwd = next((_working_dir(e.get("state")) for e in entries
+                      if isinstance(e, dict) and _working_dir(e.get("state"))), None)
+    events: list[TraceEvent] = [RunInfo(
+        agent="swe-agent", model=_model_name(doc.get("replay_config")), cwd=first_cwd,
+        instance_id=env if env and env != "main" else None, lineno=lineno)]
+    if not isinstance(doc.get("trajectory"), list):
+        events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
+                              "SWE-agent document has no 'trajectory' list"))
+    cwd = first_cwd
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            events.append(BadLine(lineno, Reason.NOT_AN_OBJECT.value,
+                                  f"trajectory entry {n} is not an object; skipped"))
+            continue
+        action = entry.get("action")
+        if isinstance(action, str) and action.strip():
+            events.append(_tool_call(f"step-{n}", action, entry.get("observation"), cwd, lineno))
+        cwd = _working_dir(entry.get("state")) or cwd
+    usage = _usage(info.get("model_stats"), lineno)
+    if usage is not None:
+        events.append(usage)
+    submission = info.get("submission")
+    events.append(RunEnd(as_str(info.get("exit_status")) or "unfinished",
+                         submission if looks_like_diff(submission) else None, lineno=lineno))
+    return events
+
+
+def _usage(stats: Any, lineno: int) -> Usage | None:
+    if isinstance(stats, str):
+        return None
+    if not isinstance(stats, dict):
+        return None
+    cost = stats.get("instance_cost")
+    cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    return Usage(token_usage(stats.get("tokens_sent"), stats.get("tokens_received")),
+                 cost_usd=cost_usd, cumulative=True, lineno=lineno)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+class SweAgentCheckpointsAdapter(Adapter):
+    """ContextBench's ``.checkpoints.jsonl``: one ``ToolCall`` per line, from ``feed``.
+
+    The file carries no run identity, usage or end; ``step`` goes into
+    ``structured["step"]`` (it restarts when a later run appended to the same file).
+    """
+
+    format = "sweagent-checkpoints"
+    patterns = ("*.checkpoints.jsonl",)
+
+    def __init__(self) -> None:
+        self.cwd: str | None = None
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        obj = first_object(head)
+        return obj is not None and "action" in obj and "observation" in obj and (
+            "step" in obj or "tool" in obj)
+
+    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        obj = decode_object(line, lineno)
+        if obj is None:
+            return []
+        if isinstance(obj, BadLine):
+            return [obj]
+        action = obj.get("action")
+        if not isinstance(action, str):
+            return [BadLine(lineno, Reason.MISSING_FIELD.value,
+                            f"line {lineno}: checkpoint has no 'action' string; skipped")]
+        if not action.strip():
+            return []
+        state_cwd = _working_dir(obj.get("state"))
+        cwd = self.cwd or state_cwd
+        self.cwd = state_cwd or self.cwd
+        step = obj.get("step")
+        structured = {"step": step} if isinstance(step, int) and not isinstance(step, bool) else None
+        return [_tool_call(f"line-{lineno}", action, obj.get("observation"), cwd, lineno,
+                           structured)]

@@ -1,0 +1,106 @@
+"""FileTail: whole lines only; truncation and replacement are noticed."""
+
+import os
+
+from streameval.live.tail import FileTail
+
+
+def test_partial_last_line_is_held_back_until_its_newline(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"b":')
+    t = FileTail(p)
+    b = t.poll()
+    assert b.lines == [(b'{"a": 1}', 1)]
+    assert t.pending == len(b'{"b":')
+    with open(p, "ab") as fh:
+        fh.write(b' 2}\n')
+    b = t.poll()
+    assert b.lines == [(b'{"b": 2}', 2)]
+    assert t.pending == 0
+
+
+def test_line_written_in_many_pieces(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"")
+    t = FileTail(p)
+    got = []
+    for piece in (b"ab", b"cd", b"e\nf", b"g", b"\r\n"):
+        with open(p, "ab") as fh:
+            fh.write(piece)
+        got += t.poll().lines
+    assert got == [(b"abcde", 1), (b"fg", 2)]
+
+
+def test_truncation_restarts_from_the_beginning(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"one\ntwo\n")
+    t = FileTail(p)
+    assert len(t.poll().lines) == 2
+    with open(p, "r+b") as fh:   # same inode, shorter content
+        fh.truncate(0)
+        fh.write(b"x\n")
+    b = t.poll()
+    assert b.status == "truncated"
+    assert b.lines == [(b"x", 1)]
+
+
+def test_replacement_by_a_new_inode(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"one\ntwo\nthree\n")
+    t = FileTail(p)
+    t.poll()
+    tmp = tmp_path / "new"
+    tmp.write_bytes(b"fresh\nfile-longer-than-before\nline\nmore\n")
+    os.replace(tmp, p)
+    b = t.poll()
+    assert b.status == "replaced"
+    assert [ln for ln, _ in b.lines][:2] == [b"fresh", b"file-longer-than-before"]
+    assert b.lines[0][1] == 1
+
+
+def test_missing_file(tmp_path):
+    t = FileTail(tmp_path / "nope")
+    assert t.poll().status == "missing"
+
+
+def test_huge_line_is_skipped_and_reported_neighbours_kept(tmp_path):
+    p = tmp_path / "t.jsonl"
+    big = b"x" * 5000
+    p.write_bytes(b"a\n" + big + b"\nb\n")
+    t = FileTail(p, max_line=1000)
+    b = t.poll()
+    assert b.lines == [(b"a", 1), (b"b", 3)]
+    assert b.too_long == [2]
+
+
+def test_huge_line_arriving_in_pieces(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"a\n")
+    t = FileTail(p, max_line=100)
+    t.poll()
+    for _ in range(5):
+        with open(p, "ab") as fh:
+            fh.write(b"y" * 60)
+        assert t.poll().lines == []
+    with open(p, "ab") as fh:
+        fh.write(b"\nok\n")
+    b = t.poll()
+    assert b.lines == [(b"ok", 3)]
+    assert b.too_long == [2]
+
+
+def test_final_poll_returns_unterminated_last_line(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"a\nb")
+    t = FileTail(p)
+    assert t.poll().lines == [(b"a", 1)]
+    assert t.poll(final=True).lines == [(b"b", 2)]
+
+
+def test_position_excludes_partial_line(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"abc\nde")
+    t = FileTail(p)
+    t.poll()
+    pos = t.position()
+    assert pos["offset"] == 4 and pos["lineno"] == 1 and pos["inode"] == os.stat(p).st_ino

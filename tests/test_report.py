@@ -1,0 +1,117 @@
+"""Aggregates over records: macro vs micro with numbers worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from streameval.report import BENCHKIT_COLUMNS, aggregate, format_table, write_benchkit_csv
+
+
+def _g(inter: int, gold: int, pred: int) -> dict:
+    return {"coverage": inter / gold if gold else 1.0, "precision": inter / pred if pred else 1.0,
+            "intersection": inter, "gold_size": gold, "pred_size": pred}
+
+
+def _record(iid: str, file: tuple, line: tuple, auc: float, red: float,
+            editloc: tuple | None = None) -> dict:
+    rec = {"instance_id": iid, "num_steps": 2,
+           "final": {"file": _g(*file), "symbol": _g(0, 0, 0), "span": _g(*line),
+                     "line": _g(*line)},
+           "trajectory": {"steps": [],
+                          "auc_coverage": {g: auc for g in ("file", "symbol", "span", "line")},
+                          "redundancy": {g: red for g in ("file", "symbol", "span", "line")}}}
+    if editloc is not None:
+        hits, deleted = editloc
+        rec["editloc"] = {"recall": hits / deleted if deleted else 0.0,
+                          "precision": hits / deleted if deleted else 0.0,
+                          "intersection": hits, "gold_size": 10, "pred_size": deleted}
+    return rec
+
+
+# a: file 1/1 gold, 1/4 pred; lines 1/2 gold, 1/1 pred; EditLoc 1 hit of 1 deleted
+# b: file 3/9 gold, 3/3 pred; lines 9/10 gold, 9/30 pred; EditLoc 0 hits of 3 deleted
+# c: no patch (no EditLoc); file 0/2 gold, 0/0 pred (precision 1.0 by convention)
+RECORDS = [
+    _record("a", (1, 1, 4), (1, 2, 1), auc=0.2, red=0.5, editloc=(1, 1)),
+    _record("b", (3, 9, 3), (9, 10, 30), auc=0.8, red=0.1, editloc=(0, 3)),
+    _record("c", (0, 2, 0), (0, 0, 0), auc=0.5, red=0.0),
+    {"instance_id": "d", "error": "missing_gold: no gold row for 'd'"},
+    {"instance_id": None, "error": "malformed_json: p.jsonl:4: not valid JSON"},
+    {"instance_id": "e", "error": "no_context_extracted"},
+]
+
+
+def test_counts_and_error_reasons():
+    agg = aggregate(RECORDS)
+    assert (agg["instances"], agg["evaluated"], agg["errors"]) == (6, 3, 3)
+    assert agg["errors_by_reason"] == {"malformed_json": 1, "missing_gold": 1,
+                                       "no_context_extracted": 1}
+
+
+def test_final_macro_is_the_mean_of_instances_micro_sums_first():
+    f = aggregate(RECORDS)["final"]["file"]
+    # macro coverage: (1 + 1/3 + 0) / 3; micro: (1 + 3 + 0) / (1 + 9 + 2)
+    assert f["macro"]["coverage"] == pytest.approx((1 + 1 / 3 + 0) / 3)
+    assert f["micro"]["coverage"] == pytest.approx(4 / 12)
+    # macro precision: (1/4 + 1 + 1.0) / 3; micro: 4 / (4 + 3 + 0)
+    assert f["macro"]["precision"] == pytest.approx((0.25 + 1 + 1) / 3)
+    assert f["micro"]["precision"] == pytest.approx(4 / 7)
+    line = aggregate(RECORDS)["final"]["line"]
+    assert line["macro"]["coverage"] == pytest.approx((0.5 + 0.9 + 1.0) / 3)
+    assert line["micro"]["coverage"] == pytest.approx(10 / 12)
+    assert line["micro"]["precision"] == pytest.approx(10 / 31)
+    # empty G and P everywhere: the 1.0 conventions hold for sums too
+    assert aggregate(RECORDS)["final"]["symbol"]["micro"] == {"coverage": 1.0, "precision": 1.0}
+
+
+def test_trajectory_is_macro():
+    agg = aggregate(RECORDS)
+    assert agg["auc_coverage"]["span"] == pytest.approx(0.5)
+    assert agg["redundancy"]["file"] == pytest.approx(0.2)
+
+
+def test_editloc_only_over_instances_with_a_patch():
+    e = aggregate(RECORDS)["editloc"]
+    assert e["instances"] == 2
+    assert e["macro"]["recall"] == pytest.approx(0.5)        # (1 + 0) / 2
+    assert e["micro"]["recall"] == pytest.approx(1 / 4)      # hits / deleted lines, summed
+    assert e["micro"]["precision"] == e["micro"]["recall"]   # not hits / gold size (1/20)
+
+
+def test_nothing_evaluated_gives_no_numbers():
+    agg = aggregate([{"instance_id": "x", "error": "missing_repo: no clone"}])
+    assert agg["final"]["file"]["macro"]["coverage"] is None
+    assert agg["final"]["file"]["micro"]["coverage"] is None
+    assert agg["editloc"]["micro"]["recall"] is None
+    table = format_table(agg)
+    assert "missing_repo 1" in table and "-" in table
+
+
+def test_table_labels_macro_and_micro():
+    table = format_table(aggregate(RECORDS))
+    assert "instances: 6  evaluated: 3  errors: 3" in table
+    lines = table.splitlines()
+    file_row = next(line for line in lines if line.startswith("file "))
+    # macro coverage, micro coverage, macro precision, micro precision
+    assert file_row.split()[1:] == ["0.444", "0.333", "0.750", "0.571"]
+    assert any(line.startswith("macro") for line in lines)
+    assert any(line.startswith("micro") for line in lines)
+    assert "EditLoc over 2 instance(s)" in table
+
+
+def test_benchkit_csv(tmp_path: Path):
+    path = tmp_path / "out.csv"
+    write_benchkit_csv(RECORDS, path)
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == BENCHKIT_COLUMNS
+    assert [r["instance_id"] for r in rows] == ["a", "b", "c", "d", "", "e"]
+    assert float(rows[0]["contextbench_final_file_precision"]) == 0.25
+    assert float(rows[1]["contextbench_final_line_coverage"]) == 0.9
+    assert float(rows[1]["contextbench_traj_auc_symbol"]) == 0.8
+    assert rows[2]["contextbench_editloc_recall"] == ""
+    assert rows[3]["error"] == "missing_gold: no gold row for 'd'"
+    assert all(rows[3][c] == "" for c in BENCHKIT_COLUMNS if c.startswith("contextbench_"))

@@ -1,0 +1,165 @@
+"""Re-derive the golden summaries of the Claude/Codex fixtures WITHOUT streameval.
+
+Written separately from the adapters, from the trace formats as read by eye
+(see README.claude-codex.md here), with the stdlib ``json`` module only. Run it to (re)write
+``<fixture>.json``; the golden test then checks that the adapters agree with it.
+
+    /work/venv/bin/python tests/traces/expected/derive_expected.py
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REAL = HERE.parents[3] / "shared" / "fixtures" / "real"
+FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+
+
+def short(tool_input: dict) -> str:
+    return json.dumps(tool_input, sort_keys=True, ensure_ascii=False)[:80]
+
+
+def lines(path: Path):
+    for raw in path.read_bytes().split(b"\n"):
+        if raw.strip():
+            yield json.loads(raw)
+
+
+def summary(calls, increments, final, run_info, run_ends):
+    return {
+        "tool_calls": dict(sorted(Counter(c["tool"] for c in calls).items())),
+        "sidechain": sum(c.get("sidechain", False) for c in calls),
+        "errors": sum(c["is_error"] for c in calls),
+        "unanswered": sum(c["answered"] is False for c in calls),
+        "first_calls": [[c["tool"], short(c["input"])] for c in calls[:5]],
+        "usage_increments": dict(zip(FIELDS, increments)),
+        "usage_final": final,
+        "bad_lines": {},
+        "run_info": run_info,
+        "run_ends": run_ends,
+    }
+
+
+# ---------------------------------------------------------------- claude
+
+
+def claude(path: Path) -> dict:
+    uses, calls, per_message, final, run_info, run_ends = {}, [], {}, None, 0, []
+    seen_session = None
+    for o in lines(path):
+        t = o.get("type")
+        msg = o.get("message") if isinstance(o.get("message"), dict) else {}
+        if t == "system" and o.get("subtype") == "init":
+            run_info += 1
+        elif t == "result":
+            u = o["usage"]
+            final = {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"],
+                     "cache_read_tokens": u["cache_read_input_tokens"],
+                     "cache_creation_tokens": u["cache_creation_input_tokens"],
+                     "cost_usd": o["total_cost_usd"]}
+            run_ends.append(o["subtype"])
+        elif t == "assistant":
+            if "sessionId" in o and o["sessionId"] != seen_session and (
+                    seen_session is None or not o.get("isSidechain")):
+                seen_session = o["sessionId"]
+                run_info += 1
+            u = msg["usage"]
+            now = (u["input_tokens"], u["output_tokens"], u.get("cache_read_input_tokens", 0),
+                   u.get("cache_creation_input_tokens", 0))
+            old = per_message.get(msg["id"], (0, 0, 0, 0))
+            per_message[msg["id"]] = tuple(max(a, b) for a, b in zip(old, now))
+            for block in msg["content"]:
+                if block["type"] == "tool_use":
+                    side = o.get("isSidechain") is True or o.get("parent_tool_use_id") is not None
+                    uses[block["id"]] = {"tool": block["name"], "input": block["input"],
+                                         "sidechain": side}
+        elif t == "user" and isinstance(msg.get("content"), list):
+            for block in msg["content"]:
+                if block.get("type") == "tool_result":
+                    call = dict(uses.pop(block["tool_use_id"]))
+                    call["is_error"] = block.get("is_error") is True
+                    call["answered"] = True
+                    calls.append(call)
+    for call in uses.values():
+        calls.append({**call, "is_error": False, "answered": False})
+    increments = [sum(v[i] for v in per_message.values()) for i in range(4)]
+    return summary(calls, increments, final, run_info, run_ends)
+
+
+# ---------------------------------------------------------------- codex
+
+
+def script(command) -> str:
+    if isinstance(command, list):
+        if len(command) == 3 and command[0] in ("bash", "zsh", "sh") and command[1] in ("-lc", "-c"):
+            return command[2]
+        return shlex.join(command)
+    argv = shlex.split(command)
+    if len(argv) == 3 and argv[0] in ("bash", "zsh", "sh") and argv[1] in ("-lc", "-c"):
+        return argv[2]
+    return command
+
+
+def codex(path: Path) -> dict:
+    calls, opened, increments, final, run_info, run_ends = [], {}, [0, 0, 0, 0], None, 0, []
+    for o in lines(path):
+        t = o.get("type")
+        if t == "thread.started" or t == "session_meta":
+            run_info += 1
+        elif t == "turn_context" and o["payload"].get("model") and run_info == 1:
+            run_info += 1  # the model becomes known once in this fixture
+        elif t == "turn.completed":
+            u = o["usage"]
+            increments[0] += u["input_tokens"] - u["cached_input_tokens"]
+            increments[1] += u["output_tokens"]
+            increments[2] += u["cached_input_tokens"]
+            run_ends.append("completed")
+        elif t == "turn.failed":
+            run_ends.append("failed")
+        elif t == "item.completed" and o["item"]["type"] == "command_execution":
+            it = o["item"]
+            calls.append({"tool": "shell", "input": {"command": script(it["command"])},
+                          "is_error": it["exit_code"] not in (0, None), "answered": True})
+        elif t == "item.completed" and o["item"]["type"] == "file_change":
+            calls.append({"tool": "file_change", "input": {"changes": o["item"]["changes"]},
+                          "is_error": False, "answered": True})
+        elif t == "response_item" and o["payload"]["type"] == "function_call":
+            p = o["payload"]
+            args = json.loads(p["arguments"])
+            if "command" in args:
+                args["command"] = script(args["command"])
+            opened[p["call_id"]] = {"tool": p["name"], "input": args}
+        elif t == "response_item" and o["payload"]["type"] == "function_call_output":
+            p = o["payload"]
+            call = dict(opened.pop(p["call_id"]))
+            try:
+                exit_code = json.loads(p["output"])["metadata"]["exit_code"]
+                failed = exit_code != 0
+            except ValueError:  # plain text: sandbox refusals, "patch rejected by user"
+                failed = p["output"].startswith(("failed", "patch rejected"))
+            calls.append({**call, "is_error": failed, "answered": True})
+        elif t == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]:
+            u = o["payload"]["info"]["total_token_usage"]
+            final = {"input_tokens": u["input_tokens"] - u["cached_input_tokens"],
+                     "output_tokens": u["output_tokens"],
+                     "cache_read_tokens": u["cached_input_tokens"],
+                     "cache_creation_tokens": 0, "cost_usd": None}
+    return summary(calls, increments, final, run_info, run_ends)
+
+
+def main() -> int:
+    for path in sorted(REAL.glob("claude-*/*.jsonl")) + sorted(REAL.glob("codex-*/*.jsonl")):
+        derived = claude(path) if path.name.startswith("claude") else codex(path)
+        out = HERE / f"{path.name}.json"
+        out.write_text(json.dumps(derived, indent=1, ensure_ascii=False) + "\n")
+        print(out.name, derived["tool_calls"], derived["run_ends"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

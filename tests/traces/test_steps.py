@@ -1,0 +1,309 @@
+"""StepBuilder: tool calls -> Steps with repo paths and base-commit lines (METRICS.md 6).
+
+Each edit kind is followed by a read *after* the edit: the read's current line numbers
+must come back as the base-commit lines the agent really saw.
+"""
+
+from __future__ import annotations
+
+import pytest
+from gitrepo import make_repo
+
+from streameval.errors import Reason
+from streameval.model import Step, ToolCall
+from streameval.repo import GitRepo
+from streameval.traces.steps import StepBuilder
+
+A50 = "".join(f"line {i}\n" for i in range(1, 51))
+B120 = "".join(f"b{i}\n" for i in range(1, 121))
+T = "/testbed"
+
+
+@pytest.fixture
+def builder(tmp_path) -> StepBuilder:
+    root = tmp_path / "repo"
+    sha = make_repo(root, {"src/a.py": A50, "src/b.py": B120, "docs/empty.txt": "",
+                           "AGENTS.md": "rules\n", "latin.txt": b"caf\xe9\nx\ny\nz\n"})[0]
+    return StepBuilder(GitRepo(root).at(sha), roots=[T])
+
+
+_ids = iter(range(1, 10**6))
+
+
+def call(tool, inp, output=None, cwd=T, **kw) -> ToolCall:
+    n = next(_ids)
+    return ToolCall(call_id=f"c{n}", tool=tool, input=inp, output=output, cwd=cwd,
+                    started_at=float(n), **kw)
+
+
+def read(path, offset=None, limit=None) -> ToolCall:
+    inp = {"file_path": path}
+    if offset is not None:
+        inp["offset"] = offset
+    if limit is not None:
+        inp["limit"] = limit
+    return call("Read", inp)
+
+
+def spans(b: StepBuilder, c: ToolCall) -> dict[str, list[tuple[int, int]]]:
+    out = b.consume(c)
+    assert out.step is not None, out
+    return out.step.spans
+
+
+INSERT_3_AT_10 = ("line 10\n", "line 10\nnew a\nnew b\nnew c\n")
+
+
+def _check_insert_3_at_10(b: StepBuilder) -> None:
+    """After 3 lines inserted after line 10 of the 50-line file (53 lines now)."""
+    assert spans(b, read(f"{T}/src/a.py", 20, 5)) == {"src/a.py": [(17, 21)]}
+    assert spans(b, read(f"{T}/src/a.py", 9, 7)) == {"src/a.py": [(9, 12)]}
+    out = b.consume(read(f"{T}/src/a.py", 11, 3))         # only the agent's own lines
+    assert out.step == Step(files=("src/a.py",), spans={}, call_id=out.step.call_id,
+                            timestamp=out.step.timestamp)
+    assert spans(b, read(f"{T}/src/a.py")) == {"src/a.py": [(1, 50)]}
+
+
+# --------------------------------------------------------------------------- edit kinds
+
+
+def test_claude_edit_then_read(builder):
+    old, new = INSERT_3_AT_10
+    out = builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": old,
+                                        "new_string": new}, output="The file ... updated."))
+    assert out.step is None and out.edits == ["src/a.py"] and out.category == "edit"
+    _check_insert_3_at_10(builder)
+
+
+def test_claude_edit_with_structured_patch_then_read(builder):
+    patch = [{"oldStart": 8, "oldLines": 6, "newStart": 8, "newLines": 9,
+              "lines": [" line 8", " line 9", " line 10", "+new a", "+new b", "+new c",
+                        " line 11", " line 12", " line 13"]}]
+    builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "line 10\n",
+                                  "new_string": INSERT_3_AT_10[1]},
+                         structured={"structuredPatch": patch}))
+    _check_insert_3_at_10(builder)
+
+
+def test_structured_patch_alone_when_the_text_is_not_found(builder):
+    patch = [{"oldStart": 10, "oldLines": 1, "newStart": 10, "newLines": 4,
+              "lines": [" line 10", "+new a", "+new b", "+new c"]}]
+    out = builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "zzz",
+                                        "new_string": "q"}, structured={"structuredPatch": patch}))
+    assert out.problems == []
+    _check_insert_3_at_10(builder)
+
+
+def test_multiedit_then_read(builder):
+    builder.consume(call("MultiEdit", {"file_path": f"{T}/src/a.py", "edits": [
+        {"old_string": "line 10\n", "new_string": "line 10\nnew a\n"},
+        {"old_string": "new a\n", "new_string": "new a\nnew b\nnew c\n"}]}))
+    _check_insert_3_at_10(builder)
+
+
+def test_write_then_read(builder):
+    lines = A50.splitlines(keepends=True)
+    content = "".join(lines[:10]) + "new a\nnew b\nnew c\n" + "".join(lines[10:])
+    builder.consume(call("Write", {"file_path": f"{T}/src/a.py", "content": content}))
+    _check_insert_3_at_10(builder)
+
+
+def test_apply_patch_through_the_shell_then_read(builder):
+    patch = ("apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n"
+             " line 9\n line 10\n+new a\n+new b\n+new c\n line 11\n*** End Patch\nPATCH")
+    out = builder.consume(call("shell", {"command": ["bash", "-lc", patch]}, output="Success."))
+    assert out.edits == ["src/a.py"] and out.category == "edit"
+    _check_insert_3_at_10(builder)
+
+
+def test_sed_in_place_is_an_unknown_edit_with_identity_mapping(builder):
+    out = builder.consume(call("Bash", {"command": "sed -i 's/line/LINE/' src/a.py"}))
+    assert out.edits == ["src/a.py"] and out.step is None
+    assert builder.edits.uncertain_files() == ["src/a.py"]
+    assert spans(builder, read(f"{T}/src/a.py", 20, 5)) == {"src/a.py": [(20, 24)]}
+
+
+def test_str_replace_editor_str_replace_then_view(builder):
+    old, new = INSERT_3_AT_10
+    builder.consume(call("str_replace_editor", {"command": "str_replace",
+                                                "path": f"{T}/src/a.py", "old_str": old,
+                                                "new_str": new}))
+    _check_insert_3_at_10(builder)
+    view = call("str_replace_editor", {"command": "view", "path": f"{T}/src/a.py",
+                                       "view_range": [20, 24]},
+                output="Here's the result of running `cat -n` on /testbed/src/a.py:\n" +
+                "\n".join(f"{n:6d}\tline {n - 3}" for n in range(20, 25)))
+    assert spans(builder, view) == {"src/a.py": [(17, 21)]}
+
+
+def test_str_replace_editor_insert_then_read(builder):
+    builder.consume(call("str_replace_editor", {"command": "insert", "path": f"{T}/src/a.py",
+                                                "insert_line": 10,
+                                                "new_str": "new a\nnew b\nnew c"}))
+    _check_insert_3_at_10(builder)
+
+
+def test_str_replace_editor_create_over_an_existing_file(builder):
+    lines = A50.splitlines(keepends=True)
+    text = "".join(lines[:10]) + "new a\nnew b\nnew c\n" + "".join(lines[10:])
+    builder.consume(call("str_replace_editor", {"command": "create", "path": f"{T}/src/a.py",
+                                                "file_text": text}))
+    _check_insert_3_at_10(builder)
+
+
+def test_created_new_file_is_not_a_repo_file(builder):
+    out = builder.consume(call("Write", {"file_path": f"{T}/src/brand_new.py", "content": "x\n"}))
+    assert out.edits == [] and out.step is None
+    out = builder.consume(read(f"{T}/src/brand_new.py"))
+    assert out.step is None
+
+
+def test_failed_edit_is_not_applied(builder):
+    out = builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "line 10\n",
+                                        "new_string": "x\ny\n"},
+                               output="<tool_use_error>File has not been read yet.</tool_use_error>",
+                               is_error=True))
+    assert out.edits == []
+    assert spans(builder, read(f"{T}/src/a.py", 20, 5)) == {"src/a.py": [(20, 24)]}
+
+
+def test_edit_not_located_is_a_counted_problem(builder):
+    out = builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "nope",
+                                        "new_string": "x"}))
+    assert [p[0] for p in out.problems] == [Reason.EDIT_NOT_LOCATED]
+
+
+def test_provisional_patch_passthrough(builder):
+    builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "line 7\n",
+                                  "new_string": ""}))
+    patch = builder.provisional_patch()
+    assert "--- a/src/a.py" in patch and "-line 7" in patch
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def test_read_default_2000_lines_is_clamped_to_the_file(builder):
+    out = builder.consume(read(f"{T}/src/b.py"))
+    assert out.step.spans == {"src/b.py": [(1, 120)]}
+    assert out.step.files == ("src/b.py",)
+    assert out.reads[0].current == (1, 120)
+    assert out.category == "read"
+    assert out.step.call_id.startswith("c") and out.step.timestamp is not None
+
+
+def test_read_offset_limit(builder):
+    assert spans(builder, read("src/b.py", 45, 20)) == {"src/b.py": [(45, 64)]}
+    assert spans(builder, read("src/b.py", 110, 50)) == {"src/b.py": [(110, 120)]}
+
+
+def test_read_error_is_not_a_step(builder):
+    out = builder.consume(call("Read", {"file_path": f"{T}/src/b.py"},
+                               output="<tool_use_error>File does not exist.</tool_use_error>",
+                               is_error=True))
+    assert out.step is None and out.reads == []
+
+
+def test_read_of_an_empty_file_is_a_file_without_lines(builder):
+    out = builder.consume(read(f"{T}/docs/empty.txt"))
+    assert out.step.files == ("docs/empty.txt",) and out.step.spans == {}
+
+
+def test_read_past_the_end_counts_a_bad_range(builder):
+    out = builder.consume(read(f"{T}/src/a.py", 500, 10))
+    assert out.step.files == ("src/a.py",) and out.step.spans == {}
+    assert [p[0] for p in out.problems] == [Reason.BAD_LINE_RANGE]
+
+
+def test_tail_and_negative_start(builder):
+    out = builder.consume(call("Bash", {"command": "tail -n 5 src/b.py"}))
+    assert out.step.spans == {"src/b.py": [(116, 120)]}
+
+
+def test_grep_content_with_numbers_and_context(builder):
+    out = ("src/a.py-9-line 9\nsrc/a.py:10:line 10\nsrc/a.py-11-line 11\n--\n"
+           "src/b.py:3:b3\n")
+    c = call("Grep", {"pattern": "x", "output_mode": "content", "-n": True, "-A": 1, "-B": 1},
+             output=out)
+    result = builder.consume(c)
+    assert result.step.spans == {"src/a.py": [(9, 11)], "src/b.py": [(3, 3)]}
+    assert result.category == "search"
+
+
+def test_grep_shell_output_after_an_edit_maps_back(builder):
+    builder.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": INSERT_3_AT_10[0],
+                                  "new_string": INSERT_3_AT_10[1]}))
+    c = call("Bash", {"command": "grep -n 'line 2' src/a.py"},
+             output="5:line 2\n23:line 20\n")   # current numbers: base 2 and base 20
+    assert spans(builder, c) == {"src/a.py": [(2, 2), (20, 20)]} or \
+        spans(builder, c) == {"src/a.py": [(2, 2), (20, 20)]}
+
+
+def test_files_with_matches_is_file_level(builder):
+    c = call("Grep", {"pattern": "x"}, output="Found 2 files\nsrc/a.py\nsrc/b.py")
+    out = builder.consume(c)
+    assert out.step.files == ("src/a.py", "src/b.py") and out.step.spans == {}
+    assert all(r.listing for r in out.reads)
+
+
+def test_cd_then_cat(builder):
+    out = builder.consume(call("Bash", {"command": "cd src && cat -n b.py"}))
+    assert out.step.spans == {"src/b.py": [(1, 120)]}
+    assert out.reads[0].repo_path == "src/b.py"
+
+
+def test_testbed_and_workspace_prefixes_resolve_by_suffix(builder):
+    c = call("Read", {"file_path": "/workspace/proj__proj__1.0/src/b.py", "limit": 3},
+             cwd="/workspace/proj__proj__1.0")
+    assert spans(builder, c) == {"src/b.py": [(1, 3)]}
+
+
+def test_paths_outside_the_repo_are_ignored_and_counted(builder):
+    out = builder.consume(call("Bash", {"command": "cat /etc/passwd ../x"}))
+    assert out.step is None
+    reasons = [p[0] for p in out.problems]
+    assert reasons.count(Reason.PATH_OUTSIDE_REPO) == 2
+    assert builder.paths.counts[Reason.PATH_OUTSIDE_REPO] == 2
+
+
+def test_non_utf8_base_file(builder):
+    assert spans(builder, read(f"{T}/latin.txt")) == {"latin.txt": [(1, 4)]}
+    builder.consume(call("Edit", {"file_path": f"{T}/latin.txt", "old_string": "x\n",
+                                  "new_string": "x\nadded\n"}))
+    assert spans(builder, read(f"{T}/latin.txt", 3, 3)) == {"latin.txt": [(3, 4)]}
+
+
+def test_one_call_showing_several_files_is_one_step(builder):
+    out = builder.consume(call("Bash", {"command": "head -n 3 src/a.py src/b.py"}))
+    assert out.step.files == ("src/a.py", "src/b.py")
+    assert out.step.spans == {"src/a.py": [(1, 3)], "src/b.py": [(1, 3)]}
+
+
+def test_context_files_are_reported(builder):
+    out = builder.consume(read(f"{T}/AGENTS.md"))
+    assert out.context_files == ["AGENTS.md"] and out.step.files == ("AGENTS.md",)
+    out = builder.consume(call("Read", {"file_path": "/root/.claude/CLAUDE.md"}, cwd=T))
+    assert out.context_files == ["/root/.claude/CLAUDE.md"] and out.step is None
+
+
+def test_test_runs_and_unknown_tools_are_not_steps(builder):
+    out = builder.consume(call("Bash", {"command": "python -m pytest -q tests"},
+                               output="1 passed"))
+    assert out.step is None and out.category == "test"
+    out = builder.consume(call("TodoWrite", {"todos": []}))
+    assert out.step is None and out.category == "other"
+
+
+def test_cwd_is_remembered_when_a_call_has_none(builder):
+    builder.consume(call("Bash", {"command": "true"}, cwd=f"{T}/src"))
+    out = builder.consume(call("Bash", {"command": "cat b.py"}, cwd=None))
+    assert out.step.files == ("src/b.py",)
+
+
+def test_without_a_repo_steps_carry_display_paths():
+    b = StepBuilder(None, roots=[T])
+    out = b.consume(call("Read", {"file_path": f"{T}/src/a.py", "offset": 3, "limit": 4}))
+    assert out.step.files == ("src/a.py",) and out.step.spans == {"src/a.py": [(3, 6)]}
+    out = b.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "a",
+                                  "new_string": "b"}))
+    assert out.edits == ["src/a.py"] and out.problems == []
