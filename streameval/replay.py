@@ -62,6 +62,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", metavar="NAME",
                         help="trace format, overriding detection (unified, claude, codex, "
                              "miniswe, sweagent, openhands, ...)")
+    parser.add_argument("--live", action="store_true",
+                        help="re-enact the traces live with their original timing and serve "
+                             "Prometheus metrics (for Grafana and demos) instead of writing JSONL")
+    parser.add_argument("--speed", type=float, default=1.0, metavar="X",
+                        help="with --live: speed-up factor of the original timing")
+    parser.add_argument("--host", default="127.0.0.1", help="with --live: metrics address")
+    parser.add_argument("--port", type=int, default=9108, help="with --live: metrics port")
+    parser.add_argument("--linger", type=float, default=None, metavar="SECONDS",
+                        help="with --live: keep serving this long after the last run "
+                             "(default: until Ctrl-C on a terminal, else 0)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress line and no summary table")
 
@@ -89,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for iid, message in getattr(context.gold, "errors", ()):
             print(f"streameval replay: gold row {iid}: {message}", file=sys.stderr)
+    if getattr(args, "live", False):
+        return _run_live(args, context)
     try:
         jobs = select_jobs(collect_jobs(args.inputs, args.format, args.instance),
                            args.shard, args.instance)
@@ -108,6 +120,28 @@ def run(args: argparse.Namespace) -> int:
         return _write_all(args, jobs, context, out)
     finally:
         context.repos.close()  # the git cat-file processes of this process
+
+
+def _run_live(args: argparse.Namespace, context: _Context) -> int:
+    """``--live``: agent traces are played into a watched directory (see live/reenact)."""
+    from .live.reenact import LiveTable, reenact
+    from .session import Resources
+
+    traces: list[Path] = []
+    for item in args.inputs:
+        p = Path(item)
+        traces.extend(iter_trace_files(p) if p.is_dir() else [p])
+    if not traces:
+        print("streameval replay --live: no trace files in " + " ".join(args.inputs),
+              file=sys.stderr)
+        return 1
+    linger = args.linger if args.linger is not None else (None if sys.stdout.isatty() else 0.0)
+    res = Resources(context.gold, context.repos, context.symbols)
+    listeners = [] if args.quiet else [LiveTable()]
+    n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed, linger=linger,
+                out=Path(args.out) if args.out else None, listeners=listeners,
+                announce=lambda msg: print(f"streameval replay --live: {msg}", flush=True))
+    return 0 if n else 1
 
 
 def _write_all(args: argparse.Namespace, jobs: list[Job], context: _Context,

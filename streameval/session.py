@@ -127,6 +127,7 @@ class RunSession:
         self._tokens = _Tokens()
         self._gold_files, self._gold_lines = _gold_sets(gold)
         self.trace_info = RunInfo()
+        self.last_call: ToolCall | None = None
         self.ended = False
         self.end_reason: str | None = None
         self.trace_patch: str | None = None
@@ -189,6 +190,7 @@ class RunSession:
             ex.sidechain_calls += 1
             return
         outcome = self.builder.consume(call)
+        self.last_call = call
         ex.tool_calls += 1
         ex.categories[outcome.category] += 1
         ex.edits += len(outcome.edits)
@@ -196,7 +198,10 @@ class RunSession:
             ex.problems[str(getattr(reason, "value", reason))] += 1
         for path in outcome.context_files:
             ex.context_file_reads[path] += 1
-        if outcome.step is not None:
+        # A format that states the step itself (ContextBench mini-swe-agent
+        # <EXPLORE_CONTEXT>) already added it as a StatedContext: never count it twice.
+        stated = bool(call.structured and call.structured.get("stated_context"))
+        if outcome.step is not None and not stated:
             self._add_step(outcome.step, call.ended_at or call.started_at)
         for listener in self.listeners:
             listener(self, outcome, call)

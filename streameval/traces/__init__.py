@@ -38,7 +38,7 @@ def detect_format(head: list[bytes]) -> str:
         try:
             if adapter_class(fmt).detect(head):
                 return fmt
-        except (ImportError, AttributeError):
+        except Exception:  # noqa: BLE001 - one adapter's bug must not hide the others
             continue
     raise TraceFormatError(
         "could not detect the trace format from the first lines; "

@@ -151,10 +151,10 @@ def command_category(argv: list[str]) -> str:
                        (_GIT, "git"), (_SEARCH, "search"), (_READ, "read")):
         if name in table:
             return _git(args) if cat == "git" and name == "git" else cat
-    return _by_tool(name, args)
+    return _by_tool(name, args, prog)
 
 
-def _by_tool(name: str, args: list[str]) -> str:
+def _by_tool(name: str, args: list[str], prog: str = "") -> str:
     sub = next((a for a in args if not a.startswith("-")), "")
     if name == "make":
         return _make(args)
@@ -167,7 +167,7 @@ def _by_tool(name: str, args: list[str]) -> str:
     for table, cat in ((_ENV, "env"), (_BUILD, "build"), (_RUN, "run")):
         if name in table:
             return cat
-    if name.endswith((".py", ".sh", ".js", ".rb", ".pl")) or name.startswith("./"):
+    if name.endswith((".py", ".sh", ".js", ".rb", ".pl")) or prog.startswith(("./", "/")):
         return "run"
     return "other"
 

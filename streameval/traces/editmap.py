@@ -415,8 +415,10 @@ class EditMap:
     def provisional_patch(self) -> str:
         """Unified diff base -> current of the edited files (``--- a/p`` / ``+++ b/p``).
 
-        Made with ``difflib`` on the two texts, so it is an ordinary patch that
-        ``editloc.deleted_lines`` reads. Cached per file until the file changes.
+        Built from the line mapping itself, with no context lines (like ``git diff
+        -U0``): its deleted lines are exactly ``deleted_base_lines()`` and its cost is
+        the runs plus the changed lines, not a diff of whole files. ``editloc``
+        reads it as any patch; ``git apply --unidiff-zero`` applies it.
         """
         parts = []
         for path in sorted(self._files):
@@ -425,18 +427,48 @@ class EditMap:
                 continue
             cached = self._patch_cache.get(path)
             if cached is None:
-                cached = _unified(path, f.base, f.lines)
+                cached = _patch_from_runs(path, f)
                 self._patch_cache[path] = cached
             parts.append(cached)
         return "".join(parts)
 
 
-def _unified(path: str, base: list[str], current: list[str]) -> str:
-    a = [s if s.endswith("\n") else s + "\n" for s in base]
-    b = [s if s.endswith("\n") else s + "\n" for s in current]
-    if a == b:
+def _nl(line: str) -> str:
+    """A diff body line; a last line without newline gets git's marker after it."""
+    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+
+
+def _patch_from_runs(path: str, f: _File) -> str:
+    """Hunks between kept base runs: missing base lines are '-', agent lines are '+'."""
+    assert f.base is not None and f.lines is not None
+    base, cur = f.base, f.lines
+    hunks: list[str] = []
+    next_base, pos = 1, 0          # next base line expected, 0-based current line
+    added: list[int] = []          # 0-based current lines of the pending hunk
+
+    def flush(upto_base: int) -> None:
+        deleted = range(next_base, upto_base)
+        if not deleted and not added:
+            return
+        old_start = next_base if deleted else next_base - 1
+        new_start = added[0] + 1 if added else pos
+        body = [f"@@ -{old_start},{len(deleted)} +{new_start},{len(added)} @@\n"]
+        body += ["-" + _nl(base[k - 1]) for k in deleted]
+        body += ["+" + _nl(cur[k]) for k in added]
+        hunks.append("".join(body))
+        added.clear()
+
+    for length, b in f.runs:
+        if b is None:
+            added.extend(range(pos, pos + length))
+        else:
+            flush(b)
+            next_base = b + length
+        pos += length
+    flush(len(base) + 1)
+    if not hunks:
         return ""
-    return "".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"))
+    return f"--- a/{path}\n+++ b/{path}\n" + "".join(hunks)
 
 
 def _occurrences(text: str, old: str, limit: int | None) -> list[int]:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from ..model import Edit, Read
 from . import categories as _cat
@@ -593,29 +594,54 @@ def _grep_lines(shape: _GrepShape, lines: list[str]) -> list[Read]:
     files: list[str] = []
     cur: str | None = None
     heading: str | None = None
+    pending: list[str] = []   # context lines before their file's first match
     for ln in lines:
-        if not ln.strip():
-            heading = None
+        if not ln.strip() or ln == "--":
+            _flush(pending, cur, hits)
+            heading = None if not ln.strip() else heading
             continue
-        if ln == "--" or _is_err(ln, shape.tool):
+        if _is_err(ln, shape.tool):
+            continue
+        if (shape.numbered and heading is None and (
+                shape.single_raw is None or ln.startswith(shape.single_raw + "/"))
+                and not _MATCH.match(ln) and not (cur and ln.startswith(cur))
+                and _CONTEXT.match(ln)):
+            pending.append(ln)
             continue
         path, num = _grep_line(shape, ln, cur, heading)
-        if path is None and num is None:
-            heading = ln.strip() if shape.numbered and not shape.single else heading
-            continue
         if path is None:
+            heading = ln.strip() if shape.numbered and not shape.single_raw else heading
             continue
         cur = path
+        _flush(pending, cur, hits)
         if num is None:
             files.append(path)
         else:
             hits.setdefault(path, []).append(num)
+    _flush(pending, cur, hits)
     out: list[Read] = []
     for r in _line_reads(hits, files):
-        p = shape.join(r.path) if r.path not in (shape.single,) else r.path
+        p = shape.join(r.path)
         if p is not None:
             out.append(Read(p, r.start, r.end, r.listing))
     return out
+
+
+_MATCH = re.compile(r"^(.+?):(\d+):")
+_CONTEXT = re.compile(r"^(.+?)-(\d+)-")
+
+
+def _flush(pending: list[str], cur: str | None, hits: dict[str, list[int]]) -> None:
+    """Context lines belong to the file of the match next to them."""
+    for ln in pending:
+        m = re.match(r"-(\d+)-", ln[len(cur):]) if cur and ln.startswith(cur) else None
+        if m and cur:
+            hits.setdefault(cur, []).append(int(m.group(1)))
+            continue
+        m = _CONTEXT.match(ln)
+        if m:
+            hits.setdefault(m.group(1), []).append(int(m.group(2)))
+    pending.clear()
 
 
 def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
@@ -637,7 +663,7 @@ def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
             m = re.match(r"([:-])(\d+)\1", ln[len(cur):])
             if m:
                 return cur, int(m.group(2))
-        m = re.match(r"^(.+?):(\d+):", ln) or re.match(r"^(.+?)-(\d+)-", ln)
+        m = _MATCH.match(ln) or _CONTEXT.match(ln)
         if m:
             return m.group(1), int(m.group(2))
         return None, None
@@ -1191,13 +1217,14 @@ def _git_show(ctx: _Ctx, argv: list[_Word]) -> _Stream:
 
 
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+_C_FLAG = re.compile(r"-[a-zA-Z]*c[a-zA-Z]*")
 
 
 def _h_shell(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
     """``bash -lc 'STRING'``: the string is parsed as a command of its own."""
     script = None
     for i, w in enumerate(argv[1:], 1):
-        if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", w.text) and i + 1 < len(argv):
+        if _C_FLAG.fullmatch(w.text) and i + 1 < len(argv):
             script = argv[i + 1]
             break
         if not w.text.startswith("-"):
@@ -1324,7 +1351,8 @@ def _run_simple(ctx: _Ctx, st: _Simple, stdin: _Stream | None) -> _Stream:
         _redirect_io(ctx, st, _EMPTY)
         return _EMPTY
     name = posixpath.basename(argv[0].text) if argv[0].static else argv[0].text
-    ctx.res.programs.append(argv[0].text)
+    if not (name in _SHELLS and any(_C_FLAG.fullmatch(w.text) for w in argv[1:])):
+        ctx.res.programs.append(argv[0].text)   # `bash -lc '...'` only wraps the inner ones
     stdin = _stdin_of(ctx, st, stdin)
     before = len(ctx.res.edits)
     handler = _HANDLERS.get(name)
@@ -1401,12 +1429,13 @@ def _run_source(ctx: _Ctx, source: str) -> None:
     pipes = _convert(root)
     if root.has_error:
         ctx.note("shell syntax error: reads and edits not taken")
-        shadow = ShellAnalysis()
-        sctx = _Ctx(ctx.cwd, None, None, set(), shadow, ctx.cats, ctx.prefix, ctx.lost,
+        # error recovery invents commands from the broken part: trust only the first one
+        sctx = _Ctx(ctx.cwd, None, None, set(), ShellAnalysis(), [], ctx.prefix, ctx.lost,
                     False, ctx.depth)
-        for pipe in pipes:
-            _run_pipe(sctx, pipe, False)
-        ctx.res.programs.extend(shadow.programs)
+        for pipe in pipes[:1]:
+            _run_pipe(sctx, pipe[:1], False)
+        ctx.res.programs.extend(sctx.res.programs[:1])
+        ctx.cats.extend(sctx.cats[:1])
         return
     for pipe in pipes:
         _run_pipe(ctx, pipe, True)

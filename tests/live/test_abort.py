@@ -22,7 +22,7 @@ from streameval.live.abort import (
     load_policies,
     parse_policies,
 )
-from streameval.live.watch import Watcher, WatchConfig, load_resources
+from streameval.live.watch import WatchConfig, Watcher, load_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from gitrepo import make_repo
+from gitrepo import git, make_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -156,6 +156,21 @@ def test_provisional_patch_is_read_by_editloc(view50):
     assert m.deleted_base_lines() == {"a.py": [12, 13], "b.py": [2]}
 
 
+def test_provisional_patch_applies_with_git(tmp_path):
+    root = tmp_path / "r"
+    view = _view(root, {"a.py": BASE50, "c.txt": "no newline at end"})
+    m = EditMap(view)
+    m.apply("a.py", Edit("a.py", old="line 3\nline 4\n", new="three\n"))
+    m.apply("a.py", Edit("a.py", insert_line=0, new="first\n"))
+    m.apply("a.py", Edit("a.py", old="line 50\n", new=""))
+    m.apply("c.txt", Edit("c.txt", old="end", new="end!\nmore\n"))
+    patch = m.provisional_patch()
+    (tmp_path / "p.diff").write_text(patch)
+    git(root, "apply", "--unidiff-zero", str(tmp_path / "p.diff"))
+    assert (root / "a.py").read_text() == m.current_text("a.py")
+    assert (root / "c.txt").read_text() == m.current_text("c.txt")
+
+
 def test_many_edits_keep_runs_small(view50):
     """10,000 edits: the mapping stays a short list of runs, not a per-line array."""
     m = EditMap(view50)
@@ -228,6 +243,30 @@ def _apply_op(m: EditMap, ids: list, text: list[str], op) -> None:
         text[:] = split_lines(m.current_text("f.txt"))
 
 
+def _apply_u0(base: list[str], patch: str) -> list[str]:
+    """Apply a zero-context patch of one file (the property's independent check)."""
+    out, taken = [], 0
+    lines = [x for x in patch.split("\n") if not x.startswith("\\ ")]
+    i = 2
+    while i < len(lines) and lines[i].startswith("@@"):
+        head = lines[i].split()
+        old_start, old_n = (int(x) for x in head[1][1:].split(","))
+        new_n = int(head[2].split(",")[1])
+        first = old_start if old_n else old_start + 1     # 1-based first affected line
+        out.extend(base[taken:first - 1])
+        taken = first - 1 + old_n
+        body = lines[i + 1:i + 1 + old_n + new_n]
+        assert [b[1:] + "\n" for b in body[:old_n]] == [_nl(x) for x in base[first - 1:taken]]
+        out.extend(b[1:] + "\n" for b in body[old_n:])
+        i += 1 + old_n + new_n
+    out.extend(base[taken:])
+    return [_nl(x) for x in out]
+
+
+def _nl(s: str) -> str:
+    return s if s.endswith("\n") else s + "\n"
+
+
 _REPO_CACHE: dict[int, object] = {}
 
 
@@ -257,3 +296,8 @@ def test_to_base_matches_brute_force_line_identities(scenario):
         assert got == expected
     gone = sorted(set(range(1, n + 1)) - {i for i in ids if i is not None})
     assert m.deleted_base_lines().get("f.txt", []) == gone
+    patch = m.provisional_patch()
+    base = [f"base {i}\n" for i in range(1, n + 1)]
+    assert _apply_u0(base, patch) == [_nl(x) for x in text]
+    from streameval.editloc import deleted_lines
+    assert deleted_lines(patch).get("f.txt", []) == gone

@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streameval.model import CATEGORIES, Edit, Read
 from streameval.traces.shell import analyze
@@ -440,41 +442,51 @@ def test_categories_are_valid() -> None:
         assert analyze(cmd, out).category in CATEGORIES
 
 
+def _command_of(o: dict) -> tuple[str, str | None] | None:
+    """The shell command of one trace object (Claude Bash, Codex shell, exec, OpenHands)."""
+    if o.get("type") == "tool_use" and o.get("name") == "Bash":
+        return o["input"].get("command", ""), None
+    if o.get("type") == "function_call" and o.get("name") == "shell":
+        args = json.loads(o.get("arguments", "{}"))
+        cmd = args.get("command")
+        return (shlex.join(cmd), args.get("workdir")) if isinstance(cmd, list) else None
+    if o.get("type") == "command_execution" and isinstance(o.get("command"), str):
+        return o["command"], None
+    if o.get("action") == "run" and isinstance(o.get("args"), dict):
+        return o["args"].get("command", ""), None
+    return None
+
+
+def _walk(o: object, found: list[tuple[str, str | None]]) -> None:
+    if isinstance(o, dict):
+        cmd = _command_of(o)
+        if cmd is not None:
+            found.append(cmd)
+        for v in o.values():
+            _walk(v, found)
+    elif isinstance(o, list):
+        for v in o:
+            _walk(v, found)
+
+
 def _fixture_commands(root: Path) -> list[tuple[str, str | None]]:
-    """Every shell command in the real traces (Claude Bash, Codex shell, exec, OpenHands)."""
+    """Every shell command in the real traces."""
     found: list[tuple[str, str | None]] = []
-
-    def walk(o: object) -> None:
-        if isinstance(o, dict):
-            if o.get("type") == "tool_use" and o.get("name") == "Bash":
-                found.append((o["input"].get("command", ""), None))
-            elif o.get("type") == "function_call" and o.get("name") == "shell":
-                args = json.loads(o.get("arguments", "{}"))
-                cmd = args.get("command")
-                if isinstance(cmd, list):
-                    found.append((shlex.join(cmd), args.get("workdir")))
-            elif o.get("type") == "command_execution" and isinstance(o.get("command"), str):
-                found.append((o["command"], None))
-            elif o.get("action") == "run" and isinstance(o.get("args"), dict):
-                found.append((o["args"].get("command", ""), None))
-            for v in o.values():
-                walk(v)
-        elif isinstance(o, list):
-            for v in o:
-                walk(v)
-
     for path in sorted(root.glob("*/*")):
         if path.suffix == ".md":
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
-            walk(json.loads(text))
+            docs = [json.loads(text)]
         except ValueError:
+            docs = []
             for line in text.splitlines():
                 try:
-                    walk(json.loads(line))
+                    docs.append(json.loads(line))
                 except ValueError:
                     continue
+        for doc in docs:
+            _walk(doc, found)
     return found
 
 
@@ -507,3 +519,24 @@ def test_does_not_touch_environment() -> None:
     before = dict(os.environ)
     analyze("export FOO=1 && cd /")
     assert dict(os.environ) == before
+
+
+_SHELLY = "abc ./-'\"$`\\|&;<>(){}[]*?#~=\n\t0123456789"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_SHELLY, max_size=80), st.one_of(st.none(), st.text(max_size=200)))
+def test_never_raises_on_arbitrary_text(cmd: str, output: str | None) -> None:
+    res = analyze(cmd, output)
+    assert res.category in CATEGORIES
+    assert all(isinstance(r, Read) for r in res.reads)
+
+
+def test_deep_nesting_is_not_an_exception() -> None:
+    res = analyze("(" * 3000 + "cat a.py" + ")" * 3000)
+    assert res.category in CATEGORIES
+
+
+def test_non_utf8_and_surrogates() -> None:
+    res = analyze("cat 'caf\udce9.py'", "caf\udce9")
+    assert res.reads and res.reads[0].path.startswith("caf")

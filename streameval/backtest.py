@@ -1,0 +1,264 @@
+"""``streameval abort-backtest``: what would these abort policies have done to past runs?
+
+Each recorded trace is replayed through the same session code as ``watch`` and
+``replay``; the policies are checked after every tool call (a session listener, as
+live) and once more when the trace ends (live does it after each batch). The engine
+runs dry: nothing is written, posted or signalled.
+
+Per policy the report gives the runs it would have stopped, the step at which
+(median/min/max), what stopping would have saved (final minus at-stop steps, tokens
+and cost), and the *wrongful* stops: stopped runs that went on to reach high final
+coverage (``--high-coverage`` at ``--granularity``) or a correct edit location
+(final EditLoc recall > 0). A policy is worth turning on when it saves a lot and
+stops few good runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import GRANULARITIES, RunIdentity
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    """One replayed run: its final numbers and the (dry) decisions taken on it."""
+
+    run_id: str
+    instance_id: str
+    trace: str
+    steps: int
+    tokens: int
+    cost_usd: float | None
+    coverage: float | None       # final coverage at the chosen granularity
+    editloc_recall: float | None  # None: no patch
+    error: str | None = None
+    stops: dict = field(default_factory=dict)  # policy -> abort.Decision
+
+    def good(self, high: float) -> bool:
+        """The run ended well: high coverage, or a patch that edits a gold location."""
+        return ((self.coverage is not None and self.coverage >= high)
+                or (self.editloc_recall is not None and self.editloc_recall > 0))
+
+
+# ---------------------------------------------------------------------- replaying
+
+
+def find_traces(paths: list[Path]) -> list[Path]:
+    """Files as given; directories searched for trace files the way ``watch`` does."""
+    from .identity import SIDE_FILES
+    from .live.watch import DEFAULT_GLOBS
+
+    out: list[Path] = []
+    for p in paths:
+        if p.is_file():
+            out.append(p)
+            continue
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for fn in sorted(filenames):
+                if fn not in SIDE_FILES and any(fnmatch.fnmatch(fn, g) for g in DEFAULT_GLOBS):
+                    out.append(Path(dirpath) / fn)
+    return out
+
+
+def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
+                   fmt: str | None = None, include_sidechain: bool = False) -> list[RunOutcome]:
+    """Replay one trace file through ``engine`` (dry); one outcome per run in the file."""
+    from .errors import StreamevalError
+    from .identity import identify, patch_beside
+    from .live.runs import LiveRun
+    from .session import TraceReader, iter_lines, make_session, open_adapter
+
+    path = Path(path)
+    identity = identify(path)
+    try:
+        name, adapter = open_adapter(path, fmt)
+    except StreamevalError as exc:
+        return [RunOutcome(identity.run_id, identity.instance_id, str(path), 0, 0, None, None,
+                           None, error=f"{exc.reason.value}: {exc}")]
+    runs: list[LiveRun] = []
+
+    def factory(trace_instance: str | None):
+        ident = identity
+        if trace_instance and runs:
+            ident = RunIdentity(trace_instance, f"{identity.run_id}/{trace_instance}",
+                                identity.agent, identity.model, identity.pid)
+        elif trace_instance and res.lookup(identity.instance_id) is None:
+            ident = RunIdentity(trace_instance, identity.run_id, identity.agent,
+                                identity.model, identity.pid)
+        session = make_session(res, ident, name, trace_instance,
+                               include_sidechain=include_sidechain)
+        key = str(path) if not runs else f"{path}#{len(runs)}"
+        run = LiveRun(key=key, session=session, first_seen=0.0)
+        runs.append(run)
+        engine.track(run, path, clock=lambda: None)
+        return session
+
+    reader = TraceReader(adapter, factory)
+    for line, lineno in iter_lines(path):
+        reader.feed_line(line, lineno)
+    sessions = reader.close()
+    side_patch = patch_beside(path)
+    if side_patch and len(sessions) == 1:
+        sessions[0].set_patch(side_patch, "file")
+    out = []
+    for run in runs:
+        engine.check(run, path, None)  # what the end of the trace brought (final usage...)
+        out.append(_outcome(run, path, engine, granularity))
+    return out
+
+
+def _outcome(run, path: Path, engine, granularity: str) -> RunOutcome:
+    s = run.session
+    rec = s.record()
+    tokens, cost = s.tokens()
+    stops = {d.policy: d for d in engine.decisions if d.run_key == run.key}
+    error = rec.get("error")
+    coverage = None if error else rec["final"][granularity]["coverage"]
+    editloc = (rec.get("editloc") or {}).get("recall") if not error else None
+    return RunOutcome(s.identity.run_id, s.identity.instance_id, str(path), s.num_steps,
+                      tokens.total, cost, coverage, editloc, error=error, stops=stops)
+
+
+# ---------------------------------------------------------------------- summarizing
+
+
+def _cost_at_stop(o: RunOutcome, d) -> tuple[float, float, bool] | None:
+    """(final cost, cost at the stop, estimated?) for a stopped run whose cost is known.
+
+    Many traces state the cost only at the end (Claude's ``total_cost_usd``): the cost
+    at the stop is then estimated in proportion to the tokens used by then.
+    """
+    if o.cost_usd is None:
+        return None
+    if d.cost_usd is not None:
+        return o.cost_usd, d.cost_usd, False
+    share = min(1.0, d.tokens / o.tokens) if o.tokens else 1.0
+    return o.cost_usd, o.cost_usd * share, True
+
+
+def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
+              granularity: str = "line") -> dict:
+    """The numbers of the report, per policy (JSON-ready)."""
+    policies = []
+    for p in config.policies:
+        stopped = [(o, o.stops[p.name]) for o in outcomes if p.name in o.stops]
+        steps = [d.step for _o, d in stopped]
+        costs = [c for c in (_cost_at_stop(o, d) for o, d in stopped) if c is not None]
+        wrongful = [o for o, _d in stopped if o.error is None and o.good(high)]
+        policies.append({
+            "policy": p.name, "kind": p.kind, "action": p.action,
+            "runs": len(outcomes), "stopped": len(stopped),
+            "stop_step": ({"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
+                          if steps else None),
+            "saved": {
+                "steps": sum(max(0, o.steps - d.step) for o, d in stopped),
+                "tokens": sum(max(0, o.tokens - d.tokens) for o, d in stopped),
+                "cost_usd": sum(max(0.0, final - at) for final, at, _est in costs) if costs else None,
+                "cost_estimated": any(est for _f, _a, est in costs),
+            },
+            "wrongful": len(wrongful),
+            "wrongful_runs": [o.run_id for o in wrongful],
+            "stopped_runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "step": d.step,
+                              "final_steps": o.steps, "reason": d.reason} for o, d in stopped],
+        })
+    return {
+        "high_coverage": high, "granularity": granularity,
+        "runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "trace": o.trace,
+                  "steps": o.steps, "tokens": o.tokens, "cost_usd": o.cost_usd,
+                  "coverage": o.coverage, "editloc_recall": o.editloc_recall,
+                  "error": o.error, "good": o.error is None and o.good(high),
+                  "stopped_by": sorted(o.stops)} for o in outcomes],
+        "policies": policies,
+    }
+
+
+def format_table(summary: dict) -> str:
+    runs = summary["runs"]
+    good = sum(1 for r in runs if r["good"])
+    errors = sum(1 for r in runs if r["error"])
+    lines = [f"runs: {len(runs)}  good (coverage@{summary['granularity']} >= "
+             f"{summary['high_coverage']:g} or EditLoc recall > 0): {good}  not scored: {errors}",
+             "",
+             f"{'policy':<20} {'kind':<11} {'stopped':>7} {'step med/min/max':>17} "
+             f"{'saved steps':>11} {'saved tokens':>12} {'saved $':>8} {'wrongful':>8}"]
+    for p in summary["policies"]:
+        st = p["stop_step"]
+        step = f"{st['median']:g}/{st['min']}/{st['max']}" if st else "-"
+        cost = p["saved"]["cost_usd"]
+        lines.append(
+            f"{p['policy']:<20} {p['kind']:<11} {p['stopped']:>3}/{p['runs']:<3} {step:>17} "
+            f"{p['saved']['steps']:>11} {p['saved']['tokens']:>12} "
+            f"{'-' if cost is None else f'{cost:.2f}':>7}{'*' if p['saved']['cost_estimated'] else ' '}"
+            f" {p['wrongful']:>8}")
+    if any(p["saved"]["cost_estimated"] for p in summary["policies"]):
+        lines.append("* cost at the stop estimated from the share of tokens used by then")
+    wrong = [(p["policy"], p["wrongful_runs"]) for p in summary["policies"] if p["wrongful_runs"]]
+    if wrong:
+        lines.append("")
+        lines.extend(f"wrongful stops by {name}: {', '.join(ids)}" for name, ids in wrong)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", type=Path, help="abort policy file (TOML, see examples/abort.toml)")
+    p.add_argument("traces", nargs="+", type=Path, help="trace files or directories of runs")
+    p.add_argument("--gold", required=True, help="gold (parquet, JSON, JSONL, annot dirs)")
+    repo = p.add_mutually_exclusive_group()
+    repo.add_argument("--repos", help="directory of clones named owner__repo")
+    repo.add_argument("--repo", help="one repository for every trace (git or directory)")
+    p.add_argument("--format", dest="fmt", help="trace format for every file (default: detected)")
+    p.add_argument("--high-coverage", type=float, default=0.8,
+                   help="final coverage from which a stopped run counts as wrongly stopped (0.8)")
+    p.add_argument("--granularity", choices=GRANULARITIES, default="line",
+                   help="granularity of --high-coverage (line)")
+    p.add_argument("--json", dest="json_out", type=Path, help="write the numbers here as JSON")
+    p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .errors import StreamevalError
+    from .live.abort import AbortConfigError, AbortEngine, load_policies
+    from .live.watch import load_resources
+
+    try:
+        config = load_policies(args.config)
+    except AbortConfigError as exc:
+        print(f"streameval abort-backtest: {exc}", file=sys.stderr)
+        return 2
+    traces = find_traces(args.traces)
+    if not traces:
+        print("streameval abort-backtest: no trace files found in "
+              + " ".join(map(str, args.traces)), file=sys.stderr)
+        return 2
+    try:
+        res = load_resources(args.gold, args.repos, args.repo)
+    except (StreamevalError, OSError) as exc:
+        print(f"streameval abort-backtest: {exc}", file=sys.stderr)
+        return 2
+    engine = AbortEngine(config, dry_run=True)
+    outcomes: list[RunOutcome] = []
+    for trace in traces:
+        outcomes.extend(backtest_trace(trace, res, engine, args.granularity, fmt=args.fmt,
+                                       include_sidechain=args.include_sidechain))
+    summary = summarize(config, outcomes, args.high_coverage, args.granularity)
+    print(format_table(summary))
+    if args.json_out is not None:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+__all__ = ["RunOutcome", "add_arguments", "backtest_trace", "find_traces", "format_table",
+           "run", "summarize"]
