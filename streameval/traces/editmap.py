@@ -24,7 +24,13 @@ Line identity rules (what "the agent wrote" means):
   diff, ``undo_edit``) leaves the mapping as it was and marks the file ``uncertain``:
   that is identity through the unknown edit, which is exact when the edit did not move
   lines and off by the edit's line delta below it otherwise. It is the honest choice
-  without the text; ``uncertain_files()`` lets reports say so.
+  without the text; ``uncertain_files()`` lets reports say so;
+- structured hunks with no text (numbers only) are trusted: their new lines are
+  agent-written placeholders whose text we do not know.
+
+For the provisional EditLoc (METRICS.md 7), ``deleted_base_lines`` and
+``provisional_patch`` are read off the same runs: a base line no current line maps to
+was deleted, so the patch and the mapping can never disagree.
 """
 
 from __future__ import annotations
@@ -33,9 +39,13 @@ import difflib
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from ..errors import Reason
 from ..model import Edit
+
+if TYPE_CHECKING:
+    from ..repo import RepoView
 
 __all__ = ["EditMap", "split_lines", "decode_text"]
 
@@ -213,7 +223,7 @@ class EditMap:
     still shift the identity mapping.
     """
 
-    def __init__(self, view=None):
+    def __init__(self, view: RepoView | None = None):
         self._view = view
         self._files: dict[str, _File] = {}
         self._patch_cache: dict[str, str] = {}

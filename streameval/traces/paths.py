@@ -19,8 +19,12 @@ import posixpath
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import Reason
+
+if TYPE_CHECKING:
+    from ..repo import RepoView
 
 __all__ = ["PathMapper", "display_path"]
 
@@ -55,7 +59,7 @@ class PathMapper:
     (the run's cwd, ``/testbed``...): a ``..`` that leaves every root is an escape.
     """
 
-    def __init__(self, view=None, roots: Iterable[str] = ()):
+    def __init__(self, view: RepoView | None = None, roots: Iterable[str] = ()):
         self._view = view
         self._roots: list[str] = []
         self._cache: OrderedDict[tuple[str, str | None], tuple[str | None, Reason | None]] = \

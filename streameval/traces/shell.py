@@ -485,7 +485,8 @@ def _awk_ranges(prog: str) -> list[tuple[int | None, int | None]] | None:
 # =========================================================================== output parsing
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]")
-_WRAPPER = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|\[The command completed.*\])$")
+_WRAPPER = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|\[The command completed.*\]"
+                      r"|\[Python Interpreter: .*\]|\[Command finished with exit code.*\])$")
 _ERR = re.compile(
     r"^(?:[\w.+-]+: )+(?:line \d+: )?(?:cannot open |can't read |cannot access |read error on "
     r"|couldn't edit |cannot stat )?[`'‘\"]?(?P<p>[^`'’\":]+?)[`'’\"]?(?: for reading)?: "
@@ -559,7 +560,7 @@ class _GrepShape:
 def _grep_fmt(shape: _GrepShape) -> Callable[[list[str]], list[Read]]:
     def parse(lines: list[str]) -> list[Read]:
         if shape.files_only:
-            return _listing([p for p in (_grep_path(shape, ln.strip()) for ln in lines
+            return _listing([p for p in (shape.join(ln.strip()) for ln in lines
                                          if ln.strip() and not _is_err(ln, shape.tool)) if p])
         if shape.count:
             return _grep_counts(shape, lines)
@@ -571,17 +572,13 @@ def _is_err(line: str, tool: str) -> bool:
     return line.startswith((f"{tool}: ", "grep: ", "rg: ", "Binary file "))
 
 
-def _grep_path(shape: _GrepShape, p: str) -> str | None:
-    return shape.join(p)
-
-
 def _grep_counts(shape: _GrepShape, lines: list[str]) -> list[Read]:
     files = []
     for ln in lines:
         m = re.match(r"^(?:(.*):)?(\d+)$", ln.strip())
         if not m or int(m.group(2)) == 0:
             continue
-        p = shape.single if m.group(1) is None else _grep_path(shape, m.group(1))
+        p = shape.single if m.group(1) is None else shape.join(m.group(1))
         if p:
             files.append(p)
     return _listing(files)
@@ -703,6 +700,8 @@ def _ls_fmt(operands: list[str], raw: list[str], join: Callable[[str], str | Non
             if s.endswith(":") and not _LONG.match(s):
                 cur = s[:-1]
                 continue
+            if _LONG.match(s) and s[0] == "d":
+                continue   # a directory is not a file the agent could read
             names = [_LONG.sub("", s).split(None, 7)[-1].split(" -> ")[0]] if _LONG.match(s) \
                 else re.split(r"\s{2,}|\t", s.strip())
             for name in names:
@@ -856,8 +855,9 @@ def _h_cat(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> 
         if st.heredoc is not None:
             return _Stream(text=st.heredoc if st.heredoc_exact else None)
         if stdin and numbered:
-            return _Stream(segs=[_Seg(s.path, s.raw, s.start, s.end, numbered, s.partial)
-                                 for s in stdin.segs if (s.start or 1) == 1], text=None)
+            return _Stream(segs=[_Seg(s.path, s.raw, s.start, s.end,
+                                      numbered if (s.start or 1) == 1 else None, s.partial)
+                                 for s in stdin.segs])
         return stdin or _EMPTY
     return _whole(ctx, ops, numbered)
 
@@ -1018,8 +1018,8 @@ def _h_grep(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None,
     numbered = bool(fl & {"n", "--line-number", "--vimgrep"}) and not (fl & {"N"})
     if "q" in fl or "--quiet" in fl:
         return _EMPTY
-    if not ops and not from_stdin_files and (tool == "grep" or stdin is not None) \
-            and "r" not in fl and "R" not in fl and stdin is not None:
+    if not ops and not from_stdin_files and stdin is not None and tool != "git-grep" \
+            and not fl & {"r", "R", "--recursive"}:
         return _grep_filter(ctx, stdin, numbered, files_only or count, "o" in fl)
     return _grep_search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files)
 
@@ -1189,7 +1189,7 @@ def _h_git(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> 
 def _git_sub(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
     sub = argv[0].text if argv else ""
     if sub == "grep":
-        return _h_grep(ctx, [_Word("git-grep")] + argv[1:], st, stdin, "grep")
+        return _h_grep(ctx, [_Word("git-grep")] + argv[1:], st, stdin, "git-grep")
     if sub == "show":
         return _git_show(ctx, argv)
     if sub == "ls-files":
@@ -1364,7 +1364,10 @@ def _run_simple(ctx: _Ctx, st: _Simple, stdin: _Stream | None) -> _Stream:
         out = _EMPTY
     _redirect_io(ctx, st, out)
     edited = len(ctx.res.edits) > before
-    ctx.cats.append("edit" if edited else _cat.command_category([w.text for w in argv]))
+    if edited:
+        ctx.cats.append("edit")
+    elif name != "tee":   # tee into a log or /tmp changed nothing worth calling an edit
+        ctx.cats.append(_cat.command_category([w.text for w in argv]))
     return _EMPTY if _stdout_hidden(st.redirects) else out
 
 
@@ -1468,7 +1471,11 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None) -> 
         _run_source(shadow, command)
         res.programs = shadow.res.programs
     else:
-        _run_source(ctx, command)
+        try:
+            _run_source(ctx, command)
+        except RecursionError:
+            res.reads, res.edits = [], []
+            ctx.note("command nested too deeply: not interpreted")
     res.reads = _dedupe(res.reads)
     res.category = _cat.most_significant(ctx.cats)
     if ctx.moved:

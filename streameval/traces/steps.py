@@ -21,12 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import Reason
-from ..model import Read, Step, ToolCall
+from ..model import Edit, Read, Step, ToolCall
 from .editmap import EditMap
 from .infer import infer
 from .paths import PathMapper
+
+if TYPE_CHECKING:
+    from ..repo import RepoView
 
 __all__ = ["CallOutcome", "ResolvedRead", "StepBuilder"]
 
@@ -70,7 +74,7 @@ class StepBuilder:
     directories known to be the repo root in the run (``add_root`` adds more later).
     """
 
-    def __init__(self, view=None, roots: Iterable[str] = ()):
+    def __init__(self, view: RepoView | None = None, roots: Iterable[str] = ()):
         self.view = view
         self.paths = PathMapper(view, roots)
         self.edits = EditMap(view)
@@ -111,7 +115,7 @@ class StepBuilder:
         return out
 
     # ------------------------------------------------------------------ pieces
-    def _apply_edit(self, edit, cwd: str | None, out: CallOutcome) -> None:
+    def _apply_edit(self, edit: Edit, cwd: str | None, out: CallOutcome) -> None:
         repo, _reason = self.paths.lookup(edit.path, cwd)
         if repo is None:
             return   # a new file, or outside the repo: nothing of the base to map

@@ -181,6 +181,8 @@ SHELL = [
     ("grep -rn foo . ; cat a.py", "read"),
     ("pip install x && ruff check .", "quality"),
     ("git status && python x.py", "git"),
+    ("bash -lc \"sed -n '1,200p' README.md | tee logs/02_readme_head.log\"", "read"),
+    ("npm test 2>&1 | tee test-output.log", "test"),
     # other
     ("cd /repo", "other"),
     ("echo hello", "other"),

@@ -281,6 +281,14 @@ READ_CASES = [
      []),
     ("missing-sed", "sed -n '1,5p' x.py", "sed: can't read x.py: No such file or directory", []),
     ("directory-cat", "cat src", "cat: src: Is a directory", []),
+    ("sed-then-cat-n", "sed -n '5,10p' f.py | cat -n", None, [R("f.py", 5, 10)]),
+    ("cat-n-grep-output", "cat -n f.py | grep -n foo", "2:    12\tfoo\n7:    40\tfoo\n",
+     [R("f.py", 12, 12), R("f.py", 40, 40)]),
+    ("ls-long-skips-dirs-keeps-spaces", "ls -la src",
+     "total 8\ndrwxr-xr-x 2 u g 4096 Jan 1 00:00 sub\n-rw-r--r-- 1 u g 12 Jan  1 00:00 my file.py\n",
+     [L("src/my file.py")]),
+    ("openhands-output-suffix", "find . -name '*.c'",
+     "./src/a.c\n[The command completed with exit code 0.]\n", [L("./src/a.c")]),
     ("ansi-crlf-output", "grep -rn foo .",
      "\x1b[35m./a.py\x1b[0m:\x1b[32m3\x1b[0m:foo\r\n./b.py:4:foo\r\n",
      [R("./a.py", 3, 3), R("./b.py", 4, 4)]),
@@ -533,10 +541,40 @@ def test_never_raises_on_arbitrary_text(cmd: str, output: str | None) -> None:
 
 
 def test_deep_nesting_is_not_an_exception() -> None:
-    res = analyze("(" * 3000 + "cat a.py" + ")" * 3000)
-    assert res.category in CATEGORIES
+    for cmd in ("(" * 3000 + "cat a.py" + ")" * 3000,
+                "if true; then " * 3000 + "cat a.py; " + "fi; " * 3000):
+        res = analyze(cmd)
+        assert res.category in CATEGORIES
 
 
 def test_non_utf8_and_surrogates() -> None:
     res = analyze("cat 'caf\udce9.py'", "caf\udce9")
     assert res.reads and res.reads[0].path.startswith("caf")
+
+
+def test_import_does_not_load_tree_sitter() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, streameval.traces.shell, streameval.traces.categories; "
+            "print('tree_sitter' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("cmd,reads", [
+    ("sed -n '$p' f.py", [R("f.py", -1, None)]),
+    ("nl -ba f.py | sed -n '10,20p' | head -5", [R("f.py", 10, 14)]),
+    ("cat <<'EOF' | tee a.txt && cat b.py\nhello\nEOF", [R("b.py")]),
+    ("cat a.py <<EOF\nx\nEOF", [R("a.py")]),
+    ("sed -n '5,+3p' f.py", [R("f.py", 5, 8)]),
+])
+def test_more_pipelines(cmd: str, reads: list[Read]) -> None:
+    assert analyze(cmd).reads == reads
+
+
+def test_heredoc_then_and_and() -> None:
+    res = analyze("cat > f.py <<'EOF' && python f.py\nprint(1)\nEOF")
+    assert res.edits == [Edit("f.py", content="print(1)\n")]
+    assert res.programs == ["cat", "python"]
+    assert res.reads == []

@@ -306,3 +306,67 @@ def test_without_a_repo_steps_carry_display_paths():
     out = b.consume(call("Edit", {"file_path": f"{T}/src/a.py", "old_string": "a",
                                   "new_string": "b"}))
     assert out.edits == ["src/a.py"] and out.problems == []
+
+
+# --------------------------------------------------------------------------- a real session
+
+
+def _shown_lines(output: str) -> dict[int, str]:
+    import re
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^ *(\d+)→(.*)$", output, re.M)}
+
+
+def test_real_claude_session_replay_matches_what_the_agent_was_shown(real_fixtures, tmp_path):
+    """The jnarowski session edits NavUser.tsx and AppSidebar.tsx, then reads them again.
+
+    The repo is rebuilt from the session's own first full reads (the base text). Every
+    line a later Read showed must then map to a base line with the same text, or to
+    nothing when the agent wrote it: the replay of Edit/structuredPatch is exact.
+    """
+    from streameval.traces.claude import ClaudeAdapter
+
+    path = real_fixtures / "claude-session" / \
+        "claude-session__jnarowski__agentcmd__full-session-four.jsonl"
+    adapter = ClaudeAdapter()
+    events = []
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh, 1):
+            events.extend(adapter.feed(line.rstrip(b"\n"), n))
+    calls = [e for e in events + adapter.close() if isinstance(e, ToolCall)]
+    root = "/Users/jnarowski/Dev/sourceborn/src/agent-workflows-monorepo-v2"
+    base: dict[str, str] = {}
+    for c in calls:
+        f = (c.structured or {}).get("file") if c.tool == "Read" else None
+        rel = c.input["file_path"][len(root) + 1:] if f else None
+        if f and rel not in base and f["startLine"] == 1 and f["numLines"] == f["totalLines"]:
+            shown = _shown_lines(c.output)
+            base[rel] = "".join(shown[k] + "\n" for k in range(1, len(shown) + 1))
+    assert "apps/app/src/client/components/NavUser.tsx" in base
+    sha = make_repo(tmp_path / "repo", base)[0]
+    view = GitRepo(tmp_path / "repo").at(sha)
+    builder = StepBuilder(view, roots=[root])
+    base_lines = {p: t.split("\n") for p, t in base.items()}
+    checked = agent_lines = whole_edited = 0
+    for c in calls:
+        out = builder.consume(c)
+        if c.tool != "Read" or out.step is None:
+            continue
+        repo = out.step.files[0]
+        shown = _shown_lines(c.output)
+        f = c.structured["file"]
+        if repo in builder.edits.edited_files() and f["startLine"] == 1 and \
+                f["numLines"] == f["totalLines"]:   # a whole edited file: same text
+            whole_edited += 1
+            assert builder.edits.current_text(repo) == \
+                "".join(shown[k] + "\n" for k in range(1, len(shown) + 1))
+        for n, text in shown.items():
+            mapped = builder.edits.to_base(repo, n, n)
+            if mapped:
+                assert base_lines[repo][mapped[0][0] - 1] == text, (repo, n, mapped)
+                checked += 1
+            else:
+                agent_lines += 1
+    assert checked > 400 and agent_lines > 10 and whole_edited == 1
+    assert set(builder.edits.edited_files()) == {"apps/app/src/client/components/NavUser.tsx",
+                                                 "apps/app/src/client/components/AppSidebar.tsx"}
+    assert builder.edits.last_problem is None
