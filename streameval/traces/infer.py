@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import Reason
@@ -105,9 +105,13 @@ def numbered_runs(output: str, loose: bool = False) -> list[tuple[int, int]]:
     bodies, so only the lines really shown count.
     """
     pattern = _NUMBERED_LOOSE if loose else _NUMBERED
-    nums = sorted({int(m.group(1)) for m in pattern.finditer(output)})
+    return _runs({int(m.group(1)) for m in pattern.finditer(output)})
+
+
+def _runs(numbers: set[int]) -> list[tuple[int, int]]:
+    """Positive line numbers -> sorted runs of consecutive numbers."""
     runs: list[tuple[int, int]] = []
-    for n in nums:
+    for n in sorted(numbers):
         if n <= 0:
             continue
         if runs and runs[-1][1] + 1 == n:
@@ -231,13 +235,17 @@ def grep_content_reads(output: str, single_path: str | None) -> list[Read]:
     Output without numbers shows lines we cannot place: the files count, not the lines.
     """
     lines = [ln for ln in output.splitlines() if ln and not _GREP_NOISE.match(ln)]
-    multi = any((m := _MATCH_LINE.match(ln)) and not m.group(1).isdigit() for ln in lines)
+    # Which layout? A single file's ``12:x = 'a:3:b'`` also looks like ``path:N:``;
+    # the majority of lines decides, and a named single path wins ties.
+    multi_votes = sum(1 for ln in lines if _path_match(ln))
+    single_votes = sum(1 for ln in lines if _SINGLE_LINE.match(ln))
+    multi = multi_votes > single_votes or (multi_votes > 0 and not single_path)
     per_file: dict[str, set[int]] = {}
     if multi:
         names: list[str] = []
         for ln in lines:
-            m = _MATCH_LINE.match(ln)
-            if m and not m.group(1).isdigit():
+            m = _path_match(ln)
+            if m:
                 if m.group(1) not in per_file:
                     names.append(m.group(1))
                 per_file.setdefault(m.group(1), set()).add(int(m.group(2)))
@@ -251,11 +259,19 @@ def grep_content_reads(output: str, single_path: str | None) -> list[Read]:
             per_file[single_path] = nums
     reads: list[Read] = []
     for path, nums in per_file.items():
-        runs = numbered_runs("\n".join(f"{n}\t" for n in sorted(nums)))
+        runs = _runs(nums)
         reads.extend(_reads_from_runs(path, runs) if runs else [Read(path, listing=True)])
     if not per_file:
         reads.extend(_unnumbered_files(lines))
     return reads
+
+
+def _path_match(line: str) -> re.Match[str] | None:
+    """``path:N:`` where ``path`` looks like a path (not a number, no white space)."""
+    m = _MATCH_LINE.match(line)
+    if m is None or m.group(1).isdigit() or any(c.isspace() for c in m.group(1)):
+        return None
+    return m
 
 
 def _context_hit(line: str, names: list[str]) -> tuple[str, int] | None:
@@ -545,7 +561,7 @@ def infer(call: ToolCall) -> Inference:
     inf = Inference(category="other",
                     failed=_failed(call, shell=low in _SHELL_TOOLS or low == "apply_patch"))
     if not isinstance(call.input, dict):
-        call.input = {}
+        call = replace(call, input={})
     shell = None
     default = _DEFAULT_CATEGORY.get(low, "other")
     if low in ("read", "notebookread") and ("file_path" in call.input or "notebook_path" in call.input):

@@ -110,7 +110,7 @@ class PathMapper:
         full = self._absolute(p, cwd)
         if full is None:
             return None, Reason.PATH_OUTSIDE_REPO
-        if full.startswith("/") and self._outside(full, escaped=".." in p.split("/")):
+        if full.startswith("/") and self._outside(full, ".." in p.split("/"), cwd):
             return None, Reason.PATH_OUTSIDE_REPO
         if self._view is None:
             return display_path(full, self._roots), None
@@ -125,11 +125,19 @@ class PathMapper:
             return None
         return norm
 
-    def _outside(self, full: str, escaped: bool) -> bool:
+    def _outside(self, full: str, escaped: bool, cwd: str | None) -> bool:
+        """Cannot be a repo file: left every root by ``..``, or a system/package path.
+
+        Under a root, or under the call's own cwd (a run in ``/var/www/app``), a path
+        is never refused by prefix.
+        """
         if self._under_root(full):
             return False
         if escaped and self._roots:
             return True   # a `..` that left every known root
+        if not escaped and cwd and cwd.startswith("/") and cwd.rstrip("/") and \
+                full.startswith(cwd.rstrip("/") + "/"):
+            return False
         probe = full + "/"
         return probe.startswith(_SYSTEM) or bool(_PACKAGES.search(probe)) or full == "/"
 

@@ -665,7 +665,9 @@ def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
             return m.group(1), int(m.group(2))
         return None, None
     p = ln.split(":", 1)[0] if ":" in ln else None
-    return (p, None) if p else (None, None)
+    if not p or (re.search(r"\s", p) and "/" not in p):
+        return None, None   # not a path: a message from the tool or its wrapper
+    return p, None
 
 
 def _paths_fmt(join: Callable[[str], str | None]) -> Callable[[list[str]], list[Read]]:
@@ -675,6 +677,7 @@ def _paths_fmt(join: Callable[[str], str | None]) -> Callable[[list[str]], list[
         for ln in lines:
             s = ln.strip()
             if (not s or _ERR.match(s) or _LOOKS_GREP.search(s) or s.endswith("/")
+                    or s == "Error" or s.startswith("Error: ")
                     or (s.startswith("[") and s.endswith("]"))):
                 continue
             p = join(s)
@@ -1043,7 +1046,8 @@ def _grep_search(ctx: _Ctx, tool: str, ops: list[_Word], fl: set[str], numbered:
     paths = [(w.text, _path(ctx, w, "grep operand")) for w in ops]
     no_name = bool(fl & {"h", "--no-filename"}) if tool == "grep" else "I" in fl
     single = None
-    if len(ops) == 1 and not from_stdin_files and not (fl & {"H", "--with-filename"}):
+    if len(ops) == 1 and not from_stdin_files and not (fl & {"H", "--with-filename"}) \
+            and not _looks_dir(ops[0].text, recursive):
         single = ops[0].text
     if no_name and single is None:
         ctx.note(f"{tool} without file names: lines not attributable")
@@ -1054,10 +1058,16 @@ def _grep_search(ctx: _Ctx, tool: str, ops: list[_Word], fl: set[str], numbered:
     for raw, p in paths:
         if p is None or raw in (".", "..") or raw.endswith("/"):
             continue
-        if recursive and "." not in posixpath.basename(raw):
-            continue   # most likely a directory
+        if _looks_dir(raw, recursive):
+            continue
         fallback.append(Read(p, listing=True))
     return _Stream(fmt=_grep_fmt(shape), fallback=fallback)
+
+
+def _looks_dir(raw: str, recursive: bool) -> bool:
+    """A recursive search operand without an extension is most likely a directory."""
+    return raw in (".", "..") or raw.endswith("/") or (
+        recursive and "." not in posixpath.basename(raw))
 
 
 def _h_rg(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:

@@ -103,6 +103,12 @@ def test_grep_content_single_file_numbers_belong_to_the_path():
                               Read("src/solve.mjs", 90, 90)]
 
 
+def test_grep_single_file_line_that_looks_like_a_path_match():
+    out = "12:    x = 'a:3:b'\n13-    y = 1\n20:    z = 'q:7:r'\n"
+    assert grep_content_reads(out, "pkg/m.py") == [Read("pkg/m.py", 12, 13),
+                                                   Read("pkg/m.py", 20, 20)]
+
+
 def test_grep_content_without_numbers_counts_files_only():
     reads = grep_content_reads("src/a.py:def f():\nsrc/b.py:  f()\n", None)
     assert reads == [Read("src/a.py", listing=True), Read("src/b.py", listing=True)]

@@ -51,6 +51,13 @@ def test_paths_outside_the_repo_are_ignored_and_counted(view):
     assert m.lookup("/testbed/pkg")[1] is Reason.PATH_NOT_IN_REPO   # a directory
 
 
+def test_a_run_inside_a_system_looking_directory_still_resolves(view):
+    m = PathMapper(view)
+    assert m.to_repo("/var/www/app/README.md", "/var/www/app") == "README.md"
+    assert m.to_repo("README.md", "/var/www/app") == "README.md"
+    assert m.to_repo("/var/www/app/README.md") is None      # no cwd, no root: refused
+
+
 def test_relative_escape_without_cwd_is_outside(view):
     m = PathMapper(view)
     assert m.lookup("../x", None) == (None, Reason.PATH_OUTSIDE_REPO)

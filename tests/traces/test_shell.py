@@ -289,6 +289,10 @@ READ_CASES = [
      [L("src/my file.py")]),
     ("openhands-output-suffix", "find . -name '*.c'",
      "./src/a.c\n[The command completed with exit code 0.]\n", [L("./src/a.c")]),
+    ("real-codex-sandbox-failure-text",
+     bash_lc('rg "updateTeam\\(" apps/spectora-labs/src/app/api -g"*.ts"'),
+     "failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error, exit code: 1,"
+     " stdout: , stderr: ", []),
     ("ansi-crlf-output", "grep -rn foo .",
      "\x1b[35m./a.py\x1b[0m:\x1b[32m3\x1b[0m:foo\r\n./b.py:4:foo\r\n",
      [R("./a.py", 3, 3), R("./b.py", 4, 4)]),

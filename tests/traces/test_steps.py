@@ -370,3 +370,49 @@ def test_real_claude_session_replay_matches_what_the_agent_was_shown(real_fixtur
     assert set(builder.edits.edited_files()) == {"apps/app/src/client/components/NavUser.tsx",
                                                  "apps/app/src/client/components/AppSidebar.tsx"}
     assert builder.edits.last_problem is None
+
+
+def test_real_openhands_run_replay_matches_what_the_agent_was_shown(real_fixtures, tmp_path):
+    """ponyc-4588: match.c is viewed, edited by ``insert``/``str_replace`` many times
+    (most replacements fail) and viewed again. The base is rebuilt from the first view
+    (lines 1-582, clipped by OpenHands); every later view must map back to base lines
+    with the same text, or to nothing for lines the agent inserted."""
+    import re
+
+    from streameval.model import RunInfo
+    from streameval.traces.openhands import OpenHandsAdapter
+
+    path = real_fixtures / "openhands" / \
+        "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl"
+    adapter = OpenHandsAdapter()
+    events = []
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh, 1):
+            events.extend(adapter.feed(line.rstrip(b"\n"), n))
+    events += adapter.close()
+    starts = [i for i, e in enumerate(events) if isinstance(e, RunInfo)]
+    run = [e for e in events[starts[2]:] if isinstance(e, ToolCall)]
+    root = "/workspace/ponylang__ponyc__0.1"
+    rel = "src/libponyc/expr/match.c"
+
+    def shown(output: str) -> dict[int, str]:
+        return {int(m.group(1)): m.group(2) for m in re.finditer(r"^ *(\d+)\t(.*)$", output, re.M)}
+
+    first = next(c for c in run if c.tool == "read" and c.input["path"].endswith(rel))
+    lines = shown(first.output)
+    sha = make_repo(tmp_path / "repo", {rel: "".join(lines[k] + "\n" for k in sorted(lines))})[0]
+    builder = StepBuilder(GitRepo(tmp_path / "repo").at(sha), roots=[root])
+    inserted = checked = 0
+    for c in run:
+        out = builder.consume(c)
+        if c.tool != "read" or out.step is None or out.step.files != (rel,):
+            continue
+        for n, text in shown(c.output).items():
+            mapped = builder.edits.to_base(rel, n, n)
+            if mapped:
+                assert lines[mapped[0][0]] == text, (n, mapped)
+                checked += 1
+            else:
+                inserted += 1
+    assert checked > 150 and inserted == 1   # the last view shows the one inserted line
+    assert builder.edits.edited_files() == [rel]
