@@ -333,7 +333,8 @@ def _claude_edit(call: ToolCall, inf: Inference) -> None:
         content = inp.get("content")
         inf.edits.append(Edit(path, content=content) if isinstance(content, str) else Edit(path))
     elif tool == "multiedit":
-        for e in inp.get("edits") or ():
+        edits = inp.get("edits")
+        for e in edits if isinstance(edits, list) else [None]:
             if isinstance(e, dict) and isinstance(e.get("old_string"), str):
                 inf.edits.append(Edit(path, old=e["old_string"], new=_text(e.get("new_string")),
                                       replace_all=bool(e.get("replace_all"))))
@@ -540,7 +541,8 @@ def _file_change(call: ToolCall, inf: Inference) -> None:
     """Codex ``file_change {changes: [{path, kind}]}``: files edited, text not given."""
     if inf.failed:
         return
-    for change in call.input.get("changes") or ():
+    changes = call.input.get("changes")
+    for change in changes if isinstance(changes, list) else ():
         if isinstance(change, dict) and _str(change.get("path")):
             inf.edits.append(Edit(change["path"]))
 

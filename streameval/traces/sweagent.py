@@ -132,7 +132,22 @@ def parse_action(action: str) -> tuple[str, dict[str, Any]]:
     if first in _AGENT_TOOLS:
         words, _ = _split(text)
         return first, {"command": text, "args": words[1:]}
-    return "bash", {"command": text}
+    return "bash", {"command": _strip_tool_word(text)}
+
+
+def _strip_tool_word(text: str) -> str:
+    """ContextBench's SWE-agent fork records a bash-tool call as ``bash <command>``.
+
+    The leading word names the tool, not a program: ``bash grep -Rn x dir`` ran
+    ``grep``. ``bash script.sh`` / ``bash -c ...`` really run bash and are kept.
+    """
+    head, _, rest = text.partition(" ")
+    if head != "bash" or not rest.strip():
+        return text
+    nxt = rest.lstrip().split(None, 1)[0]
+    if nxt.startswith("-") or nxt.endswith(".sh") or "/" in nxt:
+        return text
+    return rest.lstrip()
 
 
 def editor_error(observation: str | None) -> bool:

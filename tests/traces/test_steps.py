@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 from gitrepo import make_repo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from streameval.errors import Reason
 from streameval.model import Step, ToolCall
@@ -416,3 +418,44 @@ def test_real_openhands_run_replay_matches_what_the_agent_was_shown(real_fixture
                 inserted += 1
     assert checked > 150 and inserted == 1   # the last view shows the one inserted line
     assert builder.edits.edited_files() == [rel]
+
+
+# --------------------------------------------------------------------------- robustness
+
+_TOOLS = ["Read", "Grep", "Glob", "LS", "Edit", "MultiEdit", "Write", "NotebookEdit",
+          "NotebookRead", "Bash", "shell", "bash", "run", "read", "edit", "str_replace_editor",
+          "file_change", "apply_patch", "Task", "open_thing", "", "command_execution"]
+_KEYS = ["file_path", "path", "offset", "limit", "command", "old_string", "new_string",
+         "replace_all", "content", "edits", "output_mode", "-n", "view_range", "old_str",
+         "new_str", "insert_line", "file_text", "changes", "input", "start", "end"]
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True),
+    st.sampled_from(["/testbed/src/a.py", "src/b.py", "../x", "/etc/passwd", "view",
+                     "create", "insert", "str_replace", "content", "count", "line 10\n",
+                     "cat src/a.py", "sed -n '5,9p' src/b.py", "[1, 5]", ""]),
+    st.text(max_size=40), st.lists(st.integers(-3, 200), max_size=3),
+    st.lists(st.dictionaries(st.sampled_from(["old_string", "new_string", "path", "kind"]),
+                             st.text(max_size=10), max_size=3), max_size=3))
+_OUTPUTS = st.one_of(st.none(), st.text(max_size=200), st.sampled_from([
+    "     1→a\n     2→b", "src/a.py:3:x\nsrc/a.py-4-y", "3:x\n4-y", "Found 1 file\nsrc/a.py",
+    "usage: str_replace_editor", "Here's the files and directories up to 2 levels deep in /t\n/t/a",
+    "<tool_use_error>nope</tool_use_error>", "   700\tfar past the end"]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_TOOLS), st.dictionaries(st.sampled_from(_KEYS), _VALUES,
+                                                                   max_size=5),
+                          _OUTPUTS, st.booleans()), min_size=1, max_size=6))
+def test_random_calls_never_raise_and_steps_are_well_formed(builder, calls):
+    for tool, inp, output, err in calls:
+        out = builder.consume(call(tool, inp, output=output, is_error=err))
+        assert out.category in {"read", "search", "edit", "test", "git", "env", "build",
+                                "quality", "run", "other"}
+        if out.step is not None:
+            assert out.step.files and set(out.step.spans) <= set(out.step.files)
+            for path, ranges in out.step.spans.items():
+                n = len(builder.view.read(path).split(b"\n")) if builder.view.read(path) else 0
+                assert all(1 <= a <= b <= max(n, 1) for a, b in ranges), (path, ranges)
+        for reason, message in out.problems:
+            assert isinstance(reason, Reason) and isinstance(message, str)
