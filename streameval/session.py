@@ -175,6 +175,10 @@ class RunSession:
 
     def _on_info(self, info: RunInfo) -> None:
         ti = self.trace_info
+        if info.cwd:
+            # the agent's workspace root: exact paths under it beat shorter suffix
+            # matches, and `..` escapes out of it are recognised
+            self.builder.add_root(info.cwd)
         for name in ("session_id", "agent", "model", "cwd", "instance_id"):
             value = getattr(info, name)
             if value and not getattr(ti, name):

@@ -156,7 +156,7 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
 
     from streameval.live.abort import AbortEngine, attach, parse_policies
     from streameval.live.exporter import serve
-    from streameval.live.watch import Watcher, WatchConfig, load_resources
+    from streameval.live.watch import WatchConfig, Watcher, load_resources
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -190,4 +190,3 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
             assert not empty, "panels without data:\n" + "\n".join(empty)
     finally:
         server.shutdown()
-        server.server_close()

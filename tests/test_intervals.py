@@ -31,7 +31,7 @@ def test_add_returns_exactly_the_new_integers(pairs):
     assert brute(s) == seen
     # disjoint, sorted, and never touching
     ivs = list(s)
-    for (a1, b1), (a2, b2) in zip(ivs, ivs[1:]):
+    for (_a1, b1), (a2, _b2) in zip(ivs, ivs[1:]):
         assert b1 + 1 < a2
     assert all(a <= b for a, b in ivs)
 

@@ -56,6 +56,8 @@ KINDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "wall_time": (("seconds",), {}),
 }
 COMMON_KEYS = ("name", "kind", "action", "url", "signal", "description")
+#: kinds whose value moves with the clock alone (checked at every watcher tick)
+TIME_KINDS = frozenset({"wall_time"})
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
@@ -477,7 +479,8 @@ def write_abort_file(directory: Path, decision: Decision) -> str:
     if any(isinstance(d, dict) and d.get("run_id") == decision.run_id
            and d.get("policy") == decision.policy for d in previous):
         return "exists"
-    doc = {**decision.to_json(), "decisions": [*previous, decision.to_json()]}
+    mine = {**decision.to_json(), "outcome": "written"}  # what the file says once it exists
+    doc = {**mine, "decisions": [*previous, mine]}
     tmp = directory / f".{ABORT_NAME}.{os.getpid()}.tmp"
     try:
         tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -525,10 +528,11 @@ class AbortEngine:
         self._progress: dict[str, tuple[Any, _Progress]] = {}
         #: (run key, run id) -> {policy: action}: survives a run's restart from byte 0
         self._fired: dict[tuple[str, str], dict[str, str]] = {}
+        self._seen: dict[str, tuple] = {}  # run key -> signature at its last batch check
         self._needs_progress = any(p.kind == "stagnation" for p in config.policies)
 
     # ------------------------------------------------------------------ tracking
-    def progress(self, run) -> _Progress | None:
+    def progress(self, run, m: _Measures | None = None) -> _Progress | None:
         """The stagnation tracker of ``run``'s current session, brought up to date."""
         if not self._needs_progress or run.session.state is None:
             return None
@@ -536,7 +540,9 @@ class AbortEngine:
         if entry is None or entry[0] is not run.session:  # new run, or restarted from byte 0
             entry = (run.session, _Progress())
             self._progress[run.key] = entry
-        entry[1].observe(run.session.num_steps, run.session.state.snapshot())
+        if entry[1].steps != run.session.num_steps:
+            m = m or _Measures(run, None)
+            entry[1].observe(run.session.num_steps, m.snap)
         return entry[1]
 
     def track(self, run, trace_path: Path | None, clock: Callable[[], float | None] = time.time):
@@ -558,18 +564,25 @@ class AbortEngine:
             del self._progress[key]
         for fk in [k for k in self._fired if k[0] not in live_keys]:
             del self._fired[fk]
+        for key in [k for k in self._seen if k not in live_keys]:
+            del self._seen[key]
 
     # ------------------------------------------------------------------ checking
-    def check(self, run, trace_path: Path | str | None, now: float | None = None) -> list[Decision]:
-        """Evaluate every policy not yet fired for ``run``; act on those that trip."""
+    def check(self, run, trace_path: Path | str | None, now: float | None = None,
+              kinds: frozenset[str] | None = None) -> list[Decision]:
+        """Evaluate every policy not yet fired for ``run``; act on those that trip.
+
+        ``kinds`` limits the check to some policy kinds (the tick checks only
+        ``wall_time``: nothing else can change without a new event).
+        """
         if run.finished:
             return []
-        progress = self.progress(run)
         m = _Measures(run, now)
+        progress = self.progress(run, m)
         out: list[Decision] = []
         fired = self._fired.get((run.key, run.session.identity.run_id), {})
         for p in self.config.policies:
-            if p.name in run.aborted or p.name in fired:
+            if p.name in run.aborted or p.name in fired or (kinds is not None and p.kind not in kinds):
                 continue
             hit = _evaluate(p, m, progress)
             if hit is None:
@@ -614,17 +627,32 @@ class AbortEngine:
                         p.name, d.run_id)
         return outcome
 
-    def check_table(self, table, paths: Callable[[str], Path | None], now: float | None) -> list[Decision]:
+    def check_table(self, table, paths: Callable[[str], Path | None], now: float | None,
+                    kinds: frozenset[str] | None = None) -> list[Decision]:
         """Check every active run of a ``RunTable`` (after a batch, at a tick)."""
         out: list[Decision] = []
+        if kinds is not None and not any(p.kind in kinds for p in self.config.policies):
+            return out
         with table.lock:
             for run in list(table.runs.values()):
-                if not run.finished:
-                    out.extend(self.check(run, paths(run.key), now))
+                if run.finished:
+                    continue
+                if kinds is None:  # after a batch: only runs that changed since their last check
+                    sig = _signature(run.session)
+                    if self._seen.get(run.key) == sig:
+                        continue
+                    self._seen[run.key] = sig
+                out.extend(self.check(run, paths(run.key), now, kinds))
         return out
 
     def close(self) -> None:
         self.webhook.close()
+
+
+def _signature(session) -> tuple:
+    """Cheap fingerprint of what a policy can see change (steps, calls, usage)."""
+    usage, cost = session.tokens()
+    return (id(session), session.num_steps, session.extras.tool_calls, usage.total, cost)
 
 
 # ---------------------------------------------------------------------- the watcher
@@ -677,7 +705,7 @@ def attach(watcher, engine: AbortEngine) -> AbortEngine:
         engine.check_table(w.table, paths, time.time())
 
     def on_tick(w, now: float) -> None:
-        engine.check_table(w.table, paths, now)
+        engine.check_table(w.table, paths, now, TIME_KINDS)
         with w.table.lock:
             live = set(w.table.runs)
         engine.forget(live)

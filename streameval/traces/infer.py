@@ -502,6 +502,35 @@ def command_text(value: Any) -> str | None:
     return None
 
 
+_ELIDED_SPLIT = re.compile(r"\n\[\.\.\. \d+ characters elided \.\.\.\]\n")
+
+
+def _elided(call: ToolCall, reads: list[Read]) -> list[Read]:
+    """A whole-file read whose output the harness cut (mini-swe-agent keeps a head and
+    a tail of long outputs) showed only those lines: the first lines of the head and
+    the last lines of the tail, not the whole file (what was shown wins)."""
+    if not (call.structured and call.structured.get("elided_chars") and call.output):
+        return reads
+    whole = [r for r in reads if not r.listing and r.start is None and r.end is None]
+    if len(whole) != 1 or len(reads) != 1:
+        return reads
+    parts = _ELIDED_SPLIT.split(call.output, maxsplit=1)
+    if len(parts) != 2:
+        return reads
+    head, tail = parts
+    path = whole[0].path
+    out = []
+    # a line cut mid-way at either edge was still (partly) shown: it counts
+    n_head = head.count("\n") + 1 if head else 0
+    if n_head:
+        out.append(Read(path, 1, n_head))
+    tail = tail.rstrip("\n")
+    n_tail = tail.count("\n") + 1 if tail else 0
+    if n_tail:
+        out.append(Read(path, -n_tail, None))
+    return out or [Read(path, listing=True)]
+
+
 def _shell(call: ToolCall, inf: Inference) -> tuple[Any, str | None]:
     """Shell tools: ``(analysis, category)``; the category when it is decided here."""
     command = command_text(call.input.get("command", call.input.get("cmd")))
@@ -527,7 +556,7 @@ def _shell(call: ToolCall, inf: Inference) -> tuple[Any, str | None]:
         return None, None
     inf.cwd_after = analysis.cwd
     if not inf.failed:   # the category still counts for a failed command; its reads do not
-        inf.reads.extend(analysis.reads)
+        inf.reads.extend(_elided(call, analysis.reads))
         inf.edits.extend(analysis.edits)
         for part in analysis.unparsed:
             inf.problems.append((Reason.UNPARSED_COMMAND, str(part)[:200]))

@@ -85,8 +85,13 @@ class PathMapper:
         """The repo path ``path`` names, or None (counted in ``counts``)."""
         return self.lookup(path, cwd)[0]
 
-    def lookup(self, path: str, cwd: str | None = None) -> tuple[str | None, Reason | None]:
-        """``(repo path, None)`` or ``(None, reason)``; without a repo, a display path."""
+    def lookup(self, path: str, cwd: str | None = None,
+               count: bool = True) -> tuple[str | None, Reason | None]:
+        """``(repo path, None)`` or ``(None, reason)``; without a repo, a display path.
+
+        ``count=False`` for lookups that are not reads (an edit creating a new file is
+        not a read outside the repo).
+        """
         key = (path, cwd)
         hit = self._cache.get(key)
         if hit is None:
@@ -96,7 +101,7 @@ class PathMapper:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(key)
-        if hit[1] is not None:
+        if hit[1] is not None and count:
             self.counts[hit[1]] += 1
         return hit
 

@@ -116,7 +116,7 @@ class StepBuilder:
 
     # ------------------------------------------------------------------ pieces
     def _apply_edit(self, edit: Edit, cwd: str | None, out: CallOutcome) -> None:
-        repo, _reason = self.paths.lookup(edit.path, cwd)
+        repo, _reason = self.paths.lookup(edit.path, cwd, count=False)
         if repo is None:
             return   # a new file, or outside the repo: nothing of the base to map
         if self.view is not None and not self.edits.apply(repo, edit):

@@ -10,11 +10,10 @@ import time
 import urllib.request
 
 import orjson
+from conftest import ROOT
 
 from streameval.live.watch import load_resources
 from streameval.session import evaluate_trace
-
-from conftest import ROOT
 
 
 def test_demo_plays_the_example_and_serves_its_metrics(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -267,22 +266,24 @@ def _nl(s: str) -> str:
     return s if s.endswith("\n") else s + "\n"
 
 
-_REPO_CACHE: dict[int, object] = {}
+@pytest.fixture(scope="module")
+def base_view(tmp_path_factory):
+    """Real git repos, one per base length, shared by the property's examples."""
+    cache: dict[int, object] = {}
 
-
-def _base_view(n: int):
-    """One real git repo per base length, shared by the property's examples."""
-    if n not in _REPO_CACHE:
-        root = Path(tempfile.mkdtemp(prefix="editmap-prop-"))
-        _REPO_CACHE[n] = _view(root, {"f.txt": "".join(f"base {i}\n" for i in range(1, n + 1))})
-    return _REPO_CACHE[n]
+    def get(n: int):
+        if n not in cache:
+            root = tmp_path_factory.mktemp(f"base{n}")
+            cache[n] = _view(root, {"f.txt": "".join(f"base {i}\n" for i in range(1, n + 1))})
+        return cache[n]
+    return get
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_scenario())
-def test_to_base_matches_brute_force_line_identities(scenario):
+@given(scenario=_scenario())
+def test_to_base_matches_brute_force_line_identities(base_view, scenario):
     n, ops, reads = scenario
-    m = EditMap(_base_view(n))
+    m = EditMap(base_view(n))
     ids: list[int | None] = list(range(1, n + 1))
     text = [f"base {i}\n" for i in range(1, n + 1)]
     for op in ops:

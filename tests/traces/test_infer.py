@@ -353,3 +353,16 @@ def test_real_sweagent_views(real_fixtures):
     # the four malformed "[1060, 1220]" views read nothing
     bad = [c for c in calls if c.output and c.output.startswith("usage: str_replace_editor")]
     assert len(bad) >= 4 and all(infer(c).reads == [] for c in bad)
+
+
+def test_cat_with_elided_output_read_only_the_head_and_tail_shown():
+    """mini-swe-agent cuts long outputs: `cat f` then showed a head and a tail only."""
+    from streameval.model import Read, ToolCall
+    from streameval.traces.infer import infer
+
+    out = "l1\nl2\nl3\n[... 500 characters elided ...]\npartial\ny98\ny99\n"
+    call = ToolCall(call_id="c", tool="bash", input={"command": "cat f.py"}, output=out,
+                    structured={"elided_chars": 500})
+    assert infer(call).reads == [Read("f.py", 1, 3), Read("f.py", -3, None)]
+    whole = ToolCall(call_id="d", tool="bash", input={"command": "cat f.py"}, output="a\nb\n")
+    assert infer(whole).reads == [Read("f.py", None, None)]

@@ -155,7 +155,8 @@ def test_str_replace_editor_create_over_an_existing_file(builder):
 
 def test_created_new_file_is_not_a_repo_file(builder):
     out = builder.consume(call("Write", {"file_path": f"{T}/src/brand_new.py", "content": "x\n"}))
-    assert out.edits == [] and out.step is None
+    assert out.edits == [] and out.step is None and out.problems == []
+    assert sum(builder.paths.counts.values()) == 0
     out = builder.consume(read(f"{T}/src/brand_new.py"))
     assert out.step is None
 
