@@ -303,7 +303,7 @@ class Probe:
             self.done.set()
 
 
-def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None):
+def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None, args=None):
     from streameval.live.runs import RunTable
     from streameval.live.watch import WatchConfig, Watcher, load_resources
 
@@ -315,6 +315,10 @@ def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None):
 
     res = load_resources(str(gold), None, str(repo))
     cfg = WatchConfig(root=runs, idle_timeout=3600, patch_grace=3600, rescan_interval=5.0)
+    if args is not None and args.debounce_ms is not None:
+        cfg.debounce_ms = args.debounce_ms
+    if args is not None and args.step_ms is not None:
+        cfg.step_ms = args.step_ms
     w = Watcher(cfg, res, table=ProbedTable())
     if probe is not None:
         w.listeners.append(probe.after_batch)
@@ -375,7 +379,7 @@ def phase_throughput(args, work: Path, n_traces: int, calls: int, chunk_calls: i
         p.write_bytes(init_line())
     total = n_traces * (1 + 2 * calls)
     probe = Probe(total)
-    w, res = make_watcher(runs, repo, gold, probe)
+    w, res = make_watcher(runs, repo, gold, probe, args)
     side = work / "side.txt"
     proc, go, started = start_writer(repo, paths, calls, chunk_calls, 0.0, side)
     with BackgroundWatcher(w):
@@ -444,7 +448,7 @@ def phase_latency(args, work: Path, rate: float) -> dict:
     calls = args.latency_calls
     total = n * (1 + 2 * calls)
     probe = Probe(total)
-    w, _res = make_watcher(runs, repo, gold, probe)
+    w, _res = make_watcher(runs, repo, gold, probe, args)
     server, _reg, port = serve(w.table, "127.0.0.1", 0)
     side = work / "side.txt"
     ctx = mp.get_context("spawn")
@@ -595,10 +599,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--traces", type=int, default=1000, help="(b, c) concurrent traces")
     p.add_argument("--calls", type=int, default=50, help="(b) tool calls per trace")
     p.add_argument("--rates", default="2000,10000,20000", help="(c) writer lines/s, comma list")
-    p.add_argument("--latency-calls", type=int, default=10, help="(c) tool calls per trace")
+    p.add_argument("--latency-calls", type=int, default=30, help="(c) tool calls per trace")
     p.add_argument("--scrape-interval", type=float, default=1.0, help="(c) seconds between scrapes")
     p.add_argument("--mem-traces", type=int, default=1000, help="(d) sessions alive")
     p.add_argument("--mem-calls", type=int, default=50, help="(d) tool calls per session")
+    p.add_argument("--debounce-ms", type=int, help="watchfiles debounce (default: WatchConfig's)")
+    p.add_argument("--step-ms", type=int, help="watchfiles step (default: WatchConfig's)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     p.add_argument("--phase", help=argparse.SUPPRESS)
@@ -614,6 +620,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"--calls={args.calls}", f"--latency-calls={args.latency_calls}",
                    f"--scrape-interval={args.scrape_interval}", f"--mem-traces={args.mem_traces}",
                    f"--mem-calls={args.mem_calls}", f"--timeout={args.timeout}"]
+    passthrough += [f"--{k.replace('_', '-')}={v}" for k, v in
+                    (("debounce_ms", args.debounce_ms), ("step_ms", args.step_ms)) if v is not None]
     m = machine()
     print("machine:", ", ".join(f"{k}={v}" for k, v in m.items()), flush=True)
     wanted = [x.strip() for x in args.phases.split(",") if x.strip()]

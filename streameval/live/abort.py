@@ -715,6 +715,36 @@ def attach(watcher, engine: AbortEngine) -> AbortEngine:
     return engine
 
 
+# ---------------------------------------------------------------------- command line
+
+
+def add_arguments(p) -> None:
+    """``--abort-config``/``--dry-run`` for ``streameval watch``."""
+    p.add_argument("--abort-config", type=Path, metavar="FILE",
+                   help="early-abort policies (TOML; see examples/abort.toml)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --abort-config: decide, log and count, but never act")
+
+
+def from_args(args, watcher) -> AbortEngine | None:
+    """The engine ``--abort-config`` asks for, attached to ``watcher``; None without it.
+
+    Raises AbortConfigError (the message names file, policy and key) before
+    anything is attached.
+    """
+    path = getattr(args, "abort_config", None)
+    if path is None:
+        if getattr(args, "dry_run", False):
+            log.warning("--dry-run without --abort-config does nothing")
+        return None
+    engine = AbortEngine(load_policies(path), dry_run=bool(getattr(args, "dry_run", False)))
+    attach(watcher, engine)
+    log.info("abort policies from %s: %s%s", path,
+             ", ".join(f"{p.name} ({p.kind} -> {p.action})" for p in engine.config.policies),
+             " [dry run]" if engine.dry_run else "")
+    return engine
+
+
 __all__ = ["AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
-           "WebhookConfig", "WebhookSender", "attach", "load_policies", "parse_policies",
-           "send_signal", "write_abort_file", "ABORT_NAME"]
+           "WebhookConfig", "WebhookSender", "add_arguments", "attach", "from_args",
+           "load_policies", "parse_policies", "send_signal", "write_abort_file", "ABORT_NAME"]

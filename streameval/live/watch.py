@@ -56,6 +56,10 @@ class WatchConfig:
     rescan_interval: float = 5.0
     tick_interval: float = 0.2
     force_polling: bool = False
+    #: watchfiles grouping: changes are handed over at most ``debounce_ms`` after the
+    #: first one, or once ``step_ms`` pass without a new one (bounds write-to-export lag)
+    debounce_ms: int = 50
+    step_ms: int = 20
     extra: dict = field(default_factory=dict)
 
 
@@ -304,7 +308,7 @@ async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
         if w.cfg.predictions is not None:
             watch_paths.append(w.cfg.predictions.parent)
         async for changes in watchfiles.awatch(
-                *watch_paths, debounce=50, step=20, stop_event=stop, watch_filter=None,
+                *watch_paths, debounce=w.cfg.debounce_ms, step=w.cfg.step_ms, stop_event=stop, watch_filter=None,
                 force_polling=w.cfg.force_polling or None, poll_delay_ms=100,
                 yield_on_timeout=False, recursive=True):
             now = time.time()

@@ -384,3 +384,145 @@ def test_example_config_loads_and_covers_every_kind():
     cfg = load_policies(ROOT / "examples" / "abort.toml")
     assert {p.kind for p in cfg.policies} == set(KINDS)
     assert cfg.allow_signals is False
+
+
+def test_webhook_4xx_is_not_retried(env):
+    class Refuse(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(400)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Refuse)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        s, runs, res = env
+        trace = trace_in(runs, s)
+        c = Claude()
+        write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+        toml = (f'[webhook]\nurl = "http://127.0.0.1:{server.server_port}/"\nretries = 3\nbackoff = 0\n'
+                + policy("steps", "max_steps", action="webhook", limit=1))
+        w, engine = start(runs, res, toml)
+        run_once(w)
+        assert engine.webhook.flush(timeout=30)
+        assert engine.webhook.counts["attempts"] == 1 and engine.webhook.counts["gave_up"] == 1
+        assert engine.webhook.results[-1]["error"] == "HTTP 400"
+    finally:
+        server.shutdown()
+        t.join()
+
+
+def test_full_webhook_queue_drops_and_counts():
+    from streameval.live.abort import WebhookConfig, WebhookSender
+
+    sender = WebhookSender(WebhookConfig(url="http://127.0.0.1:9/", queue_size=1, retries=0))
+    sender._stop.set()  # the worker takes nothing: the queue stays full
+    sender._thread = threading.Thread(target=lambda: None)
+    assert sender.submit("http://127.0.0.1:9/", {"policy": "a"}) is True
+    assert sender.submit("http://127.0.0.1:9/", {"policy": "b"}) is False
+    assert sender.counts["dropped"] == 1
+
+
+def test_a_restarted_watcher_does_not_rewrite_the_abort_file(env):
+    s, runs, res = env
+    trace = trace_in(runs, s)
+    c = Claude()
+    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 22, 23)))
+    toml = policy("steps", "max_steps", limit=2)
+    w, engine = start(runs, res, toml)
+    run_once(w)
+    first = (trace.parent / ABORT_NAME).read_text()
+    w2, engine2 = start(runs, res, toml)  # a new process reads the trace from byte 0
+    run_once(w2)
+    (d,) = decisions(engine2)
+    assert d.outcome == "exists" and (trace.parent / ABORT_NAME).read_text() == first
+    assert len(json.loads(first)["decisions"]) == 1
+
+
+def test_two_policies_share_one_abort_file(env):
+    s, runs, res = env
+    trace = trace_in(runs, s)
+    c = Claude()
+    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 20, 21)))
+    w, engine = start(runs, res, policy("steps", "max_steps", limit=1)
+                      + policy("redundant", "redundancy", above=0.1))
+    run_once(w)
+    abort = json.loads((trace.parent / ABORT_NAME).read_text())
+    assert abort["policy"] == "redundant" and abort["outcome"] == "written"
+    assert [d["policy"] for d in abort["decisions"]] == ["steps", "redundant"]
+    assert not list(trace.parent.glob("*.tmp"))
+
+
+def test_watch_command_line_options_attach_the_engine(env, tmp_path):
+    import argparse
+
+    from streameval.live import abort, watch
+
+    s, runs, res = env
+    trace = trace_in(runs, s)
+    c = Claude()
+    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    cfg = tmp_path / "abort.toml"
+    cfg.write_text(policy("steps", "max_steps", limit=1))
+    p = argparse.ArgumentParser()
+    watch.add_arguments(p)
+    if "--abort-config" not in p._option_string_actions:  # until watch.py adds them itself
+        abort.add_arguments(p)
+    args = p.parse_args([str(runs), "--gold", str(s.gold), "--repo", str(s.repo),
+                         "--abort-config", str(cfg), "--dry-run"])
+    w = Watcher(watch.config_from_args(args), res)
+    engine = abort.from_args(args, w)
+    assert engine is not None and engine.dry_run
+    run_once(w)
+    assert [d.outcome for d in engine.decisions] == ["dry_run"]
+    assert abort.from_args(p.parse_args([str(runs), "--gold", str(s.gold)]), w) is None
+    cfg.write_text("[[policy]]\nkind = 'max_steps'\n")
+    with pytest.raises(AbortConfigError, match="missing"):
+        abort.from_args(args, w)
+
+
+def test_multi_run_keys_map_back_to_their_trace_file(env):
+    from streameval.live.abort import trace_path_of
+
+    s, runs, res = env
+    trace = trace_in(runs, s)
+    trace.write_bytes(b"")
+    w, _engine = start(runs, res, policy("steps", "max_steps", limit=1))
+    w.scan()
+    assert trace_path_of(w, f"{trace}#2") == trace
+    assert trace_path_of(w, str(trace)) == trace
+
+
+def test_abort_file_appears_while_the_real_watch_loop_runs(env):
+    import time
+
+    import anyio
+    from anyio.from_thread import start_blocking_portal
+
+    from streameval.live.watch import run_watcher
+
+    s, runs, res = env
+    trace = trace_in(runs, s)
+    c = Claude()
+    write(trace, c.init())
+    cfg = WatchConfig(root=runs, idle_timeout=3600, patch_grace=0.0, rescan_interval=1.0)
+    w = Watcher(cfg, res)
+    attach(w, AbortEngine(parse_policies(policy("steps", "max_steps", limit=3))))
+    with start_blocking_portal() as portal:
+        stop = portal.call(anyio.Event)
+        future, _ = portal.start_task(run_watcher, w, stop)
+        try:
+            for i in range(5):
+                write(trace, *reads(c, ("src/util.py", 20 + i, 20 + i)))
+            abort_file = trace.parent / ABORT_NAME
+            deadline = time.monotonic() + 60  # a hang guard, not a speed assertion
+            while not abort_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert json.loads(abort_file.read_text())["step"] == 3
+        finally:
+            portal.call(stop.set)
+            future.result(timeout=30)
