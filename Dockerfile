@@ -17,7 +17,9 @@ COPY pyproject.toml README.md ./
 COPY streameval ./streameval
 RUN pip install --no-cache-dir . && rm -rf /src
 
-RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin streameval
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin streameval \
+ # a named volume mounted on /state starts with this ownership (checkpoint, records)
+ && mkdir -p /state && chown 10001:10001 /state
 USER 10001
 WORKDIR /home/streameval
 

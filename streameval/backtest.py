@@ -85,6 +85,7 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
         return [RunOutcome(identity.run_id, identity.instance_id, str(path), 0, 0, None, None,
                            None, error=f"{exc.reason.value}: {exc}")]
     runs: list[LiveRun] = []
+    stops: dict[str, dict] = {}  # run key -> policy -> Decision
 
     def factory(trace_instance: str | None):
         ident = identity
@@ -99,7 +100,13 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
         key = str(path) if not runs else f"{path}#{len(runs)}"
         run = LiveRun(key=key, session=session, first_seen=0.0)
         runs.append(run)
-        engine.track(run, path, clock=lambda: None)
+        stops[key] = {}
+
+        def after_call(s, _outcome, _call) -> None:  # as live: after every tool call
+            for d in engine.check(run, path, None):
+                stops[run.key][d.policy] = d
+
+        session.listeners.append(after_call)
         return session
 
     reader = TraceReader(adapter, factory)
@@ -111,16 +118,17 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
         sessions[0].set_patch(side_patch, "file")
     out = []
     for run in runs:
-        engine.check(run, path, None)  # what the end of the trace brought (final usage...)
-        out.append(_outcome(run, path, engine, granularity))
+        for d in engine.check(run, path, None):  # what the end of the trace brought (usage...)
+            stops[run.key][d.policy] = d
+        out.append(_outcome(run, path, stops[run.key], granularity))
+    engine.forget(set())  # runs of different files are independent: keep memory flat
     return out
 
 
-def _outcome(run, path: Path, engine, granularity: str) -> RunOutcome:
+def _outcome(run, path: Path, stops: dict, granularity: str) -> RunOutcome:
     s = run.session
     rec = s.record()
     tokens, cost = s.tokens()
-    stops = {d.policy: d for d in engine.decisions if d.run_key == run.key}
     error = rec.get("error")
     coverage = None if error else rec["final"][granularity]["coverage"]
     editloc = (rec.get("editloc") or {}).get("recall") if not error else None

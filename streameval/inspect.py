@@ -1,20 +1,34 @@
 """``streameval inspect TRACE``: how a user debugs an adapter.
 
 Prints every tool call with its category and the reads/edits inferred from it (file,
-lines as shown, base-commit lines after edit mapping), then a summary; with gold, the
-metrics too. It goes through the same ``session`` engine as replay and watch, so what
-it shows is what they score.
+lines as shown, base-commit lines after edit mapping), then a summary per run; with
+gold and a repo, the metrics too. ``--json FILE`` writes the same summary as JSON, so
+golden tests and scripts read the numbers instead of scraping the table. It goes
+through the same ``session`` engine as replay and watch, so what it shows is what
+they score.
+
+"Files read" in the summary are the files whose *lines* were shown; files only named
+by a listing (``ls``, ``find``, Glob, ``grep -l``) are counted apart. Without a repo
+nothing says which listed names are directories, so a name is taken for a directory
+only when the trace itself shows it: it ends with ``/``, it is the workspace root
+(``.``), or another path of the same run lies under it (SWE-agent's ``view /testbed``
+prints ``/testbed/xarray`` and then ``/testbed/xarray/core.py``). With a repo every
+name is checked against the base commit's files instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import posixpath
 import sys
-from collections import Counter
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .model import GRANULARITIES, RunIdentity, ToolCall
+
+#: reads listed in the summary (and written to --json) per run
+FIRST_READS = 10
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,6 +39,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt", help="trace format (default: detected)")
     p.add_argument("--instance", help="instance id (default: meta.json or the directory name)")
     p.add_argument("--width", type=int, default=160, help="table width in characters")
+    p.add_argument("--json", dest="json_out", metavar="FILE",
+                   help="also write the summary as JSON to FILE ('-' for stdout, table then "
+                        "goes to stderr)")
+    p.add_argument("--first", type=int, default=FIRST_READS, metavar="N",
+                   help=f"how many first reads the summary lists (default {FIRST_READS})")
+    p.add_argument("--all-names", action="store_true",
+                   help="print every name of a listing in the table (default: the first 3)")
+    p.add_argument("--quiet", "-q", action="store_true", help="summary only, no per-call table")
+
+
+# ---------------------------------------------------------------------- formatting
 
 
 def _fmt_ranges(ranges) -> str:
@@ -33,37 +58,205 @@ def _fmt_ranges(ranges) -> str:
 
 def _describe_read(r) -> str:
     name = r.repo_path or f"{r.trace_path} (not in repo)"
-    if r.listing:
-        return f"{name} [file]"
-    shown = _fmt_ranges([r.current]) if r.current else "-"
+    shown = _fmt_ranges([r.current]) if r.current else "all"
     base = _fmt_ranges(r.base) if r.base else "-"
-    return f"{name} lines {shown} -> base {base}" if shown != base else f"{name} lines {shown}"
+    if r.repo_path is None:
+        return name
+    return f"{name} lines {shown} -> base {base}" if r.base and shown != base else \
+        f"{name} lines {shown}"
 
 
 def _short(call: ToolCall, width: int) -> str:
     inp = call.input or {}
-    for key in ("command", "file_path", "path", "pattern", "input"):
-        if key in inp and isinstance(inp[key], str):
-            text = " ".join(inp[key].split())
-            return text if len(text) <= width else text[: width - 1] + "…"
-    return ""
+    text = ""
+    for key in ("command", "cmd", "file_path", "path", "pattern", "input"):
+        value = inp.get(key)
+        if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+            value = " ".join(value)
+        if isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            break
+    if text and isinstance(inp.get("path"), str) and key == "command" and \
+            inp["path"] not in text:   # editor calls: "view /testbed/x.py"
+        text = f"{text} {inp['path']}"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class _Printer:
-    def __init__(self, out: TextIO, width: int):
-        self.out, self.width, self.n = out, width, 0
+    """The per-call table; also remembers every read per run for the summary."""
+
+    def __init__(self, out: TextIO | None, width: int, all_names: bool = False):
+        self.out, self.width, self.all_names = out, width, all_names
+        self.n = 0
+        self._last: int | None = None
+        #: id(session) -> calls seen in that run (reads are numbered per run)
+        self.calls: dict[int, int] = {}
+        #: id(session) -> [(call number, ResolvedRead)]
+        self.reads: dict[int, list[tuple[int, Any]]] = {}
+        self.edited: dict[int, dict[str, None]] = {}
 
     def __call__(self, session, outcome, call: ToolCall) -> None:
-        self.n += 1
+        key = id(session)
+        self.n = self.calls[key] = self.calls.get(key, 0) + 1
+        self.reads.setdefault(key, []).extend((self.n, r) for r in outcome.reads)
+        self.edited.setdefault(id(session), {}).update(dict.fromkeys(outcome.edits))
+        if self.out is not None:
+            if key != self._last and len(self.calls) > 1:   # a file holding several runs
+                print(f"---- run {session.identity.instance_id}", file=self.out)
+            self._print(outcome, call)
+        self._last = key
+
+    def _print(self, outcome, call: ToolCall) -> None:
+        out = self.out
         mark = "S" if outcome.step is not None else " "
         head = f"{self.n:>4} {mark} {call.tool[:18]:<18} {outcome.category:<8} "
-        print(head + _short(call, max(20, self.width - len(head))), file=self.out)
+        print(head + _short(call, max(20, self.width - len(head))), file=out)
+        listed = [r for r in outcome.reads if r.listing]
         for r in outcome.reads:
-            print(f"{'':>8}read  {_describe_read(r)}", file=self.out)
+            if not r.listing:
+                print(f"{'':>8}read  {_describe_read(r)}", file=out)
+        if listed:
+            names = [r.repo_path or f"{r.trace_path} (not in repo)" for r in listed]
+            shown = names if self.all_names or len(names) <= 3 else names[:3] + ["…"]
+            print(f"{'':>8}list  {len(names)} name(s): {', '.join(shown)}", file=out)
         for path in outcome.edits:
-            print(f"{'':>8}edit  {path}", file=self.out)
+            print(f"{'':>8}edit  {path}", file=out)
         for reason, msg in outcome.problems:
-            print(f"{'':>8}note  {getattr(reason, 'value', reason)}: {msg}", file=self.out)
+            print(f"{'':>8}note  {getattr(reason, 'value', reason)}: {msg}", file=out)
+
+
+# ---------------------------------------------------------------------- summary
+
+
+def _directories(reads) -> set[str]:
+    """Names the run itself shows to be directories (module docstring)."""
+    dirs: set[str] = {"."}
+    for attr in ("trace_path", "repo_path"):
+        names = {posixpath.normpath(p) for p in (getattr(r, attr) for _, r in reads) if p}
+        dirs.update(p for p in (getattr(r, attr) for _, r in reads) if p and p.endswith("/"))
+        for p in names:
+            parent = posixpath.dirname(p)
+            while parent and parent not in ("/", "."):
+                dirs.add(parent)
+                parent = posixpath.dirname(parent)
+    return dirs
+
+
+def _is_dir(r, dirs: set[str]) -> bool:
+    return (r.repo_path.endswith("/") or posixpath.normpath(r.repo_path) in dirs
+            or posixpath.normpath(r.trace_path) in dirs)
+
+
+def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> dict:
+    """One run's summary: the numbers ``inspect`` prints and writes (see docs/inspect.md)."""
+    ex = session.extras
+    in_repo = [(n, r) for n, r in reads if r.repo_path is not None]
+    dirs = _directories(in_repo) if session.view is None else set()
+    in_repo = [(n, r) for n, r in in_repo if not (dirs and _is_dir(r, dirs))]
+    shown = [(n, r) for n, r in in_repo if not r.listing]
+    read_files = sorted({r.repo_path for _, r in shown})
+    listed_only = sorted({r.repo_path for _, r in in_repo if r.listing} - set(read_files))
+    ident = session.identity
+    out: dict[str, Any] = {
+        "run_id": ident.run_id,
+        "instance_id": ident.instance_id,
+        "repo": session.view is not None,
+        "tool_calls": ex.tool_calls,
+        "sidechain_calls": ex.sidechain_calls,
+        "steps": session.num_steps,
+        "categories": dict(sorted(ex.categories.items())),
+        "files_read": {"count": len(read_files), "files": read_files},
+        "files_listed": {"count": len(listed_only), "files": listed_only},
+        "distinct_files": len(read_files) + len(listed_only),
+        "first_reads": [_read_json(n, r, session.view is not None)
+                        for n, r in shown[:max(0, first)]],
+        "reads_outside_repo": sum(1 for _, r in reads if r.repo_path is None),
+        "edits": ex.edits,
+        "files_edited": sorted(edited),
+        "context_file_reads": dict(sorted(ex.context_file_reads.items())),
+        "unparsed_lines": dict(sorted(ex.bad_lines.items())),
+        "problems": dict(sorted(ex.problems.items())),
+    }
+    rec = session.record()
+    if "error" in rec:
+        out["metrics_error"] = rec["error"]
+    else:
+        out["metrics"] = {k: rec[k] for k in ("final", "trajectory", "editloc") if k in rec}
+    return out
+
+
+def _read_json(n: int, r, with_base: bool) -> dict:
+    """``lines`` as shown (None: the whole file, extent unknown without a repo);
+    ``base`` (with a repo) the same lines at the base commit, after edit mapping."""
+    d: dict[str, Any] = {"call": n, "file": r.repo_path,
+                         "lines": list(r.current) if r.current else None}
+    if with_base:
+        d["base"] = [list(b) for b in r.base]
+    return d
+
+
+def summarize(trace: Path, fmt: str, lines: int, sessions, printer: _Printer,
+              first: int = FIRST_READS) -> dict:
+    """The whole ``--json`` document: the trace, then one summary per run."""
+    runs = [run_summary(s, printer.reads.get(id(s), []), printer.edited.get(id(s), {}), first)
+            for s in sessions]
+    return {"trace": str(trace), "format": fmt, "lines": lines, "runs": runs}
+
+
+def _print_summary(out: TextIO, doc: dict) -> None:
+    print(f"\nsummary: {doc['trace']}", file=out)
+    print(f"  format       {doc['format']}", file=out)
+    print(f"  lines        {doc['lines']}", file=out)
+    print(f"  runs         {len(doc['runs'])}", file=out)
+    for run in doc["runs"]:
+        _print_run(out, run)
+
+
+def _counts(d: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "none"
+
+
+def _print_run(out: TextIO, run: dict) -> None:
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    p(f"\nrun {run['run_id']} instance {run['instance_id']}")
+    p(f"  tool calls   {run['tool_calls']} (+{run['sidechain_calls']} in sub-agents, not scored)")
+    p(f"  steps        {run['steps']}")
+    p(f"  categories   {_counts(run['categories'])}")
+    where = "repo files" if run["repo"] else "paths as the trace names them, no repo"
+    p(f"  files read   {run['files_read']['count']} with lines shown, "
+      f"{run['files_listed']['count']} more only listed ({where})")
+    for r in run["first_reads"]:
+        lines = _fmt_ranges([r["lines"]]) if r["lines"] else "all"
+        base = _fmt_ranges(r.get("base") or [])
+        base = f" -> base {base or '-'}" if "base" in r and base != lines else ""
+        p(f"    #{r['call']:<4} {r['file']} lines {lines}{base}")
+    p(f"  outside repo {run['reads_outside_repo']} read(s)")
+    p(f"  edits        {run['edits']} ({len(run['files_edited'])} distinct files)")
+    if run["context_file_reads"]:
+        p(f"  context      {_counts(run['context_file_reads'])}")
+    p(f"  unparsed     {_counts(run['unparsed_lines'])}")
+    p(f"  problems     {_counts(run['problems'])}")
+    if "metrics" in run:
+        _print_metrics(out, run["metrics"])
+    else:
+        p(f"  metrics: not computed ({run['metrics_error']})")
+
+
+def _print_metrics(out: TextIO, m: dict) -> None:
+    print(f"  {'granularity':<12}{'coverage':>10}{'precision':>11}{'auc':>8}{'redundancy':>12}",
+          file=out)
+    for g in GRANULARITIES:
+        f, t = m["final"][g], m["trajectory"]
+        print(f"  {g:<12}{f['coverage']:>10.3f}{f['precision']:>11.3f}"
+              f"{t['auc_coverage'][g]:>8.3f}{t['redundancy'][g]:>12.3f}", file=out)
+    e = m.get("editloc")
+    if e:
+        print(f"  editloc      recall {e['recall']:.3f} precision {e['precision']:.3f} "
+              f"({e['intersection']} of {e['gold_size']} gold, {e['pred_size']} predicted lines)",
+              file=out)
+
+
+# ---------------------------------------------------------------------- running
 
 
 def _resources(args):
@@ -88,7 +281,7 @@ def _session_factory(args, res, fmt: str, printer: _Printer):
             trace_instance, identity.run_id, identity.agent, identity.model)
         if res.gold is not None and res.repos is not None:
             s = make_session(res, ident, fmt, trace_instance)
-            if s.view is None and res.repos is not None and args.repo:
+            if s.view is None and args.repo:
                 s = RunSession(ident, None, _plain_view(args.repo), fmt=fmt, error=s.error)
         else:
             view = _plain_view(args.repo) if args.repo else None
@@ -112,62 +305,45 @@ def run(args: argparse.Namespace) -> int:
     from .errors import StreamevalError
     from .session import TraceReader, iter_lines, open_adapter
 
-    out = sys.stdout
+    to_stdout = args.json_out == "-"
+    out = sys.stderr if to_stdout else sys.stdout
     try:
         fmt, adapter = open_adapter(args.trace, args.fmt)
+        res = _resources(args)
     except (StreamevalError, OSError) as exc:
         print(f"streameval inspect: {exc}", file=sys.stderr)
         return 2
-    res = _resources(args)
-    printer = _Printer(out, args.width)
-    print(f"{'#':>4} S {'tool':<18} {'category':<8} input   (S = a step: showed repo code)",
-          file=out)
+    printer = _Printer(None if args.quiet else out, args.width, args.all_names)
+    if not args.quiet:
+        print(f"{'#':>4} S {'tool':<18} {'category':<8} input   (S = a step: showed repo code)",
+              file=out)
     reader = TraceReader(adapter, _session_factory(args, res, fmt, printer))
     lines = 0
-    for line, lineno in iter_lines(args.trace):
-        lines = lineno
-        reader.feed_line(line, lineno)
-    sessions = reader.close()
-    _summary(out, args.trace, fmt, lines, sessions)
+    try:
+        for line, lineno in iter_lines(args.trace):
+            lines = lineno
+            reader.feed_line(line, lineno)
+    except OSError as exc:
+        print(f"streameval inspect: {args.trace}: {exc}", file=sys.stderr)
+        return 2
+    doc = summarize(args.trace, fmt, lines, reader.close(), printer, args.first)
+    _print_summary(out, doc)
+    if args.json_out:
+        return _write_json(doc, args.json_out)
     return 0
 
 
-def _summary(out: TextIO, trace: Path, fmt: str, lines: int, sessions) -> None:
-    bad: Counter = Counter()
-    calls = steps = side = 0
-    files: set[str] = set()
-    for s in sessions:
-        bad.update(s.extras.bad_lines)
-        calls += s.extras.tool_calls
-        side += s.extras.sidechain_calls
-        steps += s.num_steps
-        files.update(s.builder.files_read if hasattr(s.builder, "files_read") else ())
-    print(f"\nsummary: {trace}", file=out)
-    print(f"  format       {fmt}", file=out)
-    print(f"  lines        {lines}", file=out)
-    print(f"  runs         {len(sessions)}", file=out)
-    print(f"  tool calls   {calls} (+{side} in sub-agents, not scored)", file=out)
-    print(f"  steps        {steps}", file=out)
-    unparsed = ", ".join(f"{k}={v}" for k, v in sorted(bad.items())) or "none"
-    print(f"  unparsed     {unparsed}", file=out)
-    for s in sessions:
-        _metrics(out, s)
+def _write_json(doc: dict, dest: str) -> int:
+    text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(dest).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"streameval inspect: cannot write {dest}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
-def _metrics(out: TextIO, s) -> None:
-    rec = s.record()
-    print(f"\nrun {rec.get('run_id')} instance {rec.get('instance_id')}", file=out)
-    if "error" in rec:
-        print(f"  metrics: not computed ({rec['error']})", file=out)
-        return
-    print(f"  {'granularity':<12}{'coverage':>10}{'precision':>11}{'auc':>8}{'redundancy':>12}",
-          file=out)
-    for g in GRANULARITIES:
-        f = rec["final"][g]
-        t = rec["trajectory"]
-        print(f"  {g:<12}{f['coverage']:>10.3f}{f['precision']:>11.3f}"
-              f"{t['auc_coverage'][g]:>8.3f}{t['redundancy'][g]:>12.3f}", file=out)
-    if "editloc" in rec:
-        e = rec["editloc"]
-        print(f"  editloc      recall {e['recall']:.3f} ({e['intersection']}/{e['pred_size']})",
-              file=out)
+__all__ = ["add_arguments", "run", "run_summary", "summarize", "FIRST_READS"]

@@ -175,3 +175,19 @@ def test_command_reports_a_bad_policy_file(tmp_path, capsys):
                  str(EX / "gold.jsonl"), "--repo", str(EX / "repo")])
     assert code == 2
     assert "missing ['limit']" in capsys.readouterr().err
+
+
+def test_runs_without_gold_are_not_scored_and_never_wrongful(tmp_path, res):
+    d = tmp_path / "orphan-1"
+    shutil.copytree(EX / "backtest" / "late-find-1", d)
+    (d / "meta.json").write_text(json.dumps({"instance_id": "nobody__nothing-1",
+                                             "run_id": "orphan-1"}))
+    config = parse_policies(POLICIES)
+    engine = AbortEngine(config, dry_run=True)
+    (o,) = backtest_trace(d / "trace.jsonl", res, engine)
+    assert o.error and "missing_gold" in o.error and o.coverage is None
+    summary = summarize(config, [o])
+    assert summary["runs"][0]["good"] is False
+    assert all(p["wrongful"] == 0 for p in summary["policies"])
+    # coverage policies need gold; a cost budget does not
+    assert by_policy(summary, "stagnation")["stopped"] == 0

@@ -440,6 +440,7 @@ class WebhookSender:
                 return
             except urllib.error.HTTPError as exc:
                 error = f"HTTP {exc.code}"
+                exc.close()  # it holds the response's socket
                 if 400 <= exc.code < 500 and exc.code != 429:
                     break  # the endpoint refuses this payload: retrying will not help
             except (OSError, ValueError) as exc:
@@ -686,17 +687,7 @@ def attach(watcher, engine: AbortEngine) -> AbortEngine:
     def on_add(run) -> None:
         engine.track(run, paths(run.key))
 
-    hooks = getattr(table, "on_add", None)
-    if isinstance(hooks, list):
-        hooks.append(on_add)
-    else:  # until RunTable grows an on_add hook: wrap this table's add()
-        original = table.add
-
-        def add(run) -> None:
-            original(run)
-            on_add(run)
-
-        table.add = add
+    table.on_add.append(on_add)
     with table.lock:
         for run in list(table.runs.values()):
             on_add(run)

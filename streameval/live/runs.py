@@ -66,10 +66,13 @@ class RunTable:
         self.stats = EvaluatorStats()
         self.keep_finished_seconds = keep_finished_seconds
         self.caches: list[tuple[str, Any]] = []  # (name, object with .hits/.misses)
+        self.on_add: list = []  # called with each new run (abort policies track it)
 
     def add(self, run: LiveRun) -> None:
         with self.lock:
             self.runs[run.key] = run
+        for hook in self.on_add:
+            hook(run)
 
     def remove(self, key: str) -> LiveRun | None:
         with self.lock:

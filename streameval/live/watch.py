@@ -201,9 +201,11 @@ class Watcher:
             hook(self, now)
         self.table.expire(now)
         if now - self._last_rescan >= self.cfg.rescan_interval:
+            # the safety net for file events missed (e.g. lines written before
+            # watchfiles started watching): find new files and poll every file
             self._last_rescan = now
-            if self.scan():
-                self.poll_all(now)
+            self.scan()
+            self.poll_all(now)
         if self.cfg.checkpoint and now - self._last_checkpoint >= self.cfg.checkpoint_interval:
             self.save_checkpoint()
             self._last_checkpoint = now
@@ -348,6 +350,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
     p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
     p.add_argument("-v", "--verbose", action="store_true")
+    from .abort import add_arguments as add_abort_arguments
+
+    add_abort_arguments(p)  # --abort-config FILE, --dry-run
 
 
 def config_from_args(args: argparse.Namespace) -> WatchConfig:
@@ -381,6 +386,13 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     res = load_resources(args.gold, args.repos, args.repo)
     w = Watcher(cfg, res)
+    from .abort import AbortConfigError, from_args
+
+    try:
+        engine = from_args(args, w)
+    except AbortConfigError as exc:
+        print(f"streameval watch: {exc}", file=sys.stderr)
+        return 2
     server, _registry, port = serve(w.table, cfg.host, cfg.port)
     print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
           f"(watching {cfg.root})", flush=True)
@@ -389,7 +401,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.shutdown()
+        server.close()
+        if engine is not None:
+            engine.close()
     return 0
 
 

@@ -413,6 +413,7 @@ def test_webhook_4xx_is_not_retried(env):
         assert engine.webhook.results[-1]["error"] == "HTTP 400"
     finally:
         server.shutdown()
+        server.server_close()
         t.join()
 
 
@@ -516,12 +517,14 @@ def test_abort_file_appears_while_the_real_watch_loop_runs(env):
         stop = portal.call(anyio.Event)
         future, _ = portal.start_task(run_watcher, w, stop)
         try:
-            for i in range(5):
-                write(trace, *reads(c, ("src/util.py", 20 + i, 20 + i)))
             abort_file = trace.parent / ABORT_NAME
             deadline = time.monotonic() + 60  # a hang guard, not a speed assertion
+            i = 0
+            # the agent keeps working until it sees ABORT (as a harness would poll)
             while not abort_file.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+                write(trace, *reads(c, ("src/util.py", 1 + i % 30, 1 + i % 30)))
+                i += 1
+                time.sleep(0.2)
             assert json.loads(abort_file.read_text())["step"] == 3
         finally:
             portal.call(stop.set)

@@ -1,0 +1,134 @@
+"""Golden test: every real trace goes through ``streameval inspect`` and its summary
+matches an expected file checked by hand against the raw trace.
+
+``expected_inspect/<fixture>.json`` holds, per run, the tool calls, steps, categories,
+distinct files read (count + the first names in sorted order), files only listed, and
+the first 5 reads; ``VERIFIED.md`` says how each was checked. Where the pipeline is
+known to be wrong, the expected file keeps the RIGHT value and names the field under
+``known_bugs``: that one comparison is a strict xfail, so it fails loudly once fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streameval.cli import main
+
+HERE = Path(__file__).resolve().parent
+EXPECTED = HERE / "expected_inspect"
+REAL = HERE.parent.parent.parent / "shared" / "fixtures" / "real"
+FIELDS = ("tool_calls", "sidechain_calls", "steps", "categories", "files_read",
+          "files_listed", "first_reads")
+
+
+def _fixtures() -> list[Path]:
+    return sorted(p for p in REAL.glob("*/*") if p.is_file() and p.name != "SOURCES.md")
+
+
+_cache: dict[Path, dict] = {}
+
+
+def _inspect(trace: Path, tmp: Path) -> dict:
+    """The ``--json`` summary of one trace, run in-process once per test session."""
+    if trace not in _cache:
+        out = tmp / f"{trace.name}.json"
+        rc = main(["inspect", str(trace), "--quiet", "--json", str(out)])
+        assert rc == 0, f"inspect exited {rc} on {trace.name}"
+        _cache[trace] = json.loads(out.read_text(encoding="utf-8"))
+    return _cache[trace]
+
+
+def _project(run: dict, field: str, expected):
+    """The part of a run summary one expected field is compared with."""
+    if field in ("files_read", "files_listed"):
+        return {"count": run[field]["count"],
+                "sample": run[field]["files"][: len(expected["sample"])]}
+    if field == "first_reads":
+        return run[field][: len(expected)]
+    return run[field]
+
+
+def _cases():
+    for trace in _fixtures():
+        exp_path = EXPECTED / f"{trace.name}.json"
+        bugs = json.loads(exp_path.read_text())["known_bugs"] if exp_path.exists() else {}
+        for field in FIELDS:
+            marks = []
+            if field in bugs:
+                marks = [pytest.mark.xfail(strict=True, reason=bugs[field])]
+            yield pytest.param(trace, field, marks=marks, id=f"{trace.name}-{field}")
+
+
+def test_every_fixture_is_covered():
+    assert len(_fixtures()) >= 22, f"real fixtures missing under {REAL}"
+    missing = [t.name for t in _fixtures() if not (EXPECTED / f"{t.name}.json").exists()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("trace", _fixtures(), ids=lambda p: p.name)
+def test_inspect_runs_clean(trace: Path, tmp_path_factory):
+    doc = _inspect(trace, tmp_path_factory.mktemp("inspect"))
+    expected = json.loads((EXPECTED / f"{trace.name}.json").read_text())
+    assert doc["format"] == expected["format"]
+    assert doc["lines"] == expected["lines"]
+    assert [r["instance_id"] for r in doc["runs"]] == \
+        [r["instance_id"] for r in expected["runs"]]
+    for run in doc["runs"]:
+        assert "metrics_error" in run and run["unparsed_lines"] == {}
+
+
+@pytest.mark.parametrize(("trace", "field"), list(_cases()))
+def test_inspect_golden(trace: Path, field: str, tmp_path_factory):
+    doc = _inspect(trace, tmp_path_factory.mktemp("inspect"))
+    expected = json.loads((EXPECTED / f"{trace.name}.json").read_text())
+    assert len(doc["runs"]) == len(expected["runs"])
+    for got, exp in zip(doc["runs"], expected["runs"]):
+        assert _project(got, field, exp[field]) == exp[field], f"run {exp['instance_id']}"
+
+
+def test_listing_directories_are_not_files_read(tmp_path_factory):
+    """SWE-agent ``view /testbed`` prints directories; those with entries below them
+    in the same run (``xarray``, ``xarray/core``) and the root are not files."""
+    trace = REAL / "swe-agent-traj" / \
+        "sweagent__anonymousUser2026__ContextBench__verified__pydata__xarray-4075.traj"
+    run = _inspect(trace, tmp_path_factory.mktemp("inspect"))["runs"][0]
+    listed = set(run["files_listed"]["files"])
+    assert {"xarray/core/weighted.py", "setup.py"} <= set(run["files_read"]["files"]) | listed
+    assert not listed & {".", "xarray", "xarray/core", "doc", "ci", "testbed"}
+
+
+def test_inspect_subprocess_table_and_json(tmp_path: Path):
+    trace = REAL / "claude-session" / "claude-session__jnarowski__agentcmd__full-session-four.jsonl"
+    out = tmp_path / "summary.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "streameval", "inspect", str(trace), "--json", str(out)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "  12 S Read " in proc.stdout          # the per-call table
+    assert "lines 45-64" in proc.stdout
+    assert "files read   5 with lines shown, 4 more only listed" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["runs"][0]["steps"] == 14
+
+
+def test_json_to_stdout_keeps_table_on_stderr(capsys):
+    trace = REAL / "codex-exec-json" / \
+        "codex-exec__link-assistant__hive-mind__issue-729-rapid-loop-section.extracted.jsonl"
+    assert main(["inspect", str(trace), "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["runs"][0]["first_reads"][0] == {"call": 1, "file": "src/claude.lib.mjs",
+                                                "lines": [1080, 1140]}
+    assert "summary:" in captured.err
+
+
+def test_unknown_format_is_a_clear_error(tmp_path: Path, capsys):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello\nworld\n")
+    assert main(["inspect", str(bad)]) == 2
+    assert "streameval inspect:" in capsys.readouterr().err
