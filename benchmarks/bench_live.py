@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import json
 import multiprocessing as mp
 import os
@@ -407,6 +408,14 @@ def phase_throughput(args, work: Path, n_traces: int, calls: int, chunk_calls: i
             "replay_calls": replay_calls, "watch_over_replay": (processed / watched) / (total / replay_s)}
 
 
+#: what Prometheus 2.x/3.x sends when it scrapes (OpenMetrics preferred, gzip)
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+              "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+}
+
+
 def scraper_main(url: str, interval: float, out: str, stop, run_ids: list[str]) -> None:
     """Scrape ``/metrics`` until ``stop``; per scrape, each run's tool calls counted."""
     pat = re.compile(r'^streameval_tool_calls_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
@@ -415,8 +424,13 @@ def scraper_main(url: str, interval: float, out: str, stop, run_ids: list[str]) 
     rows = []
     while not stop.is_set():
         t_start = time.time()
-        body = urllib.request.urlopen(url, timeout=60).read().decode()
+        req = urllib.request.Request(url, headers=PROMETHEUS_HEADERS)
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            raw = resp.read()
+            if resp.headers.get("Content-Encoding") == "gzip":
+                raw = gzip.decompress(raw)
         t_end = time.time()
+        body = raw.decode()
         counts = [0] * len(run_ids)
         for m in pat.finditer(body):
             r = rid.search(m.group(1))

@@ -37,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repos", help="directory of clones named owner__repo")
     p.add_argument("--repo", help="one repository (git or plain directory) for this trace")
     p.add_argument("--format", dest="fmt", help="trace format (default: detected)")
+    p.add_argument("--commit", help="with --repo and no gold: the commit to read files at "
+                                     "(default HEAD; with gold, the gold's base commit)")
     p.add_argument("--instance", help="instance id (default: meta.json or the directory name)")
     p.add_argument("--width", type=int, default=160, help="table width in characters")
     p.add_argument("--json", dest="json_out", metavar="FILE",
@@ -62,11 +64,14 @@ def _describe_read(r) -> str:
     base = _fmt_ranges(r.base) if r.base else "-"
     if r.repo_path is None:
         return name
+    if r.current and not r.base:   # only with a repo: every line shown was the agent's
+        return f"{name} lines {shown} -> base - (written by the agent)"
     return f"{name} lines {shown} -> base {base}" if r.base and shown != base else \
         f"{name} lines {shown}"
 
 
 def _short(call: ToolCall, width: int) -> str:
+    """The call's most telling input on one line: command, path or pattern."""
     inp = call.input or {}
     text = ""
     for key in ("command", "cmd", "file_path", "path", "pattern", "input"):
@@ -75,10 +80,10 @@ def _short(call: ToolCall, width: int) -> str:
             value = " ".join(value)
         if isinstance(value, str) and value.strip():
             text = " ".join(value.split())
+            path = inp.get("path")
+            if key == "command" and isinstance(path, str) and path not in text:
+                text = f"{text} {path}"   # editor calls: "view /testbed/x.py"
             break
-    if text and isinstance(inp.get("path"), str) and key == "command" and \
-            inp["path"] not in text:   # editor calls: "view /testbed/x.py"
-        text = f"{text} {inp['path']}"
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -99,9 +104,10 @@ class _Printer:
         key = id(session)
         self.n = self.calls[key] = self.calls.get(key, 0) + 1
         self.reads.setdefault(key, []).extend((self.n, r) for r in outcome.reads)
-        self.edited.setdefault(id(session), {}).update(dict.fromkeys(outcome.edits))
+        self.edited.setdefault(key, {}).update(dict.fromkeys(outcome.edits))
         if self.out is not None:
-            if key != self._last and len(self.calls) > 1:   # a file holding several runs
+            if key != self._last and (len(self.calls) > 1 or session.trace_info.instance_id):
+                # a file holding several runs (OpenHands output.jsonl) names each one
                 print(f"---- run {session.identity.instance_id}", file=self.out)
             self._print(outcome, call)
         self._last = key
@@ -251,8 +257,9 @@ def _print_metrics(out: TextIO, m: dict) -> None:
               f"{t['auc_coverage'][g]:>8.3f}{t['redundancy'][g]:>12.3f}", file=out)
     e = m.get("editloc")
     if e:
-        print(f"  editloc      recall {e['recall']:.3f} precision {e['precision']:.3f} "
-              f"({e['intersection']} of {e['gold_size']} gold, {e['pred_size']} predicted lines)",
+        # METRICS.md 4: hits among the patch's deleted lines; gold_size = init lines
+        print(f"  editloc      recall {e['recall']:.3f} ({e['intersection']} of "
+              f"{e['pred_size']} deleted lines in init context; {e['gold_size']} init lines)",
               file=out)
 
 
@@ -270,7 +277,9 @@ def _resources(args):
     return Resources(gold, repos, SymbolIndex())
 
 
-def _session_factory(args, res, fmt: str, printer: _Printer):
+def _session_factory(args, res, fmt: str, printer: _Printer, plain):
+    """Sessions with gold and repo when both are given; else a plain view (``--repo``
+    at ``--commit``) so that paths are still repo paths and lines are clamped."""
     from .identity import identify
     from .session import RunSession, make_session
 
@@ -281,24 +290,26 @@ def _session_factory(args, res, fmt: str, printer: _Printer):
             trace_instance, identity.run_id, identity.agent, identity.model)
         if res.gold is not None and res.repos is not None:
             s = make_session(res, ident, fmt, trace_instance)
-            if s.view is None and args.repo:
-                s = RunSession(ident, None, _plain_view(args.repo), fmt=fmt, error=s.error)
+            if s.view is None and plain is not None:
+                s = RunSession(ident, None, plain, fmt=fmt, error=s.error)
         else:
-            view = _plain_view(args.repo) if args.repo else None
-            s = RunSession(ident, None, view, fmt=fmt, error="no gold given")
+            s = RunSession(ident, None, plain, fmt=fmt,
+                           error="no gold given" if res.gold is None else "no repository given")
         s.listeners.append(printer)
         return s
 
     return factory
 
 
-def _plain_view(repo: str):
-    from .repo import RepoCache
+def _plain_view(args):
+    """``--repo`` at ``--commit`` (HEAD) for display; raises RepoError/OSError."""
+    from .errors import RepoError
+    from .repo import open_repo
 
-    try:
-        return RepoCache(None, repo).view_for(None)
-    except Exception:  # a view is a nicety for display here; absence is reported below
-        return None
+    path = Path(args.repo)
+    if not path.is_dir():
+        raise RepoError(f"--repo {args.repo}: no such directory")
+    return open_repo(path).at(args.commit)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -310,6 +321,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         fmt, adapter = open_adapter(args.trace, args.fmt)
         res = _resources(args)
+        plain = _plain_view(args) if args.repo else None
     except (StreamevalError, OSError) as exc:
         print(f"streameval inspect: {exc}", file=sys.stderr)
         return 2
@@ -317,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{'#':>4} S {'tool':<18} {'category':<8} input   (S = a step: showed repo code)",
               file=out)
-    reader = TraceReader(adapter, _session_factory(args, res, fmt, printer))
+    reader = TraceReader(adapter, _session_factory(args, res, fmt, printer, plain))
     lines = 0
     try:
         for line, lineno in iter_lines(args.trace):
@@ -326,11 +338,25 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"streameval inspect: {args.trace}: {exc}", file=sys.stderr)
         return 2
-    doc = summarize(args.trace, fmt, lines, reader.close(), printer, args.first)
+    sessions = reader.close()
+    _land_patch(args.trace, sessions)
+    doc = summarize(args.trace, fmt, lines, sessions, printer, args.first)
     _print_summary(out, doc)
     if args.json_out:
         return _write_json(doc, args.json_out)
     return 0
+
+
+def _land_patch(trace: Path, sessions) -> None:
+    """The patch beside the trace, as replay lands it, so EditLoc is the same here."""
+    from .identity import patch_beside
+
+    try:
+        patch = patch_beside(trace)
+    except OSError:
+        patch = None
+    if patch and len(sessions) == 1:
+        sessions[0].set_patch(patch, "file")
 
 
 def _write_json(doc: dict, dest: str) -> int:

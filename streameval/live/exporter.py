@@ -12,7 +12,7 @@ for 0..1 values, ``_total`` for counters. The README lists every family.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..model import CATEGORIES, GRANULARITIES
@@ -54,81 +54,99 @@ HELP: dict[str, str] = {
 }
 
 
+#: Per-run families in exposition order: (name, type, labels beyond RUN_LABELS).
+RUN_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("streameval_coverage_ratio", "gauge", ("granularity",)),
+    ("streameval_precision_ratio", "gauge", ("granularity",)),
+    ("streameval_auc_coverage_ratio", "gauge", ("granularity",)),
+    ("streameval_redundancy_ratio", "gauge", ("granularity",)),
+    ("streameval_gold_size", "gauge", ("granularity",)),
+    ("streameval_steps", "counter", ()),
+    ("streameval_tool_calls", "counter", ("category",)),
+    ("streameval_sidechain_tool_calls", "counter", ()),
+    ("streameval_read_lines", "gauge", ()),
+    ("streameval_read_bytes", "gauge", ()),
+    ("streameval_editloc_recall_ratio", "gauge", ("final",)),
+    ("streameval_editloc_precision_ratio", "gauge", ("final",)),
+    ("streameval_first_gold_read_steps", "gauge", ("level",)),
+    ("streameval_first_gold_read_seconds", "gauge", ("level",)),
+    ("streameval_context_file_reads", "counter", ()),
+    ("streameval_tokens", "counter", ("kind",)),
+    ("streameval_cost_usd", "counter", ()),
+    ("streameval_run_info", "gauge", ("format", "state")),
+    ("streameval_run_last_event_timestamp_seconds", "gauge", ()),
+    ("streameval_run_bad_lines", "counter", ("reason",)),
+)
+
+#: One sample of a run: (family name, values of the family's extra labels, value).
+Row = tuple[str, tuple[str, ...], float]
+
+
+def _help(name: str, kind: str) -> str:
+    return HELP[name + "_total" if kind == "counter" else name]
+
+
 def _families() -> dict[str, Any]:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    g = GaugeMetricFamily
-    c = CounterMetricFamily
-    rl = list(RUN_LABELS)
-    return {
-        "streameval_coverage_ratio": g("streameval_coverage_ratio", HELP["streameval_coverage_ratio"], labels=rl + ["granularity"]),
-        "streameval_precision_ratio": g("streameval_precision_ratio", HELP["streameval_precision_ratio"], labels=rl + ["granularity"]),
-        "streameval_auc_coverage_ratio": g("streameval_auc_coverage_ratio", HELP["streameval_auc_coverage_ratio"], labels=rl + ["granularity"]),
-        "streameval_redundancy_ratio": g("streameval_redundancy_ratio", HELP["streameval_redundancy_ratio"], labels=rl + ["granularity"]),
-        "streameval_gold_size": g("streameval_gold_size", HELP["streameval_gold_size"], labels=rl + ["granularity"]),
-        "streameval_steps": c("streameval_steps", HELP["streameval_steps_total"], labels=rl),
-        "streameval_tool_calls": c("streameval_tool_calls", HELP["streameval_tool_calls_total"], labels=rl + ["category"]),
-        "streameval_sidechain_tool_calls": c("streameval_sidechain_tool_calls", HELP["streameval_sidechain_tool_calls_total"], labels=rl),
-        "streameval_read_lines": g("streameval_read_lines", HELP["streameval_read_lines"], labels=rl),
-        "streameval_read_bytes": g("streameval_read_bytes", HELP["streameval_read_bytes"], labels=rl),
-        "streameval_editloc_recall_ratio": g("streameval_editloc_recall_ratio", HELP["streameval_editloc_recall_ratio"], labels=rl + ["final"]),
-        "streameval_editloc_precision_ratio": g("streameval_editloc_precision_ratio", HELP["streameval_editloc_precision_ratio"], labels=rl + ["final"]),
-        "streameval_first_gold_read_steps": g("streameval_first_gold_read_steps", HELP["streameval_first_gold_read_steps"], labels=rl + ["level"]),
-        "streameval_first_gold_read_seconds": g("streameval_first_gold_read_seconds", HELP["streameval_first_gold_read_seconds"], labels=rl + ["level"]),
-        "streameval_context_file_reads": c("streameval_context_file_reads", HELP["streameval_context_file_reads_total"], labels=rl),
-        "streameval_tokens": c("streameval_tokens", HELP["streameval_tokens_total"], labels=rl + ["kind"]),
-        "streameval_cost_usd": c("streameval_cost_usd", HELP["streameval_cost_usd_total"], labels=rl),
-        "streameval_run_info": g("streameval_run_info", HELP["streameval_run_info"], labels=rl + ["format", "state"]),
-        "streameval_run_last_event_timestamp_seconds": g("streameval_run_last_event_timestamp_seconds", HELP["streameval_run_last_event_timestamp_seconds"], labels=rl),
-        "streameval_run_bad_lines": c("streameval_run_bad_lines", HELP["streameval_run_bad_lines_total"], labels=rl + ["reason"]),
-    }
+    cls = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
+    return {name: cls[kind](name, _help(name, kind), labels=[*RUN_LABELS, *extra])
+            for name, kind, extra in RUN_FAMILIES}
 
 
-def _run_samples(fam: dict[str, Any], run: LiveRun) -> None:
+def _base(run: LiveRun) -> tuple[str, str, str, str]:
+    ident = run.session.identity
+    return (ident.run_id, ident.instance_id, ident.agent, ident.model)
+
+
+def _run_rows(run: LiveRun) -> list[Row]:
+    """Every sample of one run, read while the table lock is held.
+
+    Plain tuples, so the lock is held only for reading the session; families and
+    text are built after it is released (a scrape of 1,000 runs must not stall the
+    watcher for the whole exposition).
+    """
     s = run.session
-    base = [s.identity.run_id, s.identity.instance_id, s.identity.agent, s.identity.model]
     ex = s.extras
     state = "finished" if run.finished else "active"
-    fam["streameval_run_info"].add_metric(base + [s.fmt or "unknown", state], 1.0)
-    fam["streameval_steps"].add_metric(base, float(s.num_steps))
-    fam["streameval_sidechain_tool_calls"].add_metric(base, float(ex.sidechain_calls))
-    for cat in CATEGORIES:
-        fam["streameval_tool_calls"].add_metric(base + [cat], float(ex.categories.get(cat, 0)))
-    fam["streameval_context_file_reads"].add_metric(base, float(sum(ex.context_file_reads.values())))
-    for reason, n in ex.bad_lines.items():
-        fam["streameval_run_bad_lines"].add_metric(base + [reason], float(n))
+    rows: list[Row] = [("streameval_run_info", (s.fmt or "unknown", state), 1.0),
+                       ("streameval_steps", (), float(s.num_steps)),
+                       ("streameval_sidechain_tool_calls", (), float(ex.sidechain_calls))]
+    rows += [("streameval_tool_calls", (cat,), float(ex.categories.get(cat, 0))) for cat in CATEGORIES]
+    rows.append(("streameval_context_file_reads", (), float(sum(ex.context_file_reads.values()))))
+    rows += [("streameval_run_bad_lines", (reason,), float(n)) for reason, n in ex.bad_lines.items()]
     tokens, cost = s.tokens()
     for kind, value in (("input", tokens.input_tokens), ("output", tokens.output_tokens),
                         ("cache_read", tokens.cache_read_tokens),
                         ("cache_creation", tokens.cache_creation_tokens)):
-        fam["streameval_tokens"].add_metric(base + [kind], float(value))
+        rows.append(("streameval_tokens", (kind,), float(value)))
     if cost is not None:
-        fam["streameval_cost_usd"].add_metric(base, float(cost))
+        rows.append(("streameval_cost_usd", (), float(cost)))
     if ex.last_event_at is not None:
-        fam["streameval_run_last_event_timestamp_seconds"].add_metric(base, ex.last_event_at)
+        rows.append(("streameval_run_last_event_timestamp_seconds", (), ex.last_event_at))
     for level, step, secs in (("file", ex.first_gold_file_step, ex.first_gold_file_seconds),
                               ("line", ex.first_gold_line_step, ex.first_gold_line_seconds)):
         if step is not None:
-            fam["streameval_first_gold_read_steps"].add_metric(base + [level], float(step))
+            rows.append(("streameval_first_gold_read_steps", (level,), float(step)))
         if secs is not None:
-            fam["streameval_first_gold_read_seconds"].add_metric(base + [level], secs)
+            rows.append(("streameval_first_gold_read_seconds", (level,), secs))
     if s.state is None:
-        return
+        return rows
     snap = s.state.snapshot()
-    fam["streameval_read_lines"].add_metric(base, float(snap.lines_read))
-    fam["streameval_read_bytes"].add_metric(base, float(snap.bytes_read))
+    rows.append(("streameval_read_lines", (), float(snap.lines_read)))
+    rows.append(("streameval_read_bytes", (), float(snap.bytes_read)))
     for g in GRANULARITIES:
         n = snap.granularities[g]
-        labels = base + [g]
-        fam["streameval_coverage_ratio"].add_metric(labels, n.coverage)
-        fam["streameval_precision_ratio"].add_metric(labels, n.precision)
-        fam["streameval_auc_coverage_ratio"].add_metric(labels, n.auc_coverage)
-        fam["streameval_redundancy_ratio"].add_metric(labels, n.redundancy)
-        fam["streameval_gold_size"].add_metric(labels, float(n.gold_size))
-    _editloc_samples(fam, s, base)
+        rows += [("streameval_coverage_ratio", (g,), n.coverage),
+                 ("streameval_precision_ratio", (g,), n.precision),
+                 ("streameval_auc_coverage_ratio", (g,), n.auc_coverage),
+                 ("streameval_redundancy_ratio", (g,), n.redundancy),
+                 ("streameval_gold_size", (g,), float(n.gold_size))]
+    _editloc_rows(rows, s)
+    return rows
 
 
-def _editloc_samples(fam: dict[str, Any], s, base: list[str]) -> None:
+def _editloc_rows(rows: list[Row], s) -> None:
     from ..editloc import editloc
 
     patch = s.final_patch
@@ -138,8 +156,24 @@ def _editloc_samples(fam: dict[str, Any], s, base: list[str]) -> None:
         value, final = s.provisional_editloc(), "false"
     if value is None:
         return
-    fam["streameval_editloc_recall_ratio"].add_metric(base + [final], value["recall"])
-    fam["streameval_editloc_precision_ratio"].add_metric(base + [final], value["precision"])
+    rows.append(("streameval_editloc_recall_ratio", (final,), value["recall"]))
+    rows.append(("streameval_editloc_precision_ratio", (final,), value["precision"]))
+
+
+def _run_samples(fam: dict[str, Any], run: LiveRun) -> None:
+    base = list(_base(run))
+    for name, extra, value in _run_rows(run):
+        fam[name].add_metric(base + list(extra), value)
+
+
+class _Families:
+    """A ``registry``-like object over a fixed list of families (for the encoders)."""
+
+    def __init__(self, families: list) -> None:
+        self.families = families
+
+    def collect(self) -> list:
+        return self.families
 
 
 class RunsCollector:
@@ -152,7 +186,8 @@ class RunsCollector:
         # Returning no descriptions keeps registration from calling collect() early.
         return []
 
-    def collect(self) -> Iterator[Any]:
+    def _gather(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], list]:
+        """Per-run rows and the process-wide families, under the lock, nothing else."""
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
@@ -160,14 +195,14 @@ class RunsCollector:
         )
 
         with self.table.lock:
-            fam = _families()
+            runs = []
             active = finished = 0
             for run in self.table.runs.values():
                 if run.finished:
                     finished += 1
                 else:
                     active += 1
-                _run_samples(fam, run)
+                runs.append((_base(run), _run_rows(run)))
             st = self.table.stats
             lines = CounterMetricFamily("streameval_lines_processed", HELP["streameval_lines_processed_total"], value=st.lines_processed)
             bad = CounterMetricFamily("streameval_bad_lines", HELP["streameval_bad_lines_total"], labels=["reason"])
@@ -194,8 +229,90 @@ class RunsCollector:
             for name, cache in self.table.caches:
                 hits.add_metric([name], float(getattr(cache, "hits", 0)))
                 misses.add_metric([name], float(getattr(cache, "misses", 0)))
+        return runs, [lines, bad, events, aborts, lag, sessions, queue, hits, misses]
+
+    def collect(self) -> Iterator[Any]:
+        runs, process = self._gather()
+        fam = _families()
+        for base, rows in runs:
+            labels = list(base)
+            for name, extra, value in rows:
+                fam[name].add_metric(labels + list(extra), value)
         yield from fam.values()
-        yield from (lines, bad, events, aborts, lag, sessions, queue, hits, misses)
+        yield from process
+
+    def render(self, encoder: Callable[[Any], bytes], openmetrics: bool) -> bytes:
+        """The bytes ``encoder(registry)`` would give for a registry holding only this
+        collector, without building a prometheus_client Sample per run sample.
+
+        ``encoder`` is prometheus_client's (text 0.0.4 or OpenMetrics, names escaped
+        with a scheme that leaves legal names as they are); it still renders the
+        process-wide families, so their format is its own. Per-run samples are
+        written here: the same lines, a tenth of the time with 1,000 runs.
+        """
+        from prometheus_client.utils import floatToGoString
+
+        runs, process = self._gather()
+        by_family: dict[str, list[str]] = {name: [] for name, _, _ in RUN_FAMILIES}
+        extras = {name: extra for name, _, extra in RUN_FAMILIES}
+        inf = math.inf
+        for base, rows in runs:
+            esc = [_escape_value(v) for v in base]
+            templates: dict[tuple[str, ...], tuple[list[str], list[int]]] = {}
+            for name, extra, value in rows:
+                names = extras[name]
+                tmpl = templates.get(names)
+                if tmpl is None:
+                    tmpl = templates[names] = _template(names, esc)
+                segs, idx = tmpl
+                if not idx:
+                    labels = segs[0]
+                elif len(idx) == 1:
+                    labels = segs[0] + _escape_value(extra[idx[0]]) + segs[1]
+                else:
+                    labels = "".join(seg + (_escape_value(extra[j]) if k < len(idx) else "")
+                                     for k, (seg, j) in enumerate(zip(segs, [*idx, -1])))
+                v = float(value)
+                # floatToGoString only differs from repr for NaN, infinities and >= 1e6
+                text = repr(v) if -inf < v < 1e6 else floatToGoString(v)
+                by_family[name].append(f"{{{labels}}} {text}\n")
+        out: list[str] = []
+        for name, kind, _extra in RUN_FAMILIES:
+            sample = name + "_total" if kind == "counter" else name
+            header = name if openmetrics else sample
+            doc = _help(name, kind).replace("\\", r"\\").replace("\n", r"\n")
+            if openmetrics:
+                doc = doc.replace('"', r'\"')
+            out.append(f"# HELP {header} {doc}\n# TYPE {header} {kind}\n")
+            out.extend(sample + line for line in by_family[name])
+        return "".join(out).encode("utf-8") + encoder(_Families(process))
+
+
+def _template(extra: tuple[str, ...], esc: list[str]) -> tuple[list[str], list[int]]:
+    """One run's label string for a family, cut where the extra labels' values go.
+
+    Labels are written sorted by name (as prometheus_client writes them); ``segs``
+    are the fixed pieces and ``idx`` the index into the extra values of each gap.
+    """
+    names = [*RUN_LABELS, *extra]
+    segs: list[str] = []
+    idx: list[int] = []
+    acc = ""
+    nb = len(RUN_LABELS)
+    for pos, (name, i) in enumerate(sorted((n, i) for i, n in enumerate(names))):
+        sep = "," if pos else ""
+        if i < nb:
+            acc += f'{sep}{name}="{esc[i]}"'
+        else:
+            segs.append(f'{acc}{sep}{name}="')
+            idx.append(i - nb)
+            acc = '"'
+    segs.append(acc)
+    return segs, idx
+
+
+def _escape_value(v: str) -> str:
+    return v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
 class MetricsServer:
@@ -213,16 +330,86 @@ class MetricsServer:
     shutdown = close
 
 
+def _fast_encoding(encoder) -> bool | None:
+    """None when ``encoder`` may rename metrics; else True for OpenMetrics."""
+    from prometheus_client import exposition, openmetrics
+
+    func = getattr(encoder, "func", encoder)
+    escaping = getattr(encoder, "keywords", {}).get("escaping", openmetrics.exposition.UNDERSCORES)
+    if escaping == openmetrics.exposition.DOTS:   # the only scheme that rewrites legal names
+        return None
+    if func is openmetrics.exposition.generate_latest:
+        return True
+    if func is exposition.generate_latest:
+        return False
+    return None
+
+
+def metrics_app(registry, collector: RunsCollector | None = None) -> Callable:
+    """WSGI app serving ``registry`` as prometheus_client's ``make_wsgi_app`` does.
+
+    With ``collector`` (the registry holds nothing else) a plain scrape is rendered
+    by ``RunsCollector.render``: same bytes, headers and compression, much cheaper.
+    Anything else (``name[]`` filters, unusual escaping) takes the library's path.
+    """
+    import gzip
+    from urllib.parse import parse_qs
+
+    from prometheus_client.exposition import choose_encoder, gzip_accepted, make_wsgi_app
+
+    fallback = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        if environ["REQUEST_METHOD"] != "GET" or environ["PATH_INFO"] == "/favicon.ico" \
+                or collector is None:
+            return fallback(environ, start_response)
+        params = parse_qs(environ.get("QUERY_STRING", ""))
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT"))
+        om = _fast_encoding(encoder)
+        if "name[]" in params or om is None:
+            return fallback(environ, start_response)
+        output = collector.render(encoder, om)
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING")):
+            output = gzip.compress(output)
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [output]
+
+    return app
+
+
 def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=None):
     """Register the collector and serve ``/metrics``; returns (server, registry, port).
 
     ``port=0`` picks a free port (tests); the bound port is returned so the caller
     can print the URL it really serves on. Binds 127.0.0.1 unless told otherwise.
     """
-    from prometheus_client import CollectorRegistry, start_http_server
+    import socket
+    import threading
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+    from prometheus_client import CollectorRegistry
+
+    own = registry is None
     registry = registry if registry is not None else CollectorRegistry()
-    registry.register(RunsCollector(table))
-    server, thread = start_http_server(port, addr=host, registry=registry)
-    ms = MetricsServer(server, thread, registry)
+    collector = RunsCollector(table)
+    registry.register(collector)
+    family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                   flags=socket.AI_PASSIVE)[0]
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        address_family = family
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+            pass
+
+    httpd = make_server(sockaddr[0], port, metrics_app(registry, collector if own else None),
+                        Server, handler_class=Quiet)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    ms = MetricsServer(httpd, thread, registry)
     return ms, registry, ms.port

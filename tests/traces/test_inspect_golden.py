@@ -132,3 +132,100 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, capsys):
     bad.write_text("hello\nworld\n")
     assert main(["inspect", str(bad)]) == 2
     assert "streameval inspect:" in capsys.readouterr().err
+
+
+def test_with_gold_and_repo_scores_like_replay(tmp_path: Path):
+    """With gold and a repo, inspect's metrics are replay's (one engine), reads are
+    repo files with base lines, and the patch beside the trace gives EditLoc."""
+    from streameval.gold import load_gold
+    from streameval.repo import RepoCache
+    from streameval.session import Resources, evaluate_trace
+    from streameval.symbols import SymbolIndex
+
+    ex = HERE.parent.parent / "examples"
+    trace = ex / "runs" / "example-run-1" / "trace.jsonl"
+    out = tmp_path / "summary.json"
+    assert main(["inspect", str(trace), "--quiet", "--gold", str(ex / "gold.jsonl"),
+                 "--repo", str(ex / "repo"), "--json", str(out)]) == 0
+    run = json.loads(out.read_text())["runs"][0]
+    res = Resources(load_gold(ex / "gold.jsonl"), RepoCache(None, str(ex / "repo")), SymbolIndex())
+    rec = evaluate_trace(trace, res)[0]
+    assert run["repo"] is True and "metrics_error" not in run
+    assert run["metrics"]["final"] == rec["final"]
+    assert run["metrics"]["trajectory"] == rec["trajectory"]
+    assert run["metrics"]["editloc"] == rec["editloc"]
+    assert run["steps"] == rec["num_steps"]
+    first = run["first_reads"][0]
+    assert first["file"] == "README.md" and first["base"] == [first["lines"]]
+    assert all(f in {"README.md", "inventory/billing.py", "inventory/__init__.py",
+                     "inventory/stock.py", "web/cart.js", "tests/test_billing.py"}
+               for f in run["files_read"]["files"])
+
+
+def _claude_line(kind: str, content, uid: str) -> str:
+    msg = {"role": kind, "content": content}
+    if kind == "assistant":
+        msg["id"] = f"m{uid}"
+    return json.dumps({"type": kind, "message": msg, "cwd": "/repo", "sessionId": "s1",
+                       "uuid": uid})
+
+
+def test_repo_without_gold_maps_lines_to_base(tmp_path: Path):
+    """``--repo`` alone: repo paths, base lines through the agent's edit, and names
+    that are no repo files (a directory, /etc files, text of another command's
+    output) are not files read."""
+    from gitrepo import make_repo
+
+    repo = tmp_path / "repo"
+    sha_old, _ = make_repo(repo, {"a.py": "x = 1\na = 2\nb = 3\nc = 4\nd = 5\n"},
+                           {"a.py": "changed later\n"})
+    edit = {"file_path": "/repo/a.py", "old_string": "x = 1\n", "new_string": "x = 1\ny = 2\nz = 3\n"}
+    lines = [
+        _claude_line("user", "go", "u0"),
+        _claude_line("assistant", [{"type": "tool_use", "id": "t1", "name": "Edit", "input": edit}], "u1"),
+        _claude_line("user", [{"type": "tool_result", "tool_use_id": "t1",
+                               "content": "The file /repo/a.py has been updated."}], "u2"),
+        _claude_line("assistant", [{"type": "tool_use", "id": "t2", "name": "Read", "input": {
+            "file_path": "/repo/a.py", "offset": 2, "limit": 4}}], "u3"),
+        _claude_line("user", [{"type": "tool_result", "tool_use_id": "t2", "content":
+                               "     2→y = 2\n     3→z = 3\n     4→a = 2\n     5→b = 3\n"}], "u4"),
+        _claude_line("assistant", [{"type": "tool_use", "id": "t3", "name": "Bash", "input": {
+            "command": "ls /repo; cat /etc/hosts"}}], "u5"),
+        _claude_line("user", [{"type": "tool_result", "tool_use_id": "t3",
+                               "content": "/repo:\na.py\nsub\n127.0.0.1 localhost\n"}], "u6"),
+    ]
+    trace = tmp_path / "run" / "trace.jsonl"
+    trace.parent.mkdir()
+    trace.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "s.json"
+    assert main(["inspect", str(trace), "--quiet", "--repo", str(repo), "--commit", sha_old,
+                 "--json", str(out)]) == 0
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["repo"] is True and run["steps"] == 2
+    assert run["first_reads"] == [{"call": 2, "file": "a.py", "lines": [2, 5], "base": [[2, 3]]}]
+    assert run["files_read"] == {"count": 1, "files": ["a.py"]}
+    assert run["files_listed"]["count"] == 0            # sub, /etc/..., hosts text: no files
+    assert run["files_edited"] == ["a.py"]
+    # at HEAD the file has one line: the read is clamped to it
+    assert main(["inspect", str(trace), "--quiet", "--repo", str(repo), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["runs"][0]["first_reads"][0]["lines"] != [2, 5]
+
+
+def test_bad_repo_is_a_clear_error(tmp_path: Path, capsys):
+    trace = REAL / "codex-exec-json" / "codex-exec__jnarowski__agentcmd__stream-output-3.jsonl"
+    assert main(["inspect", str(trace), "--repo", str(tmp_path / "missing")]) == 2
+    assert "--repo" in capsys.readouterr().err
+
+
+def test_bad_lines_are_counted_not_fatal(tmp_path: Path):
+    """A real trace cut short, with garbage lines: exit 0, reasons counted."""
+    real = REAL / "claude-session" / "claude-session__jnarowski__agentcmd__full-session-four.jsonl"
+    head = b"".join(real.read_bytes().splitlines(keepends=True)[:12])
+    bad = tmp_path / "run" / "trace.jsonl"
+    bad.parent.mkdir()
+    bad.write_bytes(head + b'{"type":"assistant", broken\n\xff\xfe not utf8\n[1,2]\n{"type":"us')
+    out = tmp_path / "s.json"
+    assert main(["inspect", str(bad), "--quiet", "--json", str(out)]) == 0
+    run = json.loads(out.read_text())["runs"][0]
+    assert {"malformed_json", "not_utf8", "not_an_object"} <= set(run["unparsed_lines"])
+    assert run["first_reads"][0]["file"] == "apps/app/src/client/components/NavUser.tsx"
