@@ -33,7 +33,7 @@ _SYSTEM = ("/etc/", "/usr/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/li
            "/opt/", "/var/", "/run/", "/boot/", "/snap/", "/nix/")
 _PACKAGES = re.compile(r"/(?:site-packages|dist-packages|node_modules|\.venv|venv|\.tox)/")
 #: container workspace layouts stripped for display when no repo is known
-_WORKSPACE = re.compile(r"^/(?:testbed|repo|app|src|code)/|^/workspace/[^/]+/|^/workspace/")
+_WORKSPACE = re.compile(r"^/(?:testbed|repo|app|src|code)(?:/|$)|^/workspace/[^/]+/|^/workspace/")
 
 _CACHE_SIZE = 8192
 
@@ -49,6 +49,8 @@ def display_path(path: str, roots: Iterable[str] = ()) -> str:
     stripped = _WORKSPACE.sub("", p, count=1)
     while stripped.startswith("./"):
         stripped = stripped[2:]
+    if not stripped and _WORKSPACE.match(p):
+        return "."  # a workspace root such as /testbed itself
     return stripped.lstrip("/") or p
 
 
@@ -118,7 +120,10 @@ class PathMapper:
         if full.startswith("/") and self._outside(full, ".." in p.split("/"), cwd):
             return None, Reason.PATH_OUTSIDE_REPO
         if self._view is None:
-            return display_path(full, self._roots), None
+            shown = display_path(full, self._roots)
+            if shown in (".", ""):  # the workspace root itself is a directory, never a file
+                return None, Reason.PATH_NOT_IN_REPO
+            return shown, None
         return self._resolve(full)
 
     def _absolute(self, p: str, cwd: str | None) -> str | None:
