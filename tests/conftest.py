@@ -25,3 +25,12 @@ def real_fixtures(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def gold_parquet(shared_dir: Path) -> Path:
     return shared_dir / "data" / "contextbench" / "verified_test.parquet"
+
+
+# Timings are measured in benchmarks/, never asserted: no per-example deadline, so a
+# slow or loaded CI machine cannot turn a correct property test red.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("streameval", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("streameval")
