@@ -12,6 +12,7 @@ for 0..1 values, ``_total`` for counters. The README lists every family.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..model import CATEGORIES, GRANULARITIES
 from .runs import LiveRun, RunTable
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
+GATHER_SLICE = 64   # runs read per lock hold during a scrape
 
 # family name -> help; kept in one place so the README table can be generated from it
 HELP: dict[str, str] = {
@@ -187,22 +189,35 @@ class RunsCollector:
         return []
 
     def _gather(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], list]:
-        """Per-run rows and the process-wide families, under the lock, nothing else."""
+        """Per-run rows and the process-wide families, read under the lock.
+
+        Runs are read in slices of ``GATHER_SLICE``, the lock released in between:
+        a batch never lands half-way through one run's numbers (a run lives in one
+        trace file, and a file's batch holds the lock), but with 1,000 runs the
+        watcher no longer waits for the whole table to be read (benchmarks/live.md).
+        """
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
             HistogramMetricFamily,
         )
 
-        with self.table.lock:
-            runs = []
-            active = finished = 0
-            for run in self.table.runs.values():
-                if run.finished:
-                    finished += 1
-                else:
-                    active += 1
-                runs.append((_base(run), _run_rows(run)))
+        lock = self.table.lock
+        with lock:
+            table = list(self.table.runs.values())
+        runs = []
+        active = finished = 0
+        for start in range(0, len(table), GATHER_SLICE):
+            if start:
+                time.sleep(0)   # let the watcher thread take the GIL and the lock
+            with lock:
+                for run in table[start:start + GATHER_SLICE]:
+                    if run.finished:
+                        finished += 1
+                    else:
+                        active += 1
+                    runs.append((_base(run), _run_rows(run)))
+        with lock:
             st = self.table.stats
             lines = CounterMetricFamily("streameval_lines_processed", HELP["streameval_lines_processed_total"], value=st.lines_processed)
             bad = CounterMetricFamily("streameval_bad_lines", HELP["streameval_bad_lines_total"], labels=["reason"])

@@ -23,9 +23,11 @@ from ..identity import identify, patch_beside
 from ..model import RunIdentity
 from ..session import HEAD_LINES, Resources, RunSession, TraceReader, make_session
 from .runs import LiveRun, RunTable
-from .tail import FileTail
+from .tail import READ_CHUNK, FileTail
 
 log = logging.getLogger(__name__)
+
+POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
 
 
 def record_line(record: dict) -> bytes:
@@ -120,29 +122,43 @@ class TraceFollower:
         self.identity = identify(self.path, self.instance)
 
     def poll(self, now: float | None = None) -> int:
-        """Process what was appended; returns the number of lines handled."""
+        """Process what was appended; returns the number of lines handled.
+
+        A large backlog (a restart, a watcher that fell behind) is taken
+        ``POLL_BYTES`` at a time, the table lock released in between: memory stays
+        bounded and scrapes are not held up for the whole catch-up.
+        """
         now = time.time() if now is None else now
         if self.document and self.fmt is not None:
             return self._poll_document(now)
-        batch = self.tail.poll()
+        total = 0
+        while True:
+            batch = self.tail.poll(max_bytes=POLL_BYTES)
+            n, stop = self._take(batch, now)
+            total += n
+            if stop or not batch.more:
+                return total
+
+    def _take(self, batch, now: float) -> tuple[int, bool]:
+        """Process one tail batch: (lines handled, whether polling is over)."""
         if batch.status == "missing":
-            return 0
+            return 0, True
         if batch.status in ("truncated", "replaced"):
             self.table.stats.events[batch.status] += 1
             self._drop_runs()
             self.reader, self.fmt, self.closed, self._head = None, None, False, []
         if not batch.lines and not batch.too_long:
-            return 0
+            return 0, False
         if self.closed:  # a finished run's file grew again: score the whole file anew
             self.restart("reopened")
-            return self.poll(now)
+            return self.poll(now), True
         self.last_growth = now
         with self.table.lock:
             for lineno in batch.too_long:
                 self._bad(lineno, Reason.LINE_TOO_LONG, "line longer than the limit, skipped")
             for line, lineno in batch.lines:
                 self._line(line, lineno, now, batch.mtime)
-        return len(batch.lines)
+        return len(batch.lines), False
 
     def _line(self, line: bytes, lineno: int, now: float, mtime: float | None) -> None:
         st = self.table.stats

@@ -23,6 +23,7 @@ class TailBatch:
     status: str = "ok"            # ok | missing | truncated | replaced
     too_long: list[int] = field(default_factory=list)   # numbers of skipped huge lines
     mtime: float | None = None    # the file's mtime when read: the lines' write time
+    more: bool = False            # stopped at ``max_bytes`` with the file not read to its end
 
 
 class FileTail:
@@ -60,9 +61,14 @@ class FileTail:
         return len(self._partial)
 
     # ------------------------------------------------------------------ reading
-    def poll(self, final: bool = False) -> TailBatch:
+    def poll(self, final: bool = False, max_bytes: int | None = None) -> TailBatch:
         """Read what was appended. ``final=True`` also returns an unfinished last line
-        (use it only once the writer is known to be done)."""
+        (use it only once the writer is known to be done).
+
+        ``max_bytes`` stops reading after about that many bytes (whole ``READ_CHUNK``
+        reads), so a caller catching up on a large file holds bounded memory; it then
+        polls again (``more`` tells whether the file had more when reading stopped).
+        """
         batch = TailBatch()
         try:
             fd = os.open(self.path, os.O_RDONLY)
@@ -81,15 +87,20 @@ class FileTail:
             self.inode = st.st_ino
             if st.st_size > self.offset:
                 os.lseek(fd, self.offset, os.SEEK_SET)
+                read = 0
                 while True:
+                    if max_bytes is not None and read >= max_bytes:
+                        batch.more = True
+                        break
                     data = os.read(fd, READ_CHUNK)
                     if not data:
                         break
+                    read += len(data)
                     self.offset += len(data)
                     self._consume(data, batch)
         finally:
             os.close(fd)
-        if final and self._partial and not self._skipping:
+        if final and not batch.more and self._partial and not self._skipping:
             self.lineno += 1
             batch.lines.append((bytes(self._partial).rstrip(b"\r"), self.lineno))
             self._partial.clear()

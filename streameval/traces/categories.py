@@ -11,6 +11,13 @@ next strongest signal of intent and cost, then building, then linting/formatting
 (quality), then dependency/environment work (``env`` = "env/deps"), then version
 control. ``run`` (a script of the agent's own) outranks plain reading, and reading a
 file outranks searching for one; ``cd``/``echo``/``sleep`` add nothing (other).
+
+A command the shell parser rejects still gets a category from all the programs a plain
+scan of its text finds (``shell._scan_commands``: command positions after ``&&``,
+``;``, ``|``, newlines or a literal ``\\n``, inside ``bash -lc '...'``, heredoc bodies
+skipped), with the same significance order; ``cat >f`` there writes f (edit for a repo
+file, other for a scratch file), it reads nothing. ``git checkout -- f`` and ``git
+restore f`` stay ``git``: they undo edits, the agent makes none.
 """
 
 from __future__ import annotations

@@ -7,8 +7,19 @@ known set of programs. Nothing is ever executed: the parser only builds a syntax
 
 Where the call's ``output`` is known, what was shown wins over what was asked: grep
 and listing outputs are parsed line by line, and files that errored ("No such file
-or directory") count as not read. A command we cannot interpret is categorized but
-never guessed into a read; the reason goes to ``ShellAnalysis.unparsed``.
+or directory") count as not read. Error lines are matched to commands in execution
+order, one line per failure, so a redirect that failed before ``mkdir`` made its
+directory does not cancel a later, successful read of the same file. When several
+commands print into one output, each listing/grep parser only gets the lines that are
+recognizably its own (``_attribute``); when that cannot be told, fewer names are
+listed rather than another command's text taken for file names.
+
+A command we cannot interpret is categorized but never guessed into a read; the
+reason goes to ``ShellAnalysis.unparsed``. Text the parser rejects (a syntax error)
+gives no reads or edits; its category comes from every program a plain scan of the
+text finds (``_scan_commands``), so ``cat >f <<PY ... python f`` is ``run``, not
+``read`` from its first word. ``git checkout -- f`` / ``git restore f`` are reported
+as a bare ``Edit(f)`` plus ``ShellAnalysis.reverted``.
 
 Line numbers are those of the file as it is when the command runs (current numbers);
 mapping them back to the base commit is the inference step's job.
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,10 +51,18 @@ class ShellAnalysis:
     ``cwd`` is the working directory after the command's top-level ``cd``s (the
     call's cwd when there were none); ``unparsed`` holds short reasons for parts
     that were seen but not interpreted.
+
+    ``reverted`` names files put back as they are at HEAD (``git checkout -- f``,
+    ``git checkout HEAD f``, ``git restore f``), in order. Each also appears in
+    ``edits`` as a bare ``Edit(f)`` (the file changed, content unknown here); the
+    inference resets that file's line mapping to the base commit, taking HEAD as the
+    base (agents work on an uncommitted tree). A revert to another commit is only the
+    bare edit.
     """
 
     reads: list[Read] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
     category: str = "other"
     cwd: str | None = None
@@ -264,6 +284,12 @@ class _Stream:
     fmt: Callable[[list[str]], list[Read]] | None = None
     fallback: list[Read] = field(default_factory=list)
     text: str | None = None         # exact text when known (heredoc, echo)
+    #: which output lines ``fmt`` could have printed, when several commands share one
+    #: output: 2 = only this tool prints such a line (``ls -l``, ``grep -n``), 1 = could be
+    #: its line, 0 = not its line (see ``_attribute``)
+    shape: Callable[[str], int] | None = None
+    opaque: bool = False            # prints something we cannot interpret (git log, python)
+    nlines: int | None = None       # how many lines an opaque printer prints, when known
 
 
 _EMPTY = _Stream()
@@ -274,13 +300,24 @@ class _Ctx:
     cwd: str | None
     output: str | None
     lines: list[str] | None
-    errors: set[str]
+    errors: Counter[str]           # error path -> how many error lines name it
     res: ShellAnalysis
     cats: list[str] = field(default_factory=list)
     prefix: str | None = None       # from cd, relative to the call's cwd (or absolute)
     lost: bool = False              # a cd we could not follow
     moved: bool = False
     depth: int = 0
+    #: edits made by git checkout/restore (shared with nested contexts): not the agent's
+    vcs_edits: list[Edit] = field(default_factory=list)
+    #: in execution order: ("write", raw, path) for redirect targets, ("show", stream) for
+    #: what a visible pipe printed; settled against the output once the command is read
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def sub(self, depth: int) -> _Ctx:
+        """A nested context (subshell, ``bash -c``): own cd state, shared results."""
+        return _Ctx(self.cwd, self.output, self.lines, self.errors, self.res, self.cats,
+                    self.prefix, self.lost, False, depth, vcs_edits=self.vcs_edits,
+                    events=self.events)
 
     def join(self, p: str) -> str | None:
         if p.startswith("/") or p.startswith("~"):
@@ -399,7 +436,8 @@ def _apply_range(ctx: _Ctx, stream: _Stream, ranges: list[tuple[int | None, int 
                  what: str) -> _Stream:
     """Narrow a content stream to line ranges (None ranges = unknown lines: file level)."""
     if not stream.segs:
-        return _Stream(fmt=stream.fmt, fallback=stream.fallback) if stream.fmt else _EMPTY
+        return _Stream(fmt=stream.fmt, fallback=stream.fallback, shape=stream.shape) \
+            if stream.fmt else _EMPTY
     if ranges is None:
         ctx.note(f"{what}: lines not known, file level only")
         return _Stream(segs=[_partial(s) for s in stream.segs])
@@ -500,14 +538,15 @@ def _clean(output: str) -> list[str]:
     return [ln for ln in text.split("\n") if not _WRAPPER.match(ln)]
 
 
-def _errors(lines: list[str]) -> set[str]:
-    bad = set()
+def _errors(lines: list[str]) -> Counter[str]:
+    """Paths named by "No such file"-like lines, with how many times (one per failure)."""
+    bad: Counter[str] = Counter()
     for ln in lines:
         if ": " in ln and ("No such" in ln or "directory" in ln or "denied" in ln
                            or "regular file" in ln):
             m = _ERR.match(ln)
             if m:
-                bad.add(m.group("p").strip())
+                bad[m.group("p").strip()] += 1
     return bad
 
 
@@ -740,6 +779,148 @@ def _tree_fmt(root: str, join: Callable[[str], str | None]) -> Callable[[list[st
                 out.append(p)
         return _listing(out)
     return parse
+
+
+_TOTAL = re.compile(r"^total \d+(?:[.,]\d+)?[KMGTP]?$")
+
+
+def _path_shape(line: str) -> int:
+    """One path per line (find, rg --files, grep -l): no ``ls -l`` columns, no prose."""
+    s = line.strip()
+    if not s or _LONG.match(s) or _TOTAL.match(s) or ": " in s:
+        return 0
+    return 1 if ("/" in s or not re.search(r"\s", s)) else 0
+
+
+def _ls_shape(line: str) -> int:
+    """``ls -l`` lines and ``total N`` are ls's alone; bare names could be anyone's."""
+    s = line.rstrip()
+    if _LONG.match(s) or _TOTAL.match(s):
+        return 2
+    if s.endswith(":") and " " not in s:
+        return 1
+    names = re.split(r"\s{2,}|\t", s.strip())
+    return 1 if all(n and not re.search(r"\s", n) for n in names) else 0
+
+
+def _grep_shape(shape: _GrepShape) -> Callable[[str], int]:
+    def fits(line: str) -> int:
+        if shape.files_only:
+            return _path_shape(line)
+        if shape.count:
+            return 1 if re.match(r"^(?:.*:)?\d+$", line.strip()) else 0
+        if shape.numbered:
+            if _MATCH.match(line) or _CONTEXT.match(line) or (
+                    shape.single_raw and _NUM_HEAD.match(line)):
+                return 2
+            return 1 if line == "--" else 0
+        return 1 if ":" in line else 0
+    return fits
+
+
+# =========================================================================== attribution
+
+#: programs that print nothing on success (their output needs no owner)
+_SILENT = {"cd", "mkdir", "touch", "cp", "mv", "rm", "rmdir", "ln", "chmod", "chown", "export",
+           "unset", "set", "true", "false", ":", "sleep", "source", ".", "test", "[", "[[",
+           "wait", "exit", "return", "shift", "local", "declare", "alias", "trap", "umask",
+           "ulimit", "shopt", "read"}
+
+
+#: programs that print exactly one line (``pwd && ls``: the listing starts after it)
+_ONE_LINE = {"pwd", "date", "whoami", "hostname", "nproc", "arch"}
+
+
+def _one_line(name: str, args: list[str]) -> int | None:
+    if name in _ONE_LINE or (name == "git" and args in (
+            ["branch", "--show-current"], ["rev-parse", "HEAD"],
+            ["rev-parse", "--abbrev-ref", "HEAD"], ["rev-parse", "--show-toplevel"])):
+        return 1
+    return None
+
+
+def _prints(s: _Stream) -> bool:
+    return bool(s.segs or s.fmt or s.opaque or s.fallback or s.text)
+
+
+def _attribute(lines: list[str], shows: list[_Stream], ctx: _Ctx) -> list[list[str]]:
+    """Split one output between the visible pipes that printed it, in execution order.
+
+    With one printer it gets every line. With several, a listing/grep parser only gets
+    the lines that look like its own: a run starting where the previous known output
+    ended, or, after output of unknown length (``git branch``, ``cat f``, ``python``),
+    the first run of lines only its tool prints (``ls -l`` lines, ``path:N:``). A tool
+    whose lines look like anyone's (``rg --files``, plain ``ls``) after unknown output
+    gets nothing: fewer listed names beat another command's text taken for file names.
+    """
+    printers = [k for k, s in enumerate(shows) if _prints(s)]
+    if len(printers) <= 1:
+        return [lines for _ in shows]
+    blocks: list[list[str]] = [[] for _ in shows]
+    cur, unknown = 0, False
+    for n, k in enumerate(printers):
+        s = shows[k]
+        if s.fmt is None:
+            cur, unknown = _skip_known(lines, cur, s, unknown)
+            continue
+        shape = s.shape or (lambda ln: 1)
+        block, cur, ok = _block(lines, cur, shape, unknown, n + 1 < len(printers))
+        if not ok and any(ln.strip() and shape(ln) for ln in lines[cur:]):
+            ctx.note("output shared by several commands: lines that may be a listing's "
+                     "not taken")
+        blocks[k] = block
+        unknown = unknown and not ok   # found nothing of its own: it printed nothing
+    return blocks
+
+
+def _skip_known(lines: list[str], cur: int, s: _Stream, unknown: bool) -> tuple[int, bool]:
+    """Step over output we know exactly (``echo``, ``pwd``); anything else has unknown
+    length."""
+    if s.nlines is not None and not (s.segs or s.fmt or s.fallback) and not unknown:
+        return min(cur + s.nlines, len(lines)), False
+    if s.text is not None and not (s.segs or s.opaque or s.fallback) and not unknown:
+        want = s.text.split("\n")
+        if s.text.endswith("\n"):
+            want.pop()
+        if lines[cur:cur + len(want)] == want:
+            return cur + len(want), False
+    return cur, True
+
+
+def _block(lines: list[str], cur: int, shape: Callable[[str], int], unknown: bool,
+           later: bool) -> tuple[list[str], int, bool]:
+    """(the parser's lines, where the next output starts, attributed?)."""
+    n = len(lines)
+    i = cur
+    while i < n and not lines[i].strip():
+        i += 1
+    if unknown or (i < n and shape(lines[i]) == 0):
+        # not our line where we would start: our first unmistakable one, if any
+        first = next((j for j in range(i, n) if shape(lines[j]) == 2), None)
+        if first is None:
+            return [], cur, False
+        i = first
+    if not later:
+        return lines[i:], n, True
+    strong = False
+    j = i
+    while j < n:
+        ln = lines[j]
+        if not ln.strip():
+            # blank lines stay inside a run only between lines of a recognized tool
+            m = j + 1
+            while m < n and not lines[m].strip():
+                m += 1
+            if not strong or m == n or shape(lines[m]) == 0:
+                break
+            j = m
+            continue
+        fit = shape(ln)
+        if fit == 0 and not _ERR.match(ln):
+            break
+        strong = strong or fit == 2
+        j += 1
+    return lines[i:j], j, True
 
 
 # =========================================================================== patches
@@ -1015,7 +1196,7 @@ def _h_grep(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None,
     if not has_pattern_opt and ops and not list_files:
         ops = ops[1:]
     if list_files:
-        return _Stream(fmt=_paths_fmt(ctx.join))
+        return _Stream(fmt=_paths_fmt(ctx.join), shape=_path_shape)
     files_only = bool(fl & {"l", "L", "--files-with-matches", "--files-without-match"})
     count = bool(fl & {"c", "--count", "--count-matches"})
     numbered = bool(fl & {"n", "--line-number", "--vimgrep"}) and not (fl & {"N"})
@@ -1033,7 +1214,8 @@ def _grep_filter(ctx: _Ctx, stdin: _Stream, numbered: bool, summary: bool,
     if stdin.segs:
         if len(stdin.segs) == 1 and stdin.segs[0].numbered == "exact" and not summary:
             seg = stdin.segs[0]
-            return _Stream(fmt=_numbered_fmt(seg.path), fallback=[Read(seg.path, listing=True)])
+            return _Stream(fmt=_numbered_fmt(seg.path), fallback=[Read(seg.path, listing=True)],
+                           shape=lambda ln: 2 if _NUMBERED_LINE.match(ln) else 0)
         return _Stream(segs=[_partial(s) for s in stdin.segs])
     if stdin.fmt is not None and not (numbered or summary or only):
         return stdin
@@ -1061,7 +1243,7 @@ def _grep_search(ctx: _Ctx, tool: str, ops: list[_Word], fl: set[str], numbered:
         if _looks_dir(raw, recursive):
             continue
         fallback.append(Read(p, listing=True))
-    return _Stream(fmt=_grep_fmt(shape), fallback=fallback)
+    return _Stream(fmt=_grep_fmt(shape), fallback=fallback, shape=_grep_shape(shape))
 
 
 def _looks_dir(raw: str, recursive: bool) -> bool:
@@ -1092,11 +1274,11 @@ def _h_find(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) ->
             return _EMPTY
     if "-delete" in texts:
         ctx.note("find -delete: deleted files unknown")
-    return _Stream(fmt=_paths_fmt(ctx.join))
+    return _Stream(fmt=_paths_fmt(ctx.join), shape=_path_shape)
 
 
 def _h_fd(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
-    return _Stream(fmt=_paths_fmt(ctx.join))
+    return _Stream(fmt=_paths_fmt(ctx.join), shape=_path_shape)
 
 
 def _h_ls(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
@@ -1106,13 +1288,14 @@ def _h_ls(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _
     good = [(r, p) for r, p in good if p is not None]
     fallback = [Read(p, listing=True) for _, p in good]
     return _Stream(fmt=_ls_fmt([p for _, p in good], [r for r, _ in good], ctx.join),
-                   fallback=fallback)
+                   fallback=fallback, shape=_ls_shape)
 
 
 def _h_tree(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
     _, _, ops = _split_opts(argv, {"--filelimit", "--charset", "--sort", "--timefmt"}, "LIPHTo")
     root = ops[0].text if ops and ops[0].static else "."
-    return _Stream(fmt=_tree_fmt(root, ctx.join))
+    return _Stream(fmt=_tree_fmt(root, ctx.join),
+                   shape=lambda ln: 2 if _TREE.match(ln) else 0)
 
 
 def _h_wc(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
@@ -1145,6 +1328,8 @@ def _h_tee(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> 
 
 def _h_echo(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
     args = argv[1:]
+    if not args:
+        return _Stream(text="\n")
     if args and all(w.static for w in args) and not args[0].text.startswith("-"):
         return _Stream(text=" ".join(w.text for w in args) + "\n")
     return _EMPTY
@@ -1202,14 +1387,74 @@ def _git_sub(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -
         return _h_grep(ctx, [_Word("git-grep")] + argv[1:], st, stdin, "git-grep")
     if sub == "show":
         return _git_show(ctx, argv)
+    if sub in ("checkout", "restore"):
+        _git_revert(ctx, sub, argv)
+        return _EMPTY
     if sub == "ls-files":
-        return _Stream(fmt=_paths_fmt(ctx.join))
+        return _Stream(fmt=_paths_fmt(ctx.join), shape=_path_shape)
     if sub == "apply":
         flags, _, _ = _split_opts(argv, set(), "p")
         if "check" in flags or "--check" in flags or "--stat" in flags:
             return _EMPTY
         return _diff_or_note(ctx, st, stdin, 1, "git apply")
     return _EMPTY
+
+
+_FILE_LIKE = re.compile(r"(^|/)[^/]*\.[A-Za-z][\w-]*$|^\./")
+_CHECKOUT_VALUES = {"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"}
+
+
+def _git_revert(ctx: _Ctx, sub: str, argv: list[_Word]) -> None:
+    """``git checkout [REV] [--] FILE...`` / ``git restore [--source=REV] FILE...``:
+    files put back from a commit (``ShellAnalysis.reverted`` when that is HEAD).
+
+    Without ``--``, ``git checkout X`` is a branch switch unless X looks like a file
+    (``a.py``, ``src/x.ts``, ``./f``): branch names rarely end in ``.ext``."""
+    args = argv[1:]
+    texts = [w.text for w in args]
+    dash = texts.index("--") if "--" in texts else None
+    head, tail = (args[:dash], args[dash + 1:]) if dash is not None else (args, [])
+    flags = [w.text for w in head if w.text.startswith("-")]
+    if sub == "checkout" and any(f in _CHECKOUT_VALUES or f.startswith("--orphan")
+                                 for f in flags):
+        return   # creates or switches a branch
+    ops = [w for w in head if not w.text.startswith("-")]
+    if sub == "restore":
+        if _has_flag(flags, "S", "--staged") and not _has_flag(flags, "W", "--worktree"):
+            return   # the index only: the file on disk is unchanged
+        source = next((f.split("=", 1)[1] for f in flags if f.startswith("--source=")), None)
+        for i, t in enumerate(texts[:len(head)]):
+            if t in ("-s", "--source") and i + 1 < len(head):
+                source = texts[i + 1]
+                ops = [w for w in ops if w is not head[i + 1]]
+        rev, paths = source, ops + tail
+    elif dash is not None:
+        rev, paths = (ops[0].text if ops else None), tail
+    else:
+        rev = ops[0].text if len(ops) > 1 and not _FILE_LIKE.search(ops[0].text) else None
+        paths = [w for w in (ops[1:] if rev else ops) if _FILE_LIKE.search(w.text)
+                 or w.text == "."]
+    _revert_paths(ctx, paths, rev in (None, "HEAD", "@"), f"git {sub}")
+
+
+def _has_flag(flags: list[str], short: str, long: str) -> bool:
+    return any(f == long or re.fullmatch(rf"-[a-zA-Z]*{short}[a-zA-Z]*", f) for f in flags)
+
+
+def _revert_paths(ctx: _Ctx, paths: list[_Word], to_head: bool, what: str) -> None:
+    for w in paths:
+        if w.text in (".", "./", ":/") or w.text.endswith("/"):
+            ctx.note(f"{what} of a directory: reverted files unknown")
+            continue
+        p = _path(ctx, w, f"{what} path")
+        if p is None:
+            continue
+        ctx.res.edits.append(Edit(p))
+        ctx.vcs_edits.append(ctx.res.edits[-1])
+        if to_head:
+            ctx.res.reverted.append(p)
+        else:
+            ctx.note(f"{what} from another commit: content unknown")
 
 
 def _git_show(ctx: _Ctx, argv: list[_Word]) -> _Stream:
@@ -1247,9 +1492,7 @@ def _h_shell(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -
     if ctx.depth >= _MAX_DEPTH:
         ctx.note("bash -c nested too deep")
         return _EMPTY
-    inner = _Ctx(ctx.cwd, ctx.output, ctx.lines, ctx.errors, ctx.res, ctx.cats, ctx.prefix,
-                 ctx.lost, False, ctx.depth + 1)
-    _run_source(inner, script.text)
+    _run_source(ctx.sub(ctx.depth + 1), script.text)
     return _EMPTY
 
 
@@ -1364,7 +1607,8 @@ def _run_simple(ctx: _Ctx, st: _Simple, stdin: _Stream | None) -> _Stream:
     if not (name in _SHELLS and any(_C_FLAG.fullmatch(w.text) for w in argv[1:])):
         ctx.res.programs.append(argv[0].text)   # `bash -lc '...'` only wraps the inner ones
     stdin = _stdin_of(ctx, st, stdin)
-    before = len(ctx.res.edits)
+    _note_writes(ctx, st.redirects)
+    before, reverts = len(ctx.res.edits), len(ctx.vcs_edits)
     handler = _HANDLERS.get(name)
     if via_xargs:
         out = _xargs(ctx, name, argv, st)
@@ -1372,10 +1616,17 @@ def _run_simple(ctx: _Ctx, st: _Simple, stdin: _Stream | None) -> _Stream:
         out = handler(ctx, argv, st, stdin)
     else:
         out = _EMPTY
+    if not _prints(out) and name not in _SILENT:
+        out = _Stream(opaque=True, nlines=_one_line(name, [w.text for w in argv[1:]]))
     _redirect_io(ctx, st, out)
-    edited = len(ctx.res.edits) > before
+    # a revert (`git checkout -- f`) stays version control in the categories: it undoes
+    # the agent's edits rather than making one
+    edited = len(ctx.res.edits) - before > len(ctx.vcs_edits) - reverts
     if edited:
         ctx.cats.append("edit")
+    elif name == "cat" and _stdout_hidden(st.redirects) and all(
+            w.text.startswith("-") for w in argv[1:]):
+        ctx.cats.append("other")   # `cat > /tmp/x.py <<EOF`: writes a scratch file, reads none
     elif name != "tee":   # tee into a log or /tmp changed nothing worth calling an edit
         ctx.cats.append(_cat.command_category([w.text for w in argv]))
     return _EMPTY if _stdout_hidden(st.redirects) else out
@@ -1405,9 +1656,8 @@ def _run_pipe(ctx: _Ctx, stages: list[Any], shown: bool) -> None:
     for i, st in enumerate(stages):
         last = i == len(stages) - 1
         if isinstance(st, _Group):
-            inner = ctx if not st.subshell else _Ctx(
-                ctx.cwd, ctx.output, ctx.lines, ctx.errors, ctx.res, ctx.cats, ctx.prefix,
-                ctx.lost, False, ctx.depth)
+            inner = ctx if not st.subshell else ctx.sub(ctx.depth)
+            _note_writes(ctx, st.redirects)
             visible = shown and last and not _stdout_hidden(st.redirects)
             for pipe in st.body:
                 _run_pipe(inner, pipe, visible)
@@ -1420,19 +1670,59 @@ def _run_pipe(ctx: _Ctx, stages: list[Any], shown: bool) -> None:
             if i > 0 and ctx.cats[n:] and ctx.cats[-1] in ("read", "search"):
                 del ctx.cats[n:]   # a filter (| head, | grep) does not make it a read
     if shown and stream is not None:
-        ctx.res.reads.extend(_materialize(ctx, stream))
+        ctx.events.append(("show", stream))
 
 
-def _materialize(ctx: _Ctx, stream: _Stream) -> list[Read]:
+def _note_writes(ctx: _Ctx, redirects: list[_Redirect]) -> None:
+    """Remember redirect targets in order: a "No such file" error naming one is the
+    redirect's (its directory did not exist yet), not a later read's."""
+    for r in redirects:
+        if r.op in (">", ">>", ">|", "&>", "&>>") and r.target is not None and r.target.static:
+            ctx.events.append(("write", r.target.text, ctx.join(r.target.text)))
+
+
+def _spend(errors: Counter[str], *names: str | None) -> bool:
+    """Use up one error line naming any of ``names``; True if there was one."""
+    for n in names:
+        if n is not None and errors[n] > 0:
+            errors[n] -= 1
+            return True
+    return False
+
+
+def _settle(ctx: _Ctx) -> list[Read]:
+    """Reads of the visible pipes, each given its share of the output lines.
+
+    Error lines are handed out in execution order: the n-th "No such file" line for a
+    path belongs to the n-th command that used the path, so ``echo x > d/f; mkdir d;
+    ... > d/f; cat d/f`` keeps the read (the failing first redirect used the error up).
+    """
+    shows = [e[1] for e in ctx.events if e[0] == "show"]
+    blocks = _attribute(ctx.lines, shows, ctx) if ctx.lines is not None else None
+    errors = Counter(ctx.errors)
     reads: list[Read] = []
+    k = 0
+    for ev in ctx.events:
+        if ev[0] == "write":
+            _spend(errors, ev[1], ev[2])
+            continue
+        reads.extend(_materialize(ev[1], blocks[k] if blocks is not None else None, errors))
+        k += 1
+    return reads
+
+
+def _materialize(stream: _Stream, lines: list[str] | None, errors: Counter[str]) -> list[Read]:
+    reads: list[Read] = []
+    failed: set[str] = set()    # one error line fails every range of that file here
     for s in stream.segs:
-        if s.raw in ctx.errors or s.path in ctx.errors:
+        if s.path in failed or _spend(errors, s.raw, s.path):
+            failed.add(s.path)
             continue
         reads.append(Read(s.path, listing=True) if s.partial else Read(s.path, s.start, s.end))
-    if stream.fmt is not None and ctx.lines is not None:
-        reads.extend(stream.fmt(ctx.lines))
+    if stream.fmt is not None and lines is not None:
+        reads.extend(stream.fmt(lines))
     else:
-        reads.extend(r for r in stream.fallback if r.path not in ctx.errors)
+        reads.extend(r for r in stream.fallback if not _spend(errors, r.path))
     return reads
 
 
@@ -1442,16 +1732,93 @@ def _run_source(ctx: _Ctx, source: str) -> None:
     pipes = _convert(root)
     if root.has_error:
         ctx.note("shell syntax error: reads and edits not taken")
-        # error recovery invents commands from the broken part: trust only the first one
-        sctx = _Ctx(ctx.cwd, None, None, set(), ShellAnalysis(), [], ctx.prefix, ctx.lost,
-                    False, ctx.depth)
-        for pipe in pipes[:1]:
-            _run_pipe(sctx, pipe[:1], False)
-        ctx.res.programs.extend(sctx.res.programs[:1])
-        ctx.cats.extend(sctx.cats[:1])
+        # error recovery invents commands from the broken part: the syntax tree is not
+        # trusted; the programs are found by a plain scan of the text instead
+        for argv, writes in _scan_commands(source):
+            ctx.res.programs.append(argv[0])
+            ctx.cats.append(_scanned_category(argv, writes))
         return
     for pipe in pipes:
         _run_pipe(ctx, pipe, True)
+
+
+#: command separators; parentheses only at command positions (not ``a/(group)/b.py``)
+_SCAN_SPLIT = re.compile(r"&&|\|\||;|\|&?|(?<![<>&])&(?![&>])|`|\$\(|(?:^|(?<=[\s;&|]))[({]"
+                         r"|[)}](?=[\s;&|]|$)")
+_HEREDOC = re.compile(r"<<-?\s*[\\'\"]*([A-Za-z_]\w*)")
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "in",
+             "case", "esac", "!", "function", "{", "}"}
+_REDIRECT_WORD = re.compile(r"^(\d*|&)(>>?\|?|<<<|<<-?|<)(.*)$")
+
+
+def _scan_commands(source: str, depth: int = 0) -> list[tuple[list[str], str | None]]:
+    """(argv, stdout target) of every command one can find in text the parser rejected.
+
+    A best-effort scan for categorizing only (METRICS.md section 7): words at command
+    positions (line starts, after ``&&``/``||``/``;``/``|``/``(``), environment
+    prefixes and wrappers (``timeout 5``, ``env X=1``) skipped, heredoc bodies skipped.
+    A literal ``\\n`` counts as a line break: agents that escape their newlines twice
+    are the usual source of these errors (SWE-agent ``bash -lc 'cat >f <<PY\\n...'``).
+    """
+    found: list[tuple[list[str], str | None]] = []
+    heredoc: str | None = None
+    for line in source.replace("\\n", "\n").split("\n"):
+        if heredoc is not None:
+            heredoc = None if line.strip() == heredoc else heredoc
+            continue
+        for seg in _SCAN_SPLIT.split(line):
+            cmd = _scan_words(seg)
+            if cmd is None:
+                continue
+            argv = cmd[0]
+            if posixpath.basename(argv[0]) in _SHELLS and depth < _MAX_DEPTH and len(argv) > 2 \
+                    and _C_FLAG.fullmatch(argv[1]):
+                found.extend(_scan_commands(argv[2], depth + 1))   # bash -lc 'the script'
+            else:
+                found.append(cmd)
+        m = _HEREDOC.search(line)
+        heredoc = m.group(1) if m else None
+    return found
+
+
+def _scan_words(seg: str) -> tuple[list[str], str | None] | None:
+    import shlex
+
+    try:
+        raw = shlex.split(seg, comments=True)
+    except ValueError:
+        raw = seg.split()
+    words: list[str] = []
+    target: str | None = None
+    i = 0
+    while i < len(raw):
+        w = raw[i].strip("'\"\\")
+        i += 1
+        m = _REDIRECT_WORD.match(w)
+        if m:
+            fd, op, rest = m.groups()
+            if not rest and i < len(raw):
+                rest, i = raw[i].strip("'\"\\"), i + 1
+            if op[0] == ">" and fd in ("", "1", "&") and not rest.startswith("&"):
+                target = rest
+            continue
+        if not words and (w in _KEYWORDS or re.match(r"^\w+=", w)):
+            continue
+        words.append(w)
+    argv, _ = _unwrap([_Word(w) for w in words])
+    return ([w.text for w in argv], target) if argv and argv[0].text else None
+
+
+def _scanned_category(argv: list[str], target: str | None) -> str:
+    """``cat >f`` writes f (an edit when f is a repo file, else nothing); the rest by
+    ``categories.command_category``."""
+    name = posixpath.basename(argv[0])
+    if name in ("cat", "echo", "printf") and target is not None:
+        return "edit" if target and _writable(target) else "other"
+    if name == "tee":
+        ops = [a for a in argv[1:] if not a.startswith("-")]
+        return "edit" if any(_writable(a) for a in ops) else "other"
+    return _cat.command_category(argv)
 
 
 def _dedupe(reads: list[Read]) -> list[Read]:
@@ -1473,16 +1840,17 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None) -> 
     """
     res = ShellAnalysis(cwd=cwd)
     lines = _clean(output) if output is not None else None
-    errors = _errors(lines) if lines is not None else set()
+    errors = _errors(lines) if lines is not None else Counter()
     ctx = _Ctx(cwd, output, lines, errors, res)
     if output is not None and "syntax error near unexpected token" in output:
         ctx.note("the shell rejected the command (syntax error)")
-        shadow = _Ctx(cwd, None, None, set(), ShellAnalysis(), ctx.cats)
+        shadow = _Ctx(cwd, None, None, Counter(), ShellAnalysis(), ctx.cats)
         _run_source(shadow, command)
         res.programs = shadow.res.programs
     else:
         try:
             _run_source(ctx, command)
+            res.reads.extend(_settle(ctx))
         except RecursionError:
             res.reads, res.edits = [], []
             ctx.note("command nested too deeply: not interpreted")

@@ -281,3 +281,28 @@ def test_shell_join_roundtrip() -> None:
     argv = ["bash", "-lc", "sed -n '1,200p' 'apps/x (y)/a.ts'"]
     assert categorize(call("shell", command=argv)) == "read"
     assert analyze(shlex.join(argv)).reads[0].path == "apps/x (y)/a.ts"
+
+
+def test_unparsable_cat_heredoc_then_python_is_run() -> None:
+    """real: ContextBench SWE-agent xarray-4075 call 11, rejected by the shell (its
+    newlines are a literal backslash-n): categorized from every program found, not
+    `read` from its first word; `cat >/tmp/repro.py` writes a scratch file."""
+    cmd = ("bash -lc 'cat >/tmp/repro.py <<PY\\nimport numpy as np\\nimport xarray as xr\\n"
+           "dta = xr.DataArray([1., 1., 1.])\\nres = dta.weighted(wgt).mean()\\n"
+           "print(\\\"Weighted mean with bool weights (before fix):\\\", res.values)\\n"
+           "PY\\nPYTHONPATH=/testbed python /tmp/repro.py'\n")
+    out = ("bash: line 1: warning: here-document at line 1 delimited by end-of-file "
+           "(wanted `PYnimport')\nbash: -c: line 1: syntax error near unexpected token `('\n")
+    tc = ToolCall(call_id="c11", tool="bash", input={"command": cmd}, output=out)
+    assert categorize(tc) == "run"
+    # the same text with real newlines parses, and is the same run
+    assert categorize(call("bash", command=cmd.replace("\\n", "\n"))) == "run"
+
+
+@pytest.mark.parametrize("cmd,expected", [
+    ("cat > /tmp/x.py <<'EOF'\nprint(1)\nEOF", "other"),   # a scratch file: no read, no edit
+    ("git checkout -- a.py", "git"),                       # a revert is version control
+    ("git restore a.py && pytest -q", "test"),
+])
+def test_scratch_writes_and_reverts(cmd: str, expected: str) -> None:
+    assert categorize(call("Bash", command=cmd)) == expected

@@ -582,3 +582,217 @@ def test_heredoc_then_and_and() -> None:
     assert res.edits == [Edit("f.py", content="print(1)\n")]
     assert res.programs == ["cat", "python"]
     assert res.reads == []
+
+
+# ------------------------------------------------------------------ golden-test regressions
+
+# codex-exec hive-mind issue-642, call 1 (exit 0): the first `echo >` fails because logs/
+# does not exist yet; mkdir makes it, the group appends to the log, tail shows it.
+ISSUE642_CALL1 = (
+    'bash -lc "echo \'Listing files\' > logs/01_repo_tree.log 2>&1; mkdir -p logs; '
+    '(ls -la; printf \'\\\\n\\\\n\'; rg --files || true) >> logs/01_repo_tree.log 2>&1; '
+    'tail -n +1 logs/01_repo_tree.log"')
+ISSUE642_CALL1_OUT = (
+    "bash: line 1: logs/01_repo_tree.log: No such file or directory\n"
+    "total 1040\n"
+    "drwxrwxr-x    4 hive hive    4096 Nov  1 15:44 .\n"
+    "drwxrwxrwt 2277 root root 1028096 Nov  1 15:44 ..\n"
+    "drwxrwxr-x    8 hive hive    4096 Nov  1 15:44 .git\n"
+    "-rw-rw-r--    1 hive hive     142 Nov  1 15:44 CLAUDE.md\n"
+    "-rw-rw-r--    1 hive hive     418 Nov  1 15:44 README.md\n"
+    "-rw-rw-r--    1 hive hive    8466 Nov  1 15:44 codex_prompt.txt\n"
+    "drwxrwxr-x    2 hive hive    4096 Nov  1 15:44 logs\n"
+    "\n\nCLAUDE.md\nlogs/01_repo_tree.log\nREADME.md\ncodex_prompt.txt\n")
+
+
+def test_redirect_no_such_file_does_not_cancel_later_tail_read() -> None:
+    """real: the error line is the failed redirect's, not the later tail's."""
+    res = analyze(ISSUE642_CALL1, ISSUE642_CALL1_OUT)
+    assert res.reads == [R("logs/01_repo_tree.log", 1, None)]
+
+
+@pytest.mark.parametrize("cmd,output,reads", [
+    # one error line per failure, handed out in execution order
+    ("cat d/f.py; mkdir d; echo x > d/f.py; cat d/f.py",
+     "cat: d/f.py: No such file or directory\nx\n", [R("d/f.py")]),
+    ("cat a.py; cat a.py", "cat: a.py: No such file or directory\n"
+                           "cat: a.py: No such file or directory\n", []),
+    ("cat a.py b.py", "cat: a.py: No such file or directory\nx = 1\n", [R("b.py")]),
+    ("sed -n '1,2p;8,9p' a.py", "sed: can't read a.py: No such file or directory\n", []),
+    ("echo x > d/f.py; cat d/f.py", "bash: d/f.py: No such file or directory\n"
+                                    "cat: d/f.py: No such file or directory\n", []),
+])
+def test_no_such_file_cancels_only_its_own_command(cmd: str, output: str,
+                                                   reads: list[Read]) -> None:
+    assert analyze(cmd, output).reads == reads
+
+
+# codex-exec hive-mind issue-642, call 10: three commands share one output
+ISSUE642_CALL10 = ("bash -lc 'git branch --show-current | tee -a logs/01_branch.log && echo && "
+                   "ls -la | tee -a logs/02_ls_root.log && echo && "
+                   "rg --files -S | tee -a logs/03_files_list.log'")
+ISSUE642_CALL10_OUT = (
+    "issue-1-06e1c096\n\ntotal 1048\n"
+    "drwxrwxr-x    4 hive hive    4096 Nov  1 15:45 .\n"
+    "drwxrwxrwt 2277 root root 1028096 Nov  1 15:46 ..\n"
+    "drwxrwxr-x    8 hive hive    4096 Nov  1 15:46 .git\n"
+    "-rw-rw-r--    1 hive hive     418 Nov  1 15:44 README.md\n"
+    "-rw-rw-r--    1 hive hive    8828 Nov  1 15:46 codex_prompt.txt\n"
+    "-rw-rw-r--    1 hive hive     106 Nov  1 15:45 hello.v\n"
+    "-rw-rw-r--    1 hive hive      72 Nov  1 15:45 hello_test.v\n"
+    "drwxrwxr-x    2 hive hive    4096 Nov  1 15:46 logs\n"
+    "-rw-rw-r--    1 hive hive      49 Nov  1 15:45 main.v\n"
+    "\ncodex_prompt.txt\nhello_test.v\nREADME.md\nmain.v\nhello.v\nlogs/02_readme_head.log\n"
+    "logs/05_check_v.log\nlogs/06_v_test.log\nlogs/01_branch.log\nlogs/01_repo_tree.log\n"
+    "logs/02_ls_root.log\nlogs/03_files_list.log\nlogs/03_claude_head.log\n"
+    "logs/04_codex_prompt_head.log\n")
+
+
+def test_shared_output_git_branch_ls_long_rg_files_lists_only_files() -> None:
+    """real: no `ls -l` line, `total N` or branch name becomes a file name."""
+    res = analyze(ISSUE642_CALL10, ISSUE642_CALL10_OUT)
+    assert all(r.listing for r in res.reads)
+    names = [r.path for r in res.reads]
+    assert names[:5] == ["README.md", "codex_prompt.txt", "hello.v", "hello_test.v", "main.v"]
+    assert set(names) == {"README.md", "codex_prompt.txt", "hello.v", "hello_test.v", "main.v",
+                          *(ln for ln in ISSUE642_CALL10_OUT.split("\n") if ln.startswith("logs/"))}
+    assert not [n for n in names if " " in n or n in ("issue-1-06e1c096", "logs", ".git")]
+
+
+# ContextBench SWE-agent xarray-4075, call 2: the first grep failed (`bash grep` ran grep
+# as a script), the second printed matches, then `ls -R` columns
+XARRAY_CALL2 = ('grep -Rn "weighted" -n /testbed/xarray/core; grep -Rn "dot(" -n '
+                '/testbed/xarray/core; ls -R /testbed/xarray/core')
+XARRAY_CALL2_OUT = (
+    "/usr/bin/grep: /usr/bin/grep: cannot execute binary file\n"
+    "/testbed/xarray/core/weighted.py:135:        return dot(da, weights, dims=dim)\n"
+    "/testbed/xarray/core/dataarray.py:2604:        return self.dot(obj)\n"
+    "/testbed/xarray/core:\n"
+    "__init__.py\t dask_array_compat.py  indexes.py   pdcompat.py\n"
+    "accessor_dt.py\t dask_array_ops.py     indexing.py  pycompat.py\n")
+
+
+def test_shared_output_stderr_line_then_grep_then_ls_columns() -> None:
+    res = analyze(XARRAY_CALL2, XARRAY_CALL2_OUT)
+    core = "/testbed/xarray/core/"
+    assert res.reads[:2] == [R(core + "weighted.py", 135, 135), R(core + "dataarray.py", 2604, 2604)]
+    assert [r.path for r in res.reads[2:]] == [core + n for n in (
+        "__init__.py", "dask_array_compat.py", "indexes.py", "pdcompat.py", "accessor_dt.py",
+        "dask_array_ops.py", "indexing.py", "pycompat.py")]
+
+
+@pytest.mark.parametrize("cmd,output,reads", [
+    # a listing followed by output of unknown length: its run of name-like lines only
+    ("ls /repo; cat /etc/hosts", "/repo:\na.py\nsub\n127.0.0.1 localhost\n",
+     [L("/repo/a.py"), L("/repo/sub"), R("/etc/hosts")]),
+    # names after another command's unknown output: not attributable, none taken
+    ("python x.py; rg --files", "done\na.py\nb.py\n", []),
+    ("git log -1 --format=%s; ls", "fix\na.py\n", []),
+    ("cat a.py && find . -name '*.py'", "x = 1\n./b.py\n", [R("a.py")]),
+    # lines only grep -n prints are found after unknown output
+    ("cat a.py; grep -n foo b.py", "x = 1\n12:foo()\n", [R("a.py"), R("b.py", 12, 12)]),
+    ("echo '== hits'; grep -rn foo src", "== hits\nsrc/a.py:3:foo\n", [R("src/a.py", 3, 3)]),
+    ("python x.py; ls -l", "hello.py\ntotal 4\n-rw-r--r-- 1 u u 7 Nov  1 15:45 b.py\n",
+     [L("b.py")]),
+    # one printer still gets every line
+    ("cd src && ls", "a.py\nb.py\n", [L("src/a.py"), L("src/b.py")]),
+    # printers of exactly one line are stepped over
+    ("pwd && ls", "/repo\na.py\nb.py\n", [L("a.py"), L("b.py")]),
+    ("git branch --show-current | tee -a b.log && rg --files", "main\na.py\n", [L("a.py")]),
+])
+def test_shared_output_is_split_between_commands(cmd: str, output: str,
+                                                 reads: list[Read]) -> None:
+    assert analyze(cmd, output).reads == reads
+
+
+def test_ls_long_format_names() -> None:
+    out = ("total 8\nlrwxrwxrwx 1 u u 7 Nov  1 15:45 link.py -> target.py\n"
+           "-rw-r--r-- 1 u u 7 Nov  1 15:45 my file.py\ndrwxr-xr-x 2 u u 4096 Nov  1 15:45 pkg\n")
+    assert analyze("ls -la", out).reads == [L("link.py"), L("my file.py")]
+
+
+# ContextBench SWE-agent xarray-4075, call 11: literal `\n` inside `bash -lc '...'`
+XARRAY_CALL11 = (
+    "bash -lc 'cat >/tmp/repro.py <<PY\\nimport numpy as np\\nimport xarray as xr\\n"
+    "print(\\\"xarray from:\\\", xr.__file__)\\ndta = xr.DataArray([1., 1., 1.])\\n"
+    "wgt = xr.DataArray(np.array([1, 1, 0], dtype=np.bool_))\\n"
+    "print(\\\"dot(notnull, wgt):\\\", xr.dot(dta.notnull(), wgt).values)\\n"
+    "res = dta.weighted(wgt).mean()\\n"
+    "print(\\\"Weighted mean with bool weights (before fix):\\\", res.values)\\n"
+    "PY\\nPYTHONPATH=/testbed python /tmp/repro.py'\n")
+XARRAY_CALL11_OUT = (
+    "bash: line 1: warning: here-document at line 1 delimited by end-of-file "
+    "(wanted `PYnimport')\nbash: -c: line 1: syntax error near unexpected token `('\n")
+
+
+def test_unparsable_cat_heredoc_then_python_is_run_not_read() -> None:
+    res = analyze(XARRAY_CALL11, XARRAY_CALL11_OUT)
+    assert res.category == "run"
+    assert res.programs == ["cat", "python"]
+    assert res.reads == [] and res.edits == []
+    assert analyze(XARRAY_CALL11).category == "run"   # without the output, same scan
+
+
+@pytest.mark.parametrize("cmd,category,programs", [
+    ("cat > src/a.py <<EOF\nx = (\nEOF\n)", "edit", ["cat"]),
+    ("timeout 5 env A=1 pytest -q 2>&1 | tee out.log; )", "test", ["pytest", "tee"]),
+    ("(cat a.py; grep -n x b.py) && $(make test) ; if [ -f x ]; then ruff .; fi )", "test",
+     ["cat", "grep", "make", "[", "ruff"]),
+    ("sed -n '1,5p' a/(b)/c.py", "read", ["sed"]),   # parentheses inside a word
+    ("echo hi > /dev/null; cat > notes.log <<EOF\nx\nEOF\n)", "other", ["echo", "cat"]),
+])
+def test_syntax_error_scan_categorizes_every_program(cmd: str, category: str,
+                                                     programs: list[str]) -> None:
+    res = analyze(cmd)
+    assert res.unparsed and res.reads == [] and res.edits == []
+    assert (res.category, res.programs) == (category, programs)
+
+
+def test_cat_heredoc_into_scratch_file_is_not_a_read() -> None:
+    assert analyze("cat > /tmp/x.py <<'EOF'\nprint(1)\nEOF").category == "other"
+    assert analyze("cat > /tmp/x.py <<'EOF'\nprint(1)\nEOF\npython /tmp/x.py").category == "run"
+
+
+@pytest.mark.parametrize("cmd,edits,reverted", [
+    ("git checkout -- a.py src/b.py", ["a.py", "src/b.py"], ["a.py", "src/b.py"]),
+    ("git checkout lib/matplotlib/pyplot.py", ["lib/matplotlib/pyplot.py"],
+     ["lib/matplotlib/pyplot.py"]),                    # real: mini-swe-agent matplotlib
+    ("git checkout HEAD a.py", ["a.py"], ["a.py"]),
+    ("git checkout HEAD~1 -- a.py", ["a.py"], []),     # another commit: content unknown
+    ("git restore a.py", ["a.py"], ["a.py"]),
+    ("git restore --worktree --staged a.py", ["a.py"], ["a.py"]),
+    ("git restore --source=HEAD~2 a.py", ["a.py"], []),
+    ("git restore --source main a.py", ["a.py"], []),
+    ("git restore -s HEAD a.py", ["a.py"], ["a.py"]),
+    ("git restore --staged a.py", [], []),             # the index only
+    ("git restore -S a.py", [], []),
+    ("cd sub && git checkout -- a.py", ["sub/a.py"], ["sub/a.py"]),
+    ("git -C sub restore x.py", ["sub/x.py"], ["sub/x.py"]),
+    ("git checkout main", [], []),                     # branch switches
+    ("git checkout feature/x", [], []),
+    ("git checkout -b fix-1.py", [], []),
+    ("git checkout .", [], []),                        # every file: not followed
+])
+def test_git_revert_is_a_bare_edit_plus_reverted(cmd: str, edits: list[str],
+                                                 reverted: list[str]) -> None:
+    res = analyze(cmd)
+    assert res.edits == [Edit(p) for p in edits]
+    assert res.reverted == reverted
+    assert res.category == "git"   # undoing edits is version control, not an edit
+
+
+def test_git_revert_of_directory_is_noted() -> None:
+    res = analyze("git checkout -- src/")
+    assert res.edits == [] and res.reverted == []
+    assert any("directory" in u for u in res.unparsed)
+    assert analyze("git checkout -- a.py && sed -i 's/a/b/' c.py").category == "edit"
+
+
+def test_git_revert_inside_bash_c_stays_git() -> None:
+    res = analyze(bash_lc("git checkout -- a.py"))
+    assert (res.edits, res.reverted, res.category) == ([Edit("a.py")], ["a.py"], "git")
+
+
+def test_shared_output_notes_only_refused_listing_lines() -> None:
+    assert analyze("python x.py; rg --files", "done\na.py\n").unparsed
+    assert analyze("cat a.py; grep -n foo b.py", "x = 1\n").unparsed == []
