@@ -291,6 +291,12 @@ class EditMap:
         return _merge_ranges(out)
 
     # ------------------------------------------------------------------ edits
+    def revert(self, path: str) -> None:
+        """The file is back at the base commit (``git checkout -- f``): every
+        current line is its base line again, and it has no edits to report."""
+        self._files.pop(path, None)
+        self._patch_cache.pop(path, None)
+
     def apply(self, path: str, edit: Edit) -> bool:
         """Replay one edit; False (and ``last_problem``) when it could not be located."""
         self.last_problem = None

@@ -63,6 +63,8 @@ class Inference:
     cwd_after: str | None = None
     #: the call failed: nothing it shows counts, nothing it edits happened
     failed: bool = False
+    #: files put back to the base commit (``git checkout -- f``, ``git restore f``)
+    reverted: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -502,6 +504,11 @@ def command_text(value: Any) -> str | None:
     return None
 
 
+def _bare(edit: Edit) -> bool:
+    return (edit.old is None and edit.new is None and edit.content is None
+            and edit.hunks is None and edit.insert_line is None)
+
+
 _ELIDED_SPLIT = re.compile(r"\n\[\.\.\. \d+ characters elided \.\.\.\]\n")
 
 
@@ -557,7 +564,10 @@ def _shell(call: ToolCall, inf: Inference) -> tuple[Any, str | None]:
     inf.cwd_after = analysis.cwd
     if not inf.failed:   # the category still counts for a failed command; its reads do not
         inf.reads.extend(_elided(call, analysis.reads))
-        inf.edits.extend(analysis.edits)
+        reverted = set(getattr(analysis, "reverted", ()))
+        inf.reverted.extend(getattr(analysis, "reverted", ()))
+        # a revert is reported by the shell as a bare Edit too; here it is a reset
+        inf.edits.extend(e for e in analysis.edits if not (e.path in reverted and _bare(e)))
         for part in analysis.unparsed:
             inf.problems.append((Reason.UNPARSED_COMMAND, str(part)[:200]))
     return analysis, None

@@ -96,6 +96,10 @@ class StepBuilder:
         out = CallOutcome(category=inf.category, problems=list(inf.problems))
         for edit in inf.edits:
             self._apply_edit(edit, cwd, out)
+        for path in inf.reverted:
+            repo, _reason = self.paths.lookup(path, cwd, count=False)
+            if repo is not None:
+                self.edits.revert(repo)
         files: dict[str, list[tuple[int, int]]] = {}
         for read in inf.reads:
             resolved = self._resolve_read(read, cwd, out)

@@ -460,3 +460,34 @@ def test_random_calls_never_raise_and_steps_are_well_formed(builder, calls):
                 assert all(1 <= a <= b <= max(n, 1) for a, b in ranges), (path, ranges)
         for reason, message in out.problems:
             assert isinstance(reason, Reason) and isinstance(message, str)
+
+
+def test_git_checkout_puts_a_file_back_to_its_base_lines(tmp_path):
+    """After `git checkout -- f` a read of f shows base lines again, and the
+    provisional patch no longer holds the reverted edit."""
+    from gitrepo import make_repo
+
+    from streameval.model import ToolCall
+    from streameval.repo import GitRepo
+    from streameval.traces.steps import StepBuilder
+
+    text = "".join(f"line {i}\n" for i in range(1, 51))
+    sha = make_repo(tmp_path / "r", {"a.py": text})[-1]
+    view = GitRepo(tmp_path / "r").at(sha)
+    b = StepBuilder(view, roots=["/testbed"])
+    ins = ToolCall(call_id="1", tool="Edit", cwd="/testbed",
+                   input={"file_path": "/testbed/a.py", "old_string": "line 10\n",
+                          "new_string": "line 10\nnew a\nnew b\nnew c\n"})
+    b.consume(ins)
+    shifted = b.consume(ToolCall(call_id="2", tool="Bash", cwd="/testbed",
+                                 input={"command": "sed -n '20,24p' a.py"},
+                                 output="".join(f"line {i}\n" for i in range(17, 22))))
+    assert shifted.step.spans == {"a.py": [(17, 21)]}
+    assert "a.py" in b.provisional_patch()
+    b.consume(ToolCall(call_id="3", tool="Bash", cwd="/testbed",
+                       input={"command": "git checkout -- a.py"}, output=""))
+    back = b.consume(ToolCall(call_id="4", tool="Bash", cwd="/testbed",
+                              input={"command": "sed -n '20,24p' a.py"},
+                              output="".join(f"line {i}\n" for i in range(20, 25))))
+    assert back.step.spans == {"a.py": [(20, 24)]}
+    assert b.provisional_patch() == ""
