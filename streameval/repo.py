@@ -124,12 +124,16 @@ class _LRU(Generic[K, V]):
         self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._total = 0
         self._lock = threading.Lock()
+        self.hits = 0     # read by the exporter (streameval_cache_hits_total)
+        self.misses = 0
 
     def get(self, key: K) -> V | None:
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
+                self.misses += 1
                 return None
+            self.hits += 1
             self._items.move_to_end(key)
             return hit[0]
 
@@ -589,6 +593,10 @@ class RepoCache:
         self._max_repos = max(1, max_repos)
         self._open: OrderedDict[str, GitRepo | DirectoryRepo] = OrderedDict()
         self._lock = threading.Lock()
+
+    def caches(self) -> list[tuple[str, object]]:
+        """(name, cache with ``hits``/``misses``) pairs for the exporter's cache metrics."""
+        return [("files", self.cache.data), ("line_index", self.cache.lines)]
 
     def view_for(self, gold: GoldInstance) -> RepoView:
         """The instance's repository at its base commit; RepoError says what to fix."""

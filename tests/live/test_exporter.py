@@ -1,0 +1,93 @@
+"""The custom collector, read through a fresh CollectorRegistry (no global state)."""
+
+from __future__ import annotations
+
+import json
+
+from claude_run import APP, UTIL, Claude, make_setup
+from prometheus_client import CollectorRegistry, generate_latest
+
+from streameval.live.exporter import RunsCollector
+from streameval.live.watch import Watcher, WatchConfig, load_resources
+
+
+def edit_lines(c: Claude, path: str, old: str, new: str) -> list[bytes]:
+    c.n += 1
+    tid = f"toolu_e{c.n}"
+    use = {"type": "assistant", "message": {"id": f"m{c.n}", "role": "assistant", "content": [
+        {"type": "tool_use", "id": tid, "name": "Edit",
+         "input": {"file_path": f"/workspace/demo/{path}", "old_string": old, "new_string": new}}]}}
+    res = {"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": tid, "type": "tool_result", "content": "The file has been updated."}]}}
+    return [json.dumps(use).encode(), json.dumps(res).encode()]
+
+
+def setup(tmp_path):
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    d = runs / "demo__demo-1"
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r1",
+                                             "agent": "claude-code", "model": "m"}))
+    c = Claude()
+    lines = [c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 3),
+             *edit_lines(c, "src/app.py", "def f2(x):\n    return x + 2\n", "def f2(x):\n    return x * 2\n")]
+    (d / "trace.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    w = Watcher(WatchConfig(root=runs, keep_finished=10.0), load_resources(str(s.gold), None, str(s.repo)))
+    w.scan()
+    w.poll_all()
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    return w, reg, d
+
+
+LABELS = {"run_id": "r1", "instance_id": "demo__demo-1", "agent": "claude-code", "model": "m"}
+
+
+def test_run_series_carry_the_state_numbers(tmp_path):
+    w, reg, _ = setup(tmp_path)
+    get = reg.get_sample_value
+    assert get("streameval_coverage_ratio", {**LABELS, "granularity": "file"}) == 1.0
+    assert get("streameval_coverage_ratio", {**LABELS, "granularity": "line"}) == 1.0
+    # line gold is init_ctx only (6 lines); predicted: app.py 1-20 and util.py 1-3
+    assert get("streameval_precision_ratio", {**LABELS, "granularity": "line"}) == 6 / 23
+    assert get("streameval_steps_total", LABELS) == 2.0
+    assert get("streameval_tool_calls_total", {**LABELS, "category": "read"}) == 2.0
+    assert get("streameval_tool_calls_total", {**LABELS, "category": "edit"}) == 1.0
+    assert get("streameval_read_lines", LABELS) == 23.0
+    assert get("streameval_gold_size", {**LABELS, "granularity": "line"}) == 6.0
+    # the edit deleted base lines 4-5 of src/app.py, inside init_ctx 4-9: provisional 1.0
+    assert get("streameval_editloc_recall_ratio", {**LABELS, "final": "false"}) == 1.0
+    assert get("streameval_editloc_recall_ratio", {**LABELS, "final": "true"}) is None
+    assert get("streameval_first_gold_read_steps", {**LABELS, "level": "line"}) == 1.0
+    assert get("streameval_run_info", {**LABELS, "format": "claude", "state": "active"}) == 1.0
+    assert get("streameval_sessions", {"state": "active"}) == 1.0
+    assert get("streameval_lines_processed_total") == 7.0
+    assert get("streameval_lag_seconds_count") == 7.0
+    assert get("streameval_cache_misses_total", {"cache": "files"}) >= 1.0
+    text = generate_latest(reg).decode()
+    assert "# TYPE streameval_steps_total counter" in text
+
+
+def test_patch_landing_makes_editloc_final(tmp_path):
+    w, reg, d = setup(tmp_path)
+    (d / "patch.diff").write_text("--- a/src/app.py\n+++ b/src/app.py\n@@ -1,1 +1,1 @@\n"
+                                  "-def f1(x):\n+def f1(y):\n")
+    w.changed(d / "patch.diff")
+    get = reg.get_sample_value
+    assert get("streameval_editloc_recall_ratio", {**LABELS, "final": "true"}) == 0.0
+    assert get("streameval_editloc_recall_ratio", {**LABELS, "final": "false"}) is None
+
+
+def test_finished_runs_are_dropped_after_the_keep_time(tmp_path):
+    w, reg, d = setup(tmp_path)
+    f = next(iter(w.followers.values()))
+    f.finish("end", now=1000.0)
+    assert reg.get_sample_value("streameval_sessions", {"state": "finished"}) == 1.0
+    assert reg.get_sample_value("streameval_run_info",
+                                {**LABELS, "format": "claude", "state": "finished"}) == 1.0
+    w.table.expire(now=1005.0)
+    assert reg.get_sample_value("streameval_steps_total", LABELS) == 2.0
+    w.table.expire(now=1011.0)
+    assert reg.get_sample_value("streameval_steps_total", LABELS) is None
+    assert reg.get_sample_value("streameval_sessions", {"state": "finished"}) == 0.0
