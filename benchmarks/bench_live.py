@@ -464,7 +464,11 @@ def phase_latency(args, work: Path, rate: float) -> dict:
     total = n * (1 + 2 * calls)
     probe = Probe(total)
     w, _res = make_watcher(runs, repo, gold, probe, args)
-    server, _reg, port = serve(w.table, "127.0.0.1", 0)
+    registry = None
+    if args.library_exposition:   # a registry of our own: prometheus_client renders
+        from prometheus_client import CollectorRegistry
+        registry = CollectorRegistry()
+    server, _reg, port = serve(w.table, "127.0.0.1", 0, registry=registry)
     side = work / "side.txt"
     ctx = mp.get_context("spawn")
     stop_scrape = ctx.Event()
@@ -624,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mem-calls", type=int, default=50, help="(d) tool calls per session")
     p.add_argument("--debounce-ms", type=int, help="watchfiles debounce (default: WatchConfig's)")
     p.add_argument("--step-ms", type=int, help="watchfiles step (default: WatchConfig's)")
+    p.add_argument("--library-exposition", action="store_true",
+                   help="(c) let prometheus_client render /metrics (the exporter's old path)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     p.add_argument("--phase", help=argparse.SUPPRESS)
@@ -639,6 +645,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"--calls={args.calls}", f"--latency-calls={args.latency_calls}",
                    f"--scrape-interval={args.scrape_interval}", f"--mem-traces={args.mem_traces}",
                    f"--mem-calls={args.mem_calls}", f"--timeout={args.timeout}"]
+    passthrough += ["--library-exposition"] if args.library_exposition else []
     passthrough += [f"--{k.replace('_', '-')}={v}" for k, v in
                     (("debounce_ms", args.debounce_ms), ("step_ms", args.step_ms)) if v is not None]
     m = machine()

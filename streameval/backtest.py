@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import GRANULARITIES, RunIdentity
+from .model import GRANULARITIES
 
 
 @dataclass(slots=True)
@@ -75,7 +75,7 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     from .errors import StreamevalError
     from .identity import identify, patch_beside
     from .live.runs import LiveRun
-    from .session import TraceReader, iter_lines, make_session, open_adapter
+    from .session import TraceReader, iter_lines, make_session, open_adapter, run_identity
 
     path = Path(path)
     identity = identify(path)
@@ -88,15 +88,8 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     stops: dict[str, dict] = {}  # run key -> policy -> Decision
 
     def factory(trace_instance: str | None):
-        ident = identity
-        if trace_instance and runs:
-            ident = RunIdentity(trace_instance, f"{identity.run_id}/{trace_instance}",
-                                identity.agent, identity.model, identity.pid)
-        elif trace_instance and res.lookup(identity.instance_id) is None:
-            ident = RunIdentity(trace_instance, identity.run_id, identity.agent,
-                                identity.model, identity.pid)
-        session = make_session(res, ident, name, trace_instance,
-                               include_sidechain=include_sidechain)
+        ident = run_identity(identity, trace_instance, len(runs), res)
+        session = make_session(res, ident, name, include_sidechain=include_sidechain)
         key = str(path) if not runs else f"{path}#{len(runs)}"
         run = LiveRun(key=key, session=session, first_seen=0.0)
         runs.append(run)

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .model import GRANULARITIES, RunIdentity, ToolCall
+from .model import GRANULARITIES, ToolCall
 
 #: reads listed in the summary (and written to --json) per run
 FIRST_READS = 10
@@ -281,15 +281,17 @@ def _session_factory(args, res, fmt: str, printer: _Printer, plain):
     """Sessions with gold and repo when both are given; else a plain view (``--repo``
     at ``--commit``) so that paths are still repo paths and lines are clamped."""
     from .identity import identify
-    from .session import RunSession, make_session
+    from .session import RunSession, make_session, run_identity
 
     identity = identify(args.trace, args.instance)
+    n_runs = [0]
 
     def factory(trace_instance: str | None) -> RunSession:
-        ident = identity if not trace_instance else RunIdentity(
-            trace_instance, identity.run_id, identity.agent, identity.model)
+        ident = run_identity(identity, trace_instance, n_runs[0], res,
+                             explicit=args.instance is not None)
+        n_runs[0] += 1
         if res.gold is not None and res.repos is not None:
-            s = make_session(res, ident, fmt, trace_instance)
+            s = make_session(res, ident, fmt)
             if s.view is None and plain is not None:
                 s = RunSession(ident, None, plain, fmt=fmt, error=s.error)
         else:

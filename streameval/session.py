@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -464,21 +464,35 @@ class Resources:
         return self.gold.get(instance_id) if (self.gold is not None and instance_id) else None
 
 
-def make_session(res: Resources, identity: RunIdentity, fmt: str,
-                 trace_instance: str | None = None, **kw) -> RunSession:
+def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
+                 res: Resources, explicit: bool = False) -> RunIdentity:
+    """The identity of the ``index``-th run found in one trace file.
+
+    The file's own identity (meta.json, ``--instance``, directory name) names its first
+    run, except when that names no gold row, was not given explicitly, and the trace
+    says which instance it ran. Later runs of the same file (OpenHands holds one
+    instance per line) are the trace's own instances, their run ids suffixed.
+    """
+    if not trace_instance:
+        return base
+    if index > 0:
+        return replace(base, instance_id=trace_instance,
+                       run_id=f"{base.run_id}/{trace_instance}")
+    if not explicit and res.lookup(base.instance_id) is None:
+        return replace(base, instance_id=trace_instance)
+    return base
+
+
+def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSession:
     """A session with its gold and repo looked up; failures become an error record."""
     gold = res.lookup(identity.instance_id)
-    if gold is None and trace_instance:
-        gold = res.lookup(trace_instance)
-        if gold is not None:
-            identity = RunIdentity(gold.instance_id if identity.instance_id != trace_instance
-                                   else trace_instance, identity.run_id, identity.agent,
-                                   identity.model, identity.pid)
     if gold is None:
-        wanted = trace_instance or identity.instance_id
+        bad = getattr(res.gold, "error_for", lambda _id: None)(identity.instance_id)
+        if bad:
+            return RunSession(identity, fmt=fmt, error=f"bad_gold: {bad}", **kw)
         return RunSession(identity, fmt=fmt, error=(
-            f"missing_gold: no gold row for instance {wanted!r}; give the trace a meta.json "
-            "with instance_id, or pass --instance, or check --gold"), **kw)
+            f"missing_gold: no gold row for instance {identity.instance_id!r}; give the "
+            "trace a meta.json with instance_id, or pass --instance, or check --gold"), **kw)
     try:
         view = res.repos.view_for(gold)
     except (RepoError, StreamevalError) as exc:
@@ -511,17 +525,10 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
         return [{"instance_id": identity.instance_id, "error": f"{exc.reason.value}: {exc}",
                  "run_id": identity.run_id}]
     side_patch = patch if patch is not None else patch_beside(path)
-    first = [True]
-
     def factory(trace_instance: str | None) -> RunSession:
-        ident = identity
-        if trace_instance and not first[0]:
-            ident = RunIdentity(trace_instance, f"{identity.run_id}/{trace_instance}",
-                                identity.agent, identity.model)
-        elif trace_instance and (instance is None and res.lookup(identity.instance_id) is None):
-            ident = RunIdentity(trace_instance, identity.run_id, identity.agent, identity.model)
-        first[0] = False
-        return make_session(res, ident, name, trace_instance)
+        ident = run_identity(identity, trace_instance, len(reader.sessions), res,
+                             explicit=instance is not None)
+        return make_session(res, ident, name)
 
     reader = TraceReader(adapter, factory)
     for line, lineno in iter_lines(path):

@@ -21,7 +21,7 @@ import orjson
 from ..errors import Reason, TraceFormatError
 from ..identity import identify, patch_beside
 from ..model import RunIdentity
-from ..session import HEAD_LINES, Resources, RunSession, TraceReader, make_session
+from ..session import HEAD_LINES, Resources, RunSession, TraceReader, make_session, run_identity
 from .runs import LiveRun, RunTable
 from .tail import READ_CHUNK, FileTail
 
@@ -72,14 +72,10 @@ class TraceFollower:
 
     # ------------------------------------------------------------------ sessions
     def _factory(self, trace_instance: str | None) -> RunSession:
-        ident = self.identity
         n = len(self.reader.sessions) if self.reader is not None else 0
-        if trace_instance and n:
-            ident = RunIdentity(trace_instance, f"{ident.run_id}/{trace_instance}",
-                                ident.agent, ident.model, ident.pid)
-        elif trace_instance and self.res.lookup(ident.instance_id) is None and not self.instance:
-            ident = RunIdentity(trace_instance, ident.run_id, ident.agent, ident.model, ident.pid)
-        session = make_session(self.res, ident, self.fmt or "", trace_instance,
+        ident = run_identity(self.identity, trace_instance, n, self.res,
+                             explicit=self.instance is not None)
+        session = make_session(self.res, ident, self.fmt or "",
                                include_sidechain=self.include_sidechain)
         key = str(self.path) if n == 0 else f"{self.path}#{n}"
         self.table.add(LiveRun(key=key, session=session))
