@@ -34,6 +34,7 @@ _SHELL_TOOLS = frozenset({
 })
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "editor",
                            "file_editor"})
+_EDITOR_PREFIXES = tuple(_EDITOR_TOOLS)
 _LOOKS_LIKE_READ = re.compile(r"read|view|open|grep|search", re.I)
 #: tools known to show no repo code although their names look like reads
 _NOT_READS = frozenset({"todoread", "websearch", "webfetch", "bashoutput", "read_mcp_resource",
@@ -107,7 +108,15 @@ def numbered_runs(output: str, loose: bool = False) -> list[tuple[int, int]]:
     bodies, so only the lines really shown count.
     """
     pattern = _NUMBERED_LOOSE if loose else _NUMBERED
-    return _runs({int(m.group(1)) for m in pattern.finditer(output)})
+    found = pattern.findall(output)
+    if not found:
+        return []
+    numbers = list(map(int, found))
+    first, last = numbers[0], numbers[-1]
+    if 0 < first <= last and last - first + 1 == len(numbers) \
+            and numbers == list(range(first, last + 1)):
+        return [(first, last)]  # the common case: a window of a file, in order
+    return _runs(set(numbers))
 
 
 def _runs(numbers: set[int]) -> list[tuple[int, int]]:
@@ -271,7 +280,10 @@ def grep_content_reads(output: str, single_path: str | None) -> list[Read]:
 def _path_match(line: str) -> re.Match[str] | None:
     """``path:N:`` where ``path`` looks like a path (not a number, no white space)."""
     m = _MATCH_LINE.match(line)
-    if m is None or m.group(1).isdigit() or any(c.isspace() for c in m.group(1)):
+    if m is None:
+        return None
+    name = m.group(1)
+    if name.isdigit() or len(name.split()) != 1 or name != name.strip():
         return None
     return m
 
@@ -417,6 +429,8 @@ def _unified(run: list[int]) -> tuple[int, int, int, int]:
 
 def parse_editor_command(command: str) -> dict[str, Any] | None:
     """``str_replace_editor view /p --view_range 1 20`` (a SWE-agent action) -> input dict."""
+    if not command.lstrip().startswith(_EDITOR_PREFIXES):
+        return None  # the usual case: a shell command, not worth a shlex.split
     try:
         argv = shlex.split(command)
     except ValueError:

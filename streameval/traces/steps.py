@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import Reason
@@ -58,12 +59,12 @@ class CallOutcome:
     context_files: list[str] = field(default_factory=list)
 
 
+@lru_cache(maxsize=4096)
 def _is_context_file(path: str) -> bool:
-    try:
-        from .categories import is_context_file
-        return bool(is_context_file(path))
-    except (ImportError, AttributeError, TypeError):
-        return False
+    """Cached: a grep over a tree names the same few files hundreds of times."""
+    from .categories import is_context_file
+
+    return bool(is_context_file(path))
 
 
 class StepBuilder:
