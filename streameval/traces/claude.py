@@ -33,17 +33,15 @@ from collections import OrderedDict
 from typing import Any, ClassVar
 
 from ..model import RunEnd, RunInfo, ToolCall, TraceEvent, Usage
-from .base import Adapter
 from .jsonl import (
+    TypedJsonlAdapter,
     as_dict,
     as_list,
     as_str,
     bad_shape,
-    decode_object,
     first_object,
     parse_timestamp,
     token_usage,
-    unknown_event,
 )
 
 #: Line types that exist in real traces but never carry a tool call or tokens.
@@ -64,14 +62,14 @@ _ANSWERED_MEMORY = 4096
 _Counts = tuple[int, int, int, int]
 
 
-class ClaudeAdapter(Adapter):
+class ClaudeAdapter(TypedJsonlAdapter):
     """Claude Code stream-json and session transcripts (see the module docstring)."""
 
     format: ClassVar[str] = "claude"
     patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
 
     def __init__(self) -> None:
-        self._pending: dict[str, ToolCall] = {}
+        super().__init__()
         #: ids already answered, so a block written twice does not become a second call
         self._answered: OrderedDict[str, None] = OrderedDict()
         self._usage_seen: OrderedDict[str, _Counts] = OrderedDict()
@@ -87,31 +85,6 @@ class ClaudeAdapter(Adapter):
         return any(key in obj for key in _DETECT_KEYS)
 
     # ----------------------------------------------------------------- feeding
-
-    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
-        obj = decode_object(line, lineno)
-        if not isinstance(obj, dict):
-            return [] if obj is None else [obj]
-        kind = obj.get("type")
-        if not isinstance(kind, str):
-            return [unknown_event(lineno, kind)]
-        handler = _HANDLERS.get(kind)
-        if handler is None:
-            return [] if kind in _IGNORED_TYPES else [unknown_event(lineno, kind)]
-        try:
-            return handler(self, obj, lineno)
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:
-            # Defensive net: the handlers check types, but a trace is untrusted input.
-            return [bad_shape(lineno, f"unexpected shape of a {kind!r} line", exc)]
-
-    def close(self) -> list[TraceEvent]:
-        return self._flush_pending()
-
-    def _flush_pending(self) -> list[TraceEvent]:
-        """Calls that never got a result, in the order they were made, output None."""
-        calls: list[TraceEvent] = list(self._pending.values())
-        self._pending.clear()
-        return calls
 
     # ----------------------------------------------------------------- line kinds
 
@@ -276,9 +249,10 @@ def _result_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-_HANDLERS = {
+ClaudeAdapter.handlers = {
     "system": ClaudeAdapter._system,
     "result": ClaudeAdapter._result,
     "assistant": ClaudeAdapter._assistant,
     "user": ClaudeAdapter._user,
 }
+ClaudeAdapter.ignored_types = _IGNORED_TYPES

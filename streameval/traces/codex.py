@@ -38,17 +38,15 @@ from typing import Any, ClassVar
 import orjson
 
 from ..model import RunEnd, RunInfo, ToolCall, TraceEvent, Usage
-from .base import Adapter
 from .jsonl import (
+    TypedJsonlAdapter,
     as_dict,
     as_list,
     as_str,
     bad_shape,
-    decode_object,
     first_object,
     parse_timestamp,
     token_usage,
-    unknown_event,
 )
 
 _EXEC_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed",
@@ -68,14 +66,14 @@ _FAILURE_TEXT = re.compile(r"^\s*(?:failed|error|patch rejected|aborted|executio
                            re.IGNORECASE)
 
 
-class CodexAdapter(Adapter):
+class CodexAdapter(TypedJsonlAdapter):
     """Codex ``exec --json`` streams and rollout files (see the module docstring)."""
 
     format: ClassVar[str] = "codex"
     patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
 
     def __init__(self) -> None:
-        self._pending: dict[str, ToolCall] = {}
+        super().__init__()
         self._session_id: str | None = None
         self._cwd: str | None = None
         self._model: str | None = None
@@ -95,34 +93,9 @@ class CodexAdapter(Adapter):
 
     # ----------------------------------------------------------------- feeding
 
-    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
-        obj = decode_object(line, lineno)
-        if not isinstance(obj, dict):
-            return [] if obj is None else [obj]
-        kind = obj.get("type")
-        if not isinstance(kind, str):
-            return [unknown_event(lineno, kind)]
-        handler = _HANDLERS.get(kind)
-        if handler is None:
-            if kind in _IGNORED_TYPES:
-                return []
-            if kind in _BARE_ITEMS:
-                handler = CodexAdapter._bare_item
-            else:
-                return [unknown_event(lineno, kind)]
-        try:
-            return handler(self, obj, lineno)
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:
-            # Defensive net: the handlers check types, but a trace is untrusted input.
-            return [bad_shape(lineno, f"unexpected shape of a {kind!r} line", exc)]
-
-    def close(self) -> list[TraceEvent]:
-        return self._flush_pending()
-
-    def _flush_pending(self) -> list[TraceEvent]:
-        calls: list[TraceEvent] = list(self._pending.values())
-        self._pending.clear()
-        return calls
+    def fallback_handler(self, kind: str):
+        # old rollouts wrote response items without the ``response_item`` wrapper
+        return CodexAdapter._bare_item if kind in _BARE_ITEMS else None
 
     # ----------------------------------------------------------------- exec --json
 
@@ -413,7 +386,8 @@ def _when(obj: dict, payload: dict) -> float | None:
     return ts if ts is not None else parse_timestamp(payload.get("timestamp"))
 
 
-_HANDLERS = {
+CodexAdapter.ignored_types = _IGNORED_TYPES
+CodexAdapter.handlers = {
     "thread.started": CodexAdapter._thread_started,
     "turn.started": CodexAdapter._turn_started,
     "turn.completed": CodexAdapter._turn_completed,

@@ -9,13 +9,15 @@ the same damage, and one orjson call per line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
 from ..errors import Reason
-from ..model import BadLine, TokenUsage
+from ..model import BadLine, TokenUsage, ToolCall, TraceEvent
+from .base import Adapter
 
 #: Longer lines are refused unparsed: a real event line is at most a few MB (a whole
 #: file's content in a Read result); past this we are looking at corruption.
@@ -136,3 +138,51 @@ def bad_shape(lineno: int, what: str, exc: Exception | None = None) -> BadLine:
 def unknown_event(lineno: int, kind: Any) -> BadLine:
     return BadLine(lineno, Reason.UNKNOWN_EVENT.value,
                    f"line {lineno}: unknown event type {str(kind)[:_SNIPPET]!r}; skipped")
+
+
+class TypedJsonlAdapter(Adapter):
+    """A JSON-lines format whose lines say what they are in a ``type`` field.
+
+    Subclasses name a handler per type (``handlers``), the types that carry nothing
+    for us (``ignored_types``), and may map other types in ``fallback_handler``.
+    Decoding failures and unknown types become counted BadLines; a handler that
+    trips over an unexpected shape becomes one too (a trace is untrusted input).
+    Calls waiting for their results live in ``_pending`` and are flushed by ``close``.
+    """
+
+    handlers: ClassVar[dict[str, Callable[..., list[TraceEvent]]]] = {}
+    ignored_types: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self) -> None:
+        self._pending: dict[str, ToolCall] = {}
+
+    def fallback_handler(self, kind: str) -> Callable[..., list[TraceEvent]] | None:
+        return None
+
+    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        obj = decode_object(line, lineno)
+        if not isinstance(obj, dict):
+            return [] if obj is None else [obj]
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            return [unknown_event(lineno, kind)]
+        handler = self.handlers.get(kind)
+        if handler is None:
+            if kind in self.ignored_types:
+                return []
+            handler = self.fallback_handler(kind)
+            if handler is None:
+                return [unknown_event(lineno, kind)]
+        try:
+            return handler(self, obj, lineno)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            return [bad_shape(lineno, f"unexpected shape of a {kind!r} line", exc)]
+
+    def close(self) -> list[TraceEvent]:
+        return self._flush_pending()
+
+    def _flush_pending(self) -> list[TraceEvent]:
+        """Calls that never got a result, in the order they were made, output None."""
+        calls: list[TraceEvent] = list(self._pending.values())
+        self._pending.clear()
+        return calls
