@@ -29,6 +29,22 @@ class IntervalSet:
         for a, b in intervals:
             self.add(a, b)
 
+    @classmethod
+    def from_ranges(cls, ranges: Iterable[tuple[int, int]]) -> IntervalSet:
+        """A set built in one pass (sort, then merge): what a step's own ranges need,
+        without the bisect-and-splice of ``add`` per range. ``a > b`` ranges are empty."""
+        out = cls()
+        starts, ends = out._starts, out._ends
+        for a, b in sorted(r for r in ranges if r[0] <= r[1]):
+            if ends and a <= ends[-1] + 1:
+                if b > ends[-1]:
+                    ends[-1] = b
+            else:
+                starts.append(a)
+                ends.append(b)
+        out._total = sum(e - s + 1 for s, e in zip(starts, ends))
+        return out
+
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
         """Number of disjoint intervals (not of integers: see ``total``)."""

@@ -111,22 +111,15 @@ class _Expander:
         index = self.view.line_index(path)
         if index is None:
             return None
-        out = IntervalSet()
-        for a, b in ranges:
-            piece = index.byte_range(*_ordered(a, b))
-            if piece is not None:
-                out.add(*piece)
-        return out
+        pieces = (index.byte_range(*_ordered(a, b)) for a, b in ranges)
+        return IntervalSet.from_ranges(p for p in pieces if p is not None)
 
     @staticmethod
     def line_set(ranges: Iterable[tuple[int, int]]) -> IntervalSet:
         """METRICS.md 3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
-        out = IntervalSet()
-        for a, b in ranges:
-            a, b = _ordered(a, b)
-            if a > 0:  # after ordering, a > 0 means both ends are
-                out.add(a, b)
-        return out
+        ordered = (_ordered(a, b) for a, b in ranges)
+        # after ordering, a > 0 means both ends are
+        return IntervalSet.from_ranges(r for r in ordered if r[0] > 0)
 
     def overlapping(self, bytes_by_file: Mapping[str, IntervalSet]) -> set[Definition]:
         """METRICS.md 3: definitions sharing at least one byte with the spans."""

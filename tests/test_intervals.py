@@ -57,3 +57,13 @@ def test_reversed_interval_adds_nothing():
     s = IntervalSet()
     assert s.add(5, 2) == []
     assert s.total == 0 and not s
+
+
+@settings(max_examples=400)
+@given(intervals)
+def test_from_ranges_equals_adding_one_by_one(pairs):
+    one_by_one = IntervalSet()
+    for a, b in pairs:
+        one_by_one.add(a, b)
+    built = IntervalSet.from_ranges(pairs)
+    assert built == one_by_one and built.total == one_by_one.total
