@@ -1,6 +1,6 @@
 """How fast one ``streameval watch`` process keeps up with agents writing traces.
 
-Four measurements, each in a fresh child process so they do not share memory or caches
+Four measurements and a check, each in a fresh child process so they do not share memory or caches
 (the parent only prints):
 
 (a) ``single``  one Claude stream-json trace of ``--lines`` lines (default 100,000) is
@@ -31,6 +31,8 @@ Four measurements, each in a fresh child process so they do not share memory or 
     timeout). Per session = (RSS after - RSS before) / N, where "before" is after one
     warm-up trace over the same files was scored (repo file, line-index and symbol
     caches full). A second child does the same under ``tracemalloc``.
+``exposition``  the exporter's ``/metrics`` rendering of ``--traces`` runs compared
+    byte for byte with prometheus_client's, for several Accept headers, and timed.
 
 Traces are Claude Code stream-json lines (system/init, assistant tool_use, user
 tool_result) over real-size files (four CPython standard-library modules, 1,400-3,500
@@ -583,10 +585,58 @@ def phase_memory(args, work: Path, use_tracemalloc: bool) -> dict:
             "load_seconds": elapsed}
 
 
+ACCEPTS = (None, PROMETHEUS_HEADERS["Accept"], "application/openmetrics-text",
+           "text/plain;version=1.0.0;escaping=allow-utf-8", "text/plain; version=0.0.4")
+
+
+def phase_exposition(args, work: Path) -> dict:
+    """The exporter's own /metrics rendering vs prometheus_client's, same table.
+
+    Checks the bytes are identical for every Accept header a client may send, and
+    times both (the collector is the exporter's; only who writes the text differs).
+    """
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.exposition import choose_encoder
+
+    from streameval.live.exporter import RunsCollector, _fast_encoding
+
+    repo, gold = make_setup(work)
+    pool = CallPool(repo)
+    runs = work / "runs"
+    for i, p in enumerate(make_run_dirs(runs, args.traces)):
+        with open(p, "wb") as fh:
+            fh.write(init_line())
+            for k in range(5):
+                fh.write(pool.call(i * 7919 + k, f"{i}_{k}"))
+            if i % 3 == 0:
+                fh.write(b"{not json\n")
+    (runs / "r0001" / "meta.json").write_text(json.dumps(
+        {"instance_id": INSTANCE, "run_id": 'odd"id\\x\ny', "agent": "ag\u00e9nt", "model": "m"}))
+    w, _res = make_watcher(runs, repo, gold, None)
+    w.scan()
+    w.poll_all()
+    collector = RunsCollector(w.table)
+    registry = CollectorRegistry()
+    registry.register(collector)
+    out = {"runs": len(w.table.runs), "identical": True, "cases": []}
+    for accept in ACCEPTS:
+        encoder, _ctype = choose_encoder(accept)
+        t0 = time.perf_counter()
+        lib = encoder(registry)
+        t1 = time.perf_counter()
+        fast = collector.render(encoder, _fast_encoding(encoder))
+        t2 = time.perf_counter()
+        same = lib == fast
+        out["identical"] &= same
+        out["cases"].append({"accept": accept or "(none)", "same": same, "bytes": len(lib),
+                             "library_s": t1 - t0, "render_s": t2 - t1})
+    return out
+
+
 # ---------------------------------------------------------------------- driver
 
 
-PHASES = ("single", "many", "latency", "memory")
+PHASES = ("single", "many", "latency", "memory", "exposition")
 
 
 def run_phase(args) -> dict:
@@ -601,6 +651,8 @@ def run_phase(args) -> dict:
             return phase_latency(args, work, args.rate_one)
         if args.phase == "memory":
             return phase_memory(args, work, False)
+        if args.phase == "exposition":
+            return phase_exposition(args, work)
         if args.phase == "memory-traced":
             return phase_memory(args, work, True)
         raise SystemExit(f"unknown phase {args.phase}")
@@ -668,6 +720,9 @@ def main(argv: list[str] | None = None) -> int:
         r = results["memory"] = child(passthrough, "memory")
         t = results["memory_traced"] = child(passthrough, "memory-traced")
         report_memory(r, t)
+    if "exposition" in wanted:
+        r = results["exposition"] = child(passthrough, "exposition")
+        report_exposition(r)
     print("json:", json.dumps(results))
     return 0
 
@@ -700,6 +755,15 @@ def report_latency(r: dict) -> None:
           f"({r['matched_scraped']:,} steps matched; {r['scrapes']} scrapes, p50 "
           f"{r['scrape_p50'] * 1e3:.0f} ms / max {r['scrape_max'] * 1e3:.0f} ms each, "
           f"{r['scrape_bytes'] / 1e6:.1f} MB)", flush=True)
+
+
+def report_exposition(r: dict) -> None:
+    verdict = "byte-identical" if r["identical"] else "DIFFERENT"
+    print(f"exposition of {r['runs']:,} runs: exporter's rendering vs prometheus_client's: {verdict}")
+    for c in r["cases"]:
+        print(f"    Accept {c['accept'][:48]!s:48}  {c['bytes'] / 1e6:.1f} MB  library "
+              f"{c['library_s'] * 1e3:5.0f} ms  exporter {c['render_s'] * 1e3:5.0f} ms  "
+              f"{'same' if c['same'] else 'DIFFERENT'}", flush=True)
 
 
 def report_memory(r: dict, t: dict) -> None:

@@ -91,3 +91,37 @@ def test_finished_runs_are_dropped_after_the_keep_time(tmp_path):
     w.table.expire(now=1011.0)
     assert reg.get_sample_value("streameval_steps_total", LABELS) is None
     assert reg.get_sample_value("streameval_sessions", {"state": "finished"}) == 0.0
+
+
+def test_served_metrics_are_the_bytes_prometheus_client_would_write(tmp_path):
+    """/metrics is rendered by the exporter's own fast path; it must stay byte-equal to
+    prometheus_client's encoders, tricky label values included."""
+    import urllib.request
+
+    from prometheus_client.exposition import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_om
+
+    from streameval.live.exporter import serve
+
+    w, reg, d = setup(tmp_path)
+    odd = tmp_path / "runs" / "odd"
+    odd.mkdir()
+    (odd / "meta.json").write_text(json.dumps({"instance_id": "demo__demo-1",
+                                               "run_id": 'q"b\\s\nn', "agent": "ägent",
+                                               "model": "m"}))
+    (odd / "trace.jsonl").write_bytes((d / "trace.jsonl").read_bytes() + b"{broken\n")
+    w.scan()
+    w.poll_all()
+    server, _sreg, port = serve(w.table, "127.0.0.1", 0)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read()
+        om_req = urllib.request.Request(url, headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+        with urllib.request.urlopen(om_req, timeout=10) as r:
+            om = r.read()
+    finally:
+        server.close()
+    assert 'run_id="q\\"b\\\\s\\nn"' in text.decode()
+    assert text == generate_latest(reg)
+    assert om == generate_om(reg)
