@@ -21,7 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="streameval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="streameval",
+        description="Score coding agents while they run: ContextBench context metrics from "
+                    "agent traces, live as Prometheus metrics or replayed as JSONL records.")
     parser.add_argument("--version", action="version", version="streameval 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_) in COMMANDS.items():

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import config
+
 
 def examples_dir() -> Path:
     """``examples/`` of the source checkout (the README runs the demo from there)."""
@@ -21,8 +23,9 @@ def examples_dir() -> Path:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=Path, default=None,
                    help="examples directory (default: the checkout's examples/)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9108, help="metrics port (0 = any free port)")
+    p.add_argument("--host", default=config.host(), help="metrics address (STREAMEVAL_HOST)")
+    p.add_argument("--port", type=int, default=config.port(),
+                   help="metrics port (STREAMEVAL_PORT; default 9108; 0 = any free port)")
     p.add_argument("--speed", type=float, default=1.0, help="replay speed-up factor")
     p.add_argument("--linger", type=float, default=None,
                    help="seconds to keep serving after the run "

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 import orjson
 
+from . import config
 from .errors import Reason, StreamevalError
 from .model import Step
 from .traces.unified import UnifiedError, UnifiedRecord, iter_unified_records
@@ -67,8 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "Prometheus metrics (for Grafana and demos) instead of writing JSONL")
     parser.add_argument("--speed", type=float, default=1.0, metavar="X",
                         help="with --live: speed-up factor of the original timing")
-    parser.add_argument("--host", default="127.0.0.1", help="with --live: metrics address")
-    parser.add_argument("--port", type=int, default=9108, help="with --live: metrics port")
+    parser.add_argument("--host", default=config.host(),
+                        help="with --live: metrics address (STREAMEVAL_HOST)")
+    parser.add_argument("--port", type=int, default=config.port(),
+                        help="with --live: metrics port (STREAMEVAL_PORT)")
     parser.add_argument("--linger", type=float, default=None, metavar="SECONDS",
                         help="with --live: keep serving this long after the last run "
                              "(default: until Ctrl-C on a terminal, else 0)")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import orjson
 
+from .. import config
 from ..identity import PATCH_NAMES, SIDE_FILES
 from ..session import Resources
 from .follow import TraceFollower, record_line
@@ -337,8 +338,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gold", required=True, help="gold (parquet, JSON, JSONL, annot dirs)")
     p.add_argument("--repos", help="directory of clones named owner__repo")
     p.add_argument("--repo", help="one repository for every trace (git or directory)")
-    p.add_argument("--host", default=os.environ.get("STREAMEVAL_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("STREAMEVAL_PORT", "9108")))
+    p.add_argument("--host", default=config.host(),
+                   help="metrics address (STREAMEVAL_HOST; default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=config.port(),
+                   help="metrics port (STREAMEVAL_PORT; default 9108; 0 = any free port)")
     p.add_argument("--glob", action="append", dest="globs",
                    help=f"trace file name pattern (repeatable; default: {' '.join(DEFAULT_GLOBS)})")
     p.add_argument("--out", type=Path, help="append each finished run's record here (JSONL)")

@@ -1,0 +1,32 @@
+"""Configuration defaults, resolved in one place: argument, then environment, then default.
+
+Commands take their defaults from here, so ``STREAMEVAL_*`` variables are read in this
+module only and mean the same thing for every command.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: where the metrics endpoint binds; loopback unless configured (rules of the house)
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9108
+
+
+def host() -> str:
+    """``STREAMEVAL_HOST`` or 127.0.0.1."""
+    return os.environ.get("STREAMEVAL_HOST") or DEFAULT_HOST
+
+
+def port() -> int:
+    """``STREAMEVAL_PORT`` or 9108; a value that is not a port number is an error."""
+    raw = os.environ.get("STREAMEVAL_PORT")
+    if not raw:
+        return DEFAULT_PORT
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"streameval: STREAMEVAL_PORT={raw!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise SystemExit(f"streameval: STREAMEVAL_PORT={raw!r} is out of range")
+    return value

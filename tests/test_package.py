@@ -1,0 +1,37 @@
+"""The package entry: a small declared API, and an import that stays cheap."""
+
+import subprocess
+import sys
+
+import pytest
+
+import streameval
+from streameval import config
+
+
+def test_public_api_is_declared_and_resolves():
+    assert sorted(streameval.__all__) == ["GoldInstance", "InstanceState", "IntervalSet", "Step",
+                                          "evaluate_trace", "load_gold"]
+    for name in streameval.__all__:
+        assert getattr(streameval, name) is not None
+    with pytest.raises(AttributeError):
+        streameval.no_such_thing  # noqa: B018
+
+
+def test_import_loads_no_grammar_pyarrow_or_prometheus_client():
+    code = ("import sys, streameval; heavy = [m for m in ('tree_sitter', 'pyarrow', "
+            "'prometheus_client', 'watchfiles', 'anyio') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_port_and_host_come_from_the_environment(monkeypatch):
+    monkeypatch.delenv("STREAMEVAL_PORT", raising=False)
+    monkeypatch.delenv("STREAMEVAL_HOST", raising=False)
+    assert (config.host(), config.port()) == ("127.0.0.1", 9108)
+    monkeypatch.setenv("STREAMEVAL_PORT", "9200")
+    monkeypatch.setenv("STREAMEVAL_HOST", "0.0.0.0")
+    assert (config.host(), config.port()) == ("0.0.0.0", 9200)
+    monkeypatch.setenv("STREAMEVAL_PORT", "http")
+    with pytest.raises(SystemExit, match="not a port number"):
+        config.port()
