@@ -102,8 +102,11 @@ class StepBuilder:
             if repo is not None:
                 self.edits.revert(repo)
         files: dict[str, list[tuple[int, int]]] = {}
+        # a search call shows many lines of the same few files: their length is
+        # looked up once per call (edits of this call are already applied)
+        lengths: dict[str, int] = {}
         for read in inf.reads:
-            resolved = self._resolve_read(read, cwd, out)
+            resolved = self._resolve_read(read, cwd, out, lengths)
             out.reads.append(resolved)
             if resolved.repo_path is not None:
                 files.setdefault(resolved.repo_path, []).extend(resolved.base)
@@ -130,7 +133,8 @@ class StepBuilder:
         if repo not in out.edits:
             out.edits.append(repo)
 
-    def _resolve_read(self, read: Read, cwd: str | None, out: CallOutcome) -> ResolvedRead:
+    def _resolve_read(self, read: Read, cwd: str | None, out: CallOutcome,
+                      lengths: dict[str, int]) -> ResolvedRead:
         repo, reason = self.paths.lookup(read.path, cwd)
         if repo is None:
             # Listings name directories and build output too; only a read of file
@@ -143,14 +147,16 @@ class StepBuilder:
         if self.view is None:
             cur = (read.start or 1, read.end) if read.end is not None else None
             return ResolvedRead(read.path, repo, cur, [cur] if cur else [], False)
-        current = self._clamp(read, repo, out)
+        n = lengths.get(repo)
+        if n is None:
+            n = lengths[repo] = self.edits.num_lines(repo) or 0
+        current = self._clamp(read, repo, n, out)
         base = self.edits.to_base(repo, *current) if current else []
         return ResolvedRead(read.path, repo, current, base, False)
 
-    def _clamp(self, read: Read, repo: str, out: CallOutcome) -> tuple[int, int] | None:
-        """Lines the file really had (METRICS.md 6): None end or past EOF -> last line;
-        negative start counts from the end; start > end is swapped (METRICS.md 4b)."""
-        n = self.edits.num_lines(repo) or 0
+    def _clamp(self, read: Read, repo: str, n: int, out: CallOutcome) -> tuple[int, int] | None:
+        """Lines the file really had (``n`` now; METRICS.md 6): None end or past EOF ->
+        last line; negative start counts from the end; start > end is swapped (4b)."""
         start, end = read.start, read.end
         if start is not None and end is not None and start > 0 and end > 0 and start > end:
             start, end = end, start
