@@ -88,7 +88,7 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     stops: dict[str, dict] = {}  # run key -> policy -> Decision
 
     def factory(trace_instance: str | None):
-        ident = run_identity(identity, trace_instance, len(runs), res)
+        ident = run_identity(identity, trace_instance, len(runs), res, trace=path)
         session = make_session(res, ident, name, include_sidechain=include_sidechain)
         key = str(path) if not runs else f"{path}#{len(runs)}"
         run = LiveRun(key=key, session=session, first_seen=0.0)

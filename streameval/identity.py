@@ -81,6 +81,22 @@ def identify(trace: Path, instance: str | None = None,
     )
 
 
+def instance_candidates(trace: Path) -> list[str]:
+    """SWE-bench-style ids (``owner__repo-N``) a trace's file name may carry.
+
+    Collections of traces are often named ``<agent>__<model>__<instance>.traj.json``;
+    when nothing else names the instance, these are tried against the gold, in order.
+    """
+    name = Path(trace).name
+    parts = name.split("__")
+    out: list[str] = []
+    for i in range(len(parts) - 1):
+        tail = parts[i + 1].split(".", 1)[0]  # drop .traj.json, .checkpoints.jsonl...
+        if parts[i] and tail:
+            out.append(f"{parts[i]}__{tail}")
+    return out
+
+
 def patch_beside(trace: Path) -> str | None:
     """The model patch stored beside a trace (``patch.diff`` or ``model.patch``)."""
     for name in PATCH_NAMES:

@@ -288,7 +288,7 @@ def _session_factory(args, res, fmt: str, printer: _Printer, plain):
 
     def factory(trace_instance: str | None) -> RunSession:
         ident = run_identity(identity, trace_instance, n_runs[0], res,
-                             explicit=args.instance is not None)
+                             explicit=args.instance is not None, trace=args.trace)
         n_runs[0] += 1
         if res.gold is not None and res.repos is not None:
             s = make_session(res, ident, fmt)

@@ -465,16 +465,23 @@ class Resources:
 
 
 def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
-                 res: Resources, explicit: bool = False) -> RunIdentity:
+                 res: Resources, explicit: bool = False,
+                 trace: Path | None = None) -> RunIdentity:
     """The identity of the ``index``-th run found in one trace file.
 
     The file's own identity (meta.json, ``--instance``, directory name) names its first
     run, except when that names no gold row, was not given explicitly, and the trace
-    says which instance it ran. Later runs of the same file (OpenHands holds one
+    says which instance it ran (or, failing that, the file name carries a gold id). Later runs of the same file (OpenHands holds one
     instance per line) are the trace's own instances, their run ids suffixed.
     """
     if not trace_instance:
-        return base
+        if explicit or index > 0 or trace is None or res.lookup(base.instance_id) is not None:
+            return base
+        from .identity import instance_candidates
+
+        # last resort: an id in the file name (``<agent>__<owner>__<repo>-<n>.traj``)
+        named = next((c for c in instance_candidates(trace) if res.lookup(c) is not None), None)
+        return replace(base, instance_id=named) if named else base
     if index > 0:
         return replace(base, instance_id=trace_instance,
                        run_id=f"{base.run_id}/{trace_instance}")
@@ -527,7 +534,7 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
     side_patch = patch if patch is not None else patch_beside(path)
     def factory(trace_instance: str | None) -> RunSession:
         ident = run_identity(identity, trace_instance, len(reader.sessions), res,
-                             explicit=instance is not None)
+                             explicit=instance is not None, trace=path)
         return make_session(res, ident, name)
 
     reader = TraceReader(adapter, factory)

@@ -74,7 +74,7 @@ class TraceFollower:
     def _factory(self, trace_instance: str | None) -> RunSession:
         n = len(self.reader.sessions) if self.reader is not None else 0
         ident = run_identity(self.identity, trace_instance, n, self.res,
-                             explicit=self.instance is not None)
+                             explicit=self.instance is not None, trace=self.path)
         session = make_session(self.res, ident, self.fmt or "",
                                include_sidechain=self.include_sidechain)
         key = str(self.path) if n == 0 else f"{self.path}#{n}"
