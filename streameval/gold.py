@@ -234,7 +234,8 @@ def _add_row(gold: GoldSet, row: Any, fallback_id: str) -> None:
 
 def _instance(iid: str, row: dict[str, Any]) -> GoldInstance:
     """METRICS.md section 1: init/add when given, else all gold_context is init."""
-    if "init_ctx" in row or "add_ctx" in row:
+    # A null init_ctx/add_ctx (a column this row does not fill) is not "given".
+    if row.get("init_ctx") is not None or row.get("add_ctx") is not None:
         init = _spans(row.get("init_ctx"), "init_ctx")
         add = _spans(row.get("add_ctx"), "add_ctx")
     else:

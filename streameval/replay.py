@@ -456,6 +456,11 @@ def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
             r = resolve(path)
             if r is not None:
                 symbols.setdefault(r, []).extend(names)
+        if step.symbols and not symbols:
+            # METRICS.md 4b: the step gave names, so they replace the spans' symbols even
+            # when none names a repo file; keep the keys (not repo files: they name
+            # nothing) so the state does not read an empty dict as "no names given".
+            symbols = {path: [] for path in step.symbols}
     return Step(files=files, spans=spans, symbols=symbols)
 
 

@@ -305,6 +305,10 @@ def _declarator_name(node: Any, data: bytes) -> list[str]:
     current = node
     for _ in range(64):  # declarators nest shallowly; the bound only guards odd trees
         inner = current.child_by_field_name("declarator")
+        if inner is None and current.type == "reference_declarator":
+            # C++ ``int& f()``: the inner declarator is a child, not a field
+            inner = next((c for c in current.named_children if c.type.endswith("declarator")
+                          or c.type in ("identifier", "qualified_identifier")), None)
         if inner is None:
             break
         current = inner

@@ -135,6 +135,22 @@ def test_json_dict_of_rows_uses_keys_as_ids(tmp_path: Path) -> None:
     assert gold.get("x1").init_ctx[1] == GoldSpan("src/b.py", 4, 9)  # gold_ctx as a list
 
 
+def test_null_init_and_add_columns_fall_back_to_gold_context(tmp_path: Path) -> None:
+    """METRICS.md 1: a row with only gold_context treats all of it as init_ctx. A table
+    that has init_ctx/add_ctx columns (null in this row) still has only gold_context
+    here; it was rejected as "no gold items"."""
+    f = tmp_path / "mixed.json"
+    rows = [{**_row("only-gold"), "init_ctx": None, "add_ctx": None},
+            {"instance_id": "split", "init_ctx": ITEMS[:1], "add_ctx": None,
+             "gold_context": json.dumps(ITEMS)}]
+    f.write_text(json.dumps(rows))
+    gold = load_gold(f)
+    assert gold.errors == []
+    _check_row(gold, "only-gold")
+    split = gold.get("split")  # init/add given: they win over gold_context
+    assert split.init_ctx == [GoldSpan("src/a.py", 1, 3)] and split.add_ctx == []
+
+
 def test_jsonl_with_init_and_add(tmp_path: Path) -> None:
     f = tmp_path / "gold.jsonl"
     r1 = {"instance_id": "i1", "init_ctx": ITEMS[:1], "add_ctx": json.dumps(ITEMS[1:])}

@@ -18,6 +18,7 @@ import pytest
 from gitrepo import make_repo
 
 from streameval.cli import main
+from streameval.model import Step
 from streameval.replay import shard_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -378,3 +379,53 @@ def test_trace_shard_key_is_the_meta_instance_else_the_path(tmp_path):
     assert job.key == str(bare)  # no meta.json: the directory name would bunch shards
     [job] = list(collect_jobs([str(bare)], instance="example__inventory-1"))
     assert job.key == "example__inventory-1"
+
+
+def test_symbol_names_for_unresolvable_files_still_replace_the_span_symbols(tmp_path):
+    """METRICS.md 4b: a step that gives ``symbols`` names uses those, not its spans'.
+
+    The step read mod.py lines 1-2 (def f, the gold) but named ``g`` in a file that is
+    not in the repository. The names replace the span-derived symbols and name nothing:
+    symbol coverage 0/1 and |step| = 0 symbols. Before the fix, resolution dropped the
+    only key, the empty dict read as "no names", and f came back (coverage 1.0).
+    """
+    from streameval.gold import GoldInstance, GoldSpan
+    from streameval.replay import resolve_step
+    from streameval.repo import GitRepo
+    from streameval.state import InstanceState
+    from streameval.symbols import SymbolIndex
+
+    [base] = make_repo(tmp_path, {"mod.py": MOD})
+    gold = GoldInstance("x", init_ctx=[GoldSpan("mod.py", 1, 2)])
+    with GitRepo(tmp_path) as repo:
+        view = repo.at(base)
+        named_elsewhere = resolve_step(view, Step(files=("mod.py",), spans={"mod.py": [(1, 2)]},
+                                                  symbols={"/elsewhere/nope.py": ["g"]}), {})
+        state = InstanceState(gold, view, SymbolIndex())
+        coverage = state.add_step(named_elsewhere)
+        assert coverage["symbol"] == 0.0
+        assert state.snapshot().granularities["symbol"].step_sum == 0
+        # an empty ``symbols`` dict gives no names: the spans' symbols count (f)
+        plain = resolve_step(view, Step(files=("mod.py",), spans={"mod.py": [(1, 2)]},
+                                        symbols={}), {})
+        assert state.add_step(plain)["symbol"] == 1.0
+
+
+def test_unified_steps_without_a_stated_final_use_their_union(batch):
+    """docs/metrics.md: ``pred_steps`` and no ``pred_*`` final key -> the final context is
+    the union of the steps (METRICS.md 1), not ``no_context_extracted``. The union of
+    STEPS: files notes, mod (2 of 2 gold files); lines notes 1-5 + mod 5-6 = 7, of which
+    notes 3-4 are gold (2 of 4)."""
+    from streameval.replay import _Context, evaluate_unified
+    from streameval.traces.unified import parse_record
+
+    context = _Context.build(str(batch["gold"]), str(batch["repos"]), None)
+    try:
+        rec = parse_record({"instance_id": "acme__widgets-1", "traj_data": {"pred_steps": STEPS}})
+        out = evaluate_unified(rec, context)
+    finally:
+        context.repos.close()
+    assert out["num_steps"] == 3
+    assert out["final"]["file"]["coverage"] == 1.0
+    assert out["final"]["line"] == {"coverage": 0.5, "precision": 2 / 7, "intersection": 2,
+                                    "gold_size": 4, "pred_size": 7}

@@ -420,6 +420,17 @@ def test_named_accepts_qualified_names() -> None:
     assert [d.kind for d in fs.named("Shop")] == ["module"]
 
 
+def test_cpp_functions_returning_references_are_named_by_their_identifier() -> None:
+    """METRICS.md 3: a ``symbols`` name maps to the definitions of that name. C++
+    ``int& ref()`` has a reference_declarator, whose inner declarator is not a field:
+    the name is ``ref`` (it was the text ``& ref()``, so ``ref`` named nothing)."""
+    source = "int& ref() { static int x; return x; }\nFoo&& mv(Foo f) { return f; }\n"
+    fs = parse_definitions("a.cpp", source.encode())
+    assert [d.name for d in fs.definitions] == ["ref", "mv"]
+    assert [d.start_byte for d in fs.named("ref")] == [0]
+    assert [d.start_byte for d in fs.named("mv")] == [source.index("Foo&&")]
+
+
 def test_non_utf8_source_keeps_byte_offsets() -> None:
     data = b"def caf\xe9():\n    return '\xff\xfe'\n\nclass K:\n    def m(self):\n        pass\n"
     fs = parse_definitions("legacy.py", data)
