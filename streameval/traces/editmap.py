@@ -20,11 +20,12 @@ Line identity rules (what "the agent wrote" means):
   even when only one character changed (they no longer show the base line);
 - ``Write``/``create`` of an existing file is compared with the current text the same
   way; a file not in the base starts empty, so all its lines are agent-written;
-- an edit we cannot replay (``sed -i``, a redirect, Codex ``file_change`` without a
-  diff, ``undo_edit``) leaves the mapping as it was and marks the file ``uncertain``:
-  that is identity through the unknown edit, which is exact when the edit did not move
-  lines and off by the edit's line delta below it otherwise. It is the honest choice
-  without the text; ``uncertain_files()`` lets reports say so;
+- an edit we cannot replay (``sed -i`` other than one command at fixed line numbers,
+  a redirect, Codex ``file_change`` without a diff, ``undo_edit``) leaves the mapping
+  as it was and marks the file ``uncertain``: that is identity through the unknown
+  edit, which is exact when the edit did not move lines and off by the edit's line
+  delta below it otherwise. It is the honest choice without the text;
+  ``uncertain_files()`` lets reports say so;
 - structured hunks with no text (numbers only) are trusted: their new lines are
   agent-written placeholders whose text we do not know.
 
@@ -35,6 +36,7 @@ was deleted, so the patch and the mapping can never disagree.
 
 from __future__ import annotations
 
+import copy
 import difflib
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -230,6 +232,8 @@ class EditMap:
         self._placeholders = 0
         #: (path, message) of the last failed ``apply``, for callers that report it
         self.last_problem: tuple[Reason, str] | None = None
+        #: edited files saved by ``git stash``, newest last
+        self._stashes: list[dict[str, _File]] = []
 
     # ------------------------------------------------------------------ state
     def _file(self, path: str) -> _File:
@@ -296,6 +300,23 @@ class EditMap:
         current line is its base line again, and it has no edits to report."""
         self._files.pop(path, None)
         self._patch_cache.pop(path, None)
+
+    def stash(self) -> None:
+        """``git stash``: every file is back at the base commit; the edits are saved."""
+        self._stashes.append(self._files)
+        self._files = {}
+        self._patch_cache.clear()
+
+    def unstash(self, keep: bool = False) -> None:
+        """``git stash pop`` (``keep``: ``apply``): the saved edits are back. A file
+        edited since the stash keeps the newer state only if the stash did not hold it."""
+        if not self._stashes:
+            return
+        saved = self._stashes[-1] if keep else self._stashes.pop()
+        if keep:
+            saved = copy.deepcopy(saved)
+        self._files = {**self._files, **saved}
+        self._patch_cache.clear()
 
     def apply(self, path: str, edit: Edit) -> bool:
         """Replay one edit; False (and ``last_problem``) when it could not be located."""

@@ -66,6 +66,8 @@ class Inference:
     failed: bool = False
     #: files put back to the base commit (``git checkout -- f``, ``git restore f``)
     reverted: list[str] = field(default_factory=list)
+    #: ``git stash`` operations ("push", "pop", "apply"), in order (``ShellAnalysis.stash``)
+    stash: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -160,6 +162,10 @@ def _claude_read(call: ToolCall, inf: Inference) -> None:
     if call.tool.lower() == "notebookread" or path.endswith(".ipynb"):
         inf.reads.append(Read(path))
         return
+    if _claude_past_end(call):
+        inf.problems.append((Reason.BAD_LINE_RANGE,
+                             f"{path}: offset {inp.get('offset')} is past the end of the file"))
+        return
     shown = _claude_shown(call)
     if shown is not None:
         inf.reads.extend(_reads_from_runs(path, shown) if shown else [Read(path, listing=True)])
@@ -169,6 +175,24 @@ def _claude_read(call: ToolCall, inf: Inference) -> None:
     start = offset if offset and offset > 0 else 1
     count = limit if limit and limit > 0 else CLAUDE_READ_LIMIT
     inf.reads.append(Read(path, start, start + count - 1))
+
+
+_PAST_END = "shorter than the provided offset"
+
+
+def _claude_past_end(call: ToolCall) -> bool:
+    """An ``offset`` past the file's last line: Claude shows only a warning, no line of
+    the file (``file.numLines`` 0 from a ``startLine`` after ``totalLines``). That reads
+    nothing (METRICS.md 6); an empty file (``startLine`` 1) is still a file shown."""
+    st = call.structured
+    file = st.get("file") if isinstance(st, dict) else None
+    if isinstance(file, dict):
+        start, num = _int(file.get("startLine")), _int(file.get("numLines"))
+        total = _int(file.get("totalLines"))
+        if num == 0 and start is not None and start > 1 and (total is None or start > total):
+            return True
+    return isinstance(call.output, str) and _PAST_END in call.output[:400] \
+        and not _NUMBERED.search(call.output)
 
 
 def _claude_shown(call: ToolCall) -> list[tuple[int, int]] | None:
@@ -580,6 +604,7 @@ def _shell(call: ToolCall, inf: Inference) -> tuple[Any, str | None]:
         inf.reads.extend(_elided(call, analysis.reads))
         reverted = set(getattr(analysis, "reverted", ()))
         inf.reverted.extend(getattr(analysis, "reverted", ()))
+        inf.stash.extend(getattr(analysis, "stash", ()))
         # a revert is reported by the shell as a bare Edit too; here it is a reset
         inf.edits.extend(e for e in analysis.edits if not (e.path in reverted and _bare(e)))
         for part in analysis.unparsed:

@@ -18,8 +18,11 @@ A command we cannot interpret is categorized but never guessed into a read; the
 reason goes to ``ShellAnalysis.unparsed``. Text the parser rejects (a syntax error)
 gives no reads or edits; its category comes from every program a plain scan of the
 text finds (``_scan_commands``), so ``cat >f <<PY ... python f`` is ``run``, not
-``read`` from its first word. ``git checkout -- f`` / ``git restore f`` are reported
-as a bare ``Edit(f)`` plus ``ShellAnalysis.reverted``.
+``read`` from its first word. ``git checkout -- f`` / ``git restore f`` (a file or a
+directory; ``git reset --hard`` is the whole tree, ``:/``) are reported as a bare
+``Edit(f)`` plus ``ShellAnalysis.reverted``; ``git stash`` / ``stash pop`` go to
+``ShellAnalysis.stash``. ``sed -i`` with one command at fixed line numbers (``12a\\
+text``, ``5,7d``, ``3s/x/y/``) is an Edit with its lines; other ``sed -i`` a bare one.
 
 Line numbers are those of the file as it is when the command runs (current numbers);
 mapping them back to the base commit is the inference step's job.
@@ -67,6 +70,9 @@ class ShellAnalysis:
     category: str = "other"
     cwd: str | None = None
     unparsed: list[str] = field(default_factory=list)
+    #: ``git stash`` ("push": the work tree is back at HEAD, edits saved) and ``git stash
+    #: pop``/``apply`` ("pop"/"apply": the saved edits are back), in order
+    stash: list[str] = field(default_factory=list)
 
 
 # =========================================================================== syntax
@@ -274,6 +280,7 @@ class _Seg:
     end: int | None = None
     numbered: str | None = None     # "exact" (cat -n, nl -ba) or "approx" (nl)
     partial: bool = False           # only some unknown lines of the run are shown
+    grep: bool = False              # only lines a grep let through: none when it printed none
 
 
 @dataclass(slots=True)
@@ -448,8 +455,8 @@ def _apply_range(ctx: _Ctx, stream: _Stream, ranges: list[tuple[int | None, int 
     return _Stream(segs=[_narrow(seg, a, b) for a, b in ranges])
 
 
-def _partial(seg: _Seg) -> _Seg:
-    return _Seg(seg.path, seg.raw, seg.start, seg.end, seg.numbered, True)
+def _partial(seg: _Seg, grep: bool = False) -> _Seg:
+    return _Seg(seg.path, seg.raw, seg.start, seg.end, seg.numbered, True, grep or seg.grep)
 
 
 _SED_CMD = re.compile(r"(\d+|\$)(?:\s*,\s*(\d+|\$|\+\d+))?\s*([pq])")
@@ -526,10 +533,10 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _WRAPPER = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|\[The command completed.*\]"
                       r"|\[Python Interpreter: .*\]|\[Command finished with exit code.*\])$")
 _ERR = re.compile(
-    r"^(?:[\w.+-]+: )+(?:line \d+: )?(?:cannot open |can't read |cannot access |read error on "
-    r"|couldn't edit |cannot stat )?[`'‘\"]?(?P<p>[^`'’\":]+?)[`'’\"]?(?: for reading)?: "
-    r"(?:IO error[^:]*: )?(?:No such file or directory|Is a directory|Permission denied"
-    r"|Not a directory|not a regular file)")
+    r"^(?:[\w.+-]+: )+(?:line \d+: )?(?:cannot open (?:file )?|can't read |cannot access "
+    r"|read error on |couldn't edit |cannot stat )?[`'‘\"]?(?P<p>[^`'’\":]+?)[`'’\"]?"
+    r"(?: for reading)?(?:: (?:IO error[^:]*: )?| \()(?:No such file or directory|Is a directory"
+    r"|Permission denied|Not a directory|not a regular file)")
 
 
 def _clean(output: str) -> list[str]:
@@ -1144,19 +1151,87 @@ def _h_sed(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> 
     elif not scripts and ops:
         scripts = [ops[0].text]
         ops = ops[1:]
-    if in_place:
-        return _edit_files(ctx, ops, "sed -i")
     quiet = "n" in flags or "--quiet" in flags or "--silent" in flags
+    if in_place:   # with -n the file keeps only what is printed: not replayed
+        return _edit_files(ctx, ops, "sed -i", None if quiet else _sed_line_edit(scripts))
     rng = _sed_ranges(scripts, quiet) if scripts else None
+    if len(ops) > 1 and rng and rng != [(None, None)] and not (
+            "s" in flags or "--separate" in flags):
+        # without -s, sed numbers the files' lines as one stream: `sed -n 10,20p a b`
+        # shows lines 10-20 of a+b, which lines of which file depends on a's length
+        ctx.note("sed line range over several files: file level only")
+        rng = None
     return _filter_each(ctx, ops, stdin, rng, "sed")
 
 
-def _edit_files(ctx: _Ctx, ops: list[_Word], what: str) -> _Stream:
+def _edit_files(ctx: _Ctx, ops: list[_Word], what: str,
+                how: Callable[[str], Edit] | None = None) -> _Stream:
     for w in ops:
         p = _path(ctx, w, f"{what} target")
         if p is not None:
-            ctx.res.edits.append(Edit(p))
+            ctx.res.edits.append(how(p) if how is not None else Edit(p))
     return _EMPTY
+
+
+_SED_ADDRESSED = re.compile(r"\s*(\d+)(?:\s*,\s*(\d+))?\s*([iacds])(.*)", re.S)
+
+
+def _sed_line_edit(scripts: list[str]) -> Callable[[str], Edit] | None:
+    """``sed -i`` with ONE command at fixed line numbers, replayable without the file:
+    ``Ni\\ text`` / ``Na\\ text`` (insert before / after line N), ``N[,M]d``, ``N[,M]c\\
+    text``, ``Ns/x/y/`` (line N rewritten; a ``\\n`` in y adds lines). Anything else
+    (several commands, regex or ``$`` addresses) is None: an edit we cannot replay."""
+    if len(scripts) != 1:
+        return None
+    m = _SED_ADDRESSED.fullmatch(scripts[0].strip())
+    if m is None:
+        return None
+    a, b, op, rest = int(m.group(1)), int(m.group(2) or m.group(1)), m.group(3), m.group(4)
+    if a < 1 or b < a:
+        return None
+    count = b - a + 1
+    if op == "d":
+        if rest.strip():
+            return None
+        return lambda p: Edit(p, hunks=((a, count, a - 1, 0),))
+    if op == "s":
+        parts = _sed_s_parts(rest)
+        if parts is None or (count > 1 and "\\n" in parts[1]):
+            return None
+        added = parts[1].count("\\n")
+        return lambda p: Edit(p, hunks=((a, count, a, count + added),))
+    # `a\<newline>text`, `a\text` (GNU keeps the spaces after the backslash), `a text`
+    text = rest.replace("\\\n", "\n", 1) if rest.startswith("\\\n") else rest.lstrip(" \t")
+    text = (text[1:] if text.startswith(("\\", "\n")) else text).replace("\\\n", "\n")
+    lines = [ln for part in text.split("\n") for ln in part.split("\\n")]
+    if op == "c":
+        return lambda p: Edit(p, hunks=((a, count, a, len(lines)),))
+    if count > 1:
+        return None
+    new = "".join(ln + "\n" for ln in lines)
+    return lambda p: Edit(p, insert_line=a - 1 if op == "i" else a, new=new)
+
+
+def _sed_s_parts(rest: str) -> tuple[str, str] | None:
+    """``/x/y/flags`` -> (x, y) when the delimiters can be told; None otherwise."""
+    if not rest or rest[0] in "\\\n ":
+        return None
+    delim, parts, cur, i = rest[0], [], "", 1
+    while i < len(rest):
+        ch = rest[i]
+        if ch == "\\" and i + 1 < len(rest):
+            cur += rest[i:i + 2]
+            i += 2
+            continue
+        if ch == delim:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    if len(parts) != 2 or not re.fullmatch(r"[gpiIeM0-9]*\s*", cur):
+        return None
+    return parts[0], parts[1]
 
 
 def _h_awk(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
@@ -1216,7 +1291,7 @@ def _grep_filter(ctx: _Ctx, stdin: _Stream, numbered: bool, summary: bool,
             seg = stdin.segs[0]
             return _Stream(fmt=_numbered_fmt(seg.path), fallback=[Read(seg.path, listing=True)],
                            shape=lambda ln: 2 if _NUMBERED_LINE.match(ln) else 0)
-        return _Stream(segs=[_partial(s) for s in stdin.segs])
+        return _Stream(segs=[_partial(s, grep=True) for s in stdin.segs])
     if stdin.fmt is not None and not (numbered or summary or only):
         return stdin
     return _EMPTY
@@ -1390,6 +1465,12 @@ def _git_sub(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -
     if sub in ("checkout", "restore"):
         _git_revert(ctx, sub, argv)
         return _EMPTY
+    if sub == "reset":
+        _git_reset(ctx, argv)
+        return _EMPTY
+    if sub == "stash":
+        _git_stash(ctx, argv)
+        return _EMPTY
     if sub == "ls-files":
         return _Stream(fmt=_paths_fmt(ctx.join), shape=_path_shape)
     if sub == "apply":
@@ -1437,18 +1518,48 @@ def _git_revert(ctx: _Ctx, sub: str, argv: list[_Word]) -> None:
     _revert_paths(ctx, paths, rev in (None, "HEAD", "@"), f"git {sub}")
 
 
+def _git_reset(ctx: _Ctx, argv: list[_Word]) -> None:
+    """``git reset --hard [HEAD]``: every file back as at HEAD (the base: agents work on
+    an uncommitted tree). Other modes leave the work tree alone."""
+    texts = [w.text for w in argv[1:]]
+    if "--hard" not in texts:
+        return
+    revs = [t for t in texts if not t.startswith("-")]
+    _revert_paths(ctx, [_Word(WHOLE_TREE)], revs in ([], ["HEAD"], ["@"]), "git reset --hard")
+
+
+def _git_stash(ctx: _Ctx, argv: list[_Word]) -> None:
+    """``git stash [push|save] [-u]`` puts the whole work tree back at HEAD; ``git stash
+    pop``/``apply`` brings the saved edits back. A stash of some paths is not followed."""
+    words = [w.text for w in argv[1:]]
+    verb = next((t for t in words if not t.startswith("-")), "push")
+    if verb in ("push", "save"):
+        rest = words[words.index(verb) + 1:] if verb in words else words
+        if "--" in rest or any(not t.startswith("-") for t in rest[:1] if verb == "push"):
+            ctx.note("git stash of some paths: not followed")
+            return
+        ctx.res.stash.append("push")
+    elif verb in ("pop", "apply"):
+        ctx.res.stash.append(verb)
+
+
 def _has_flag(flags: list[str], short: str, long: str) -> bool:
     return any(f == long or re.fullmatch(rf"-[a-zA-Z]*{short}[a-zA-Z]*", f) for f in flags)
 
 
+#: the whole work tree, whatever the cwd (git's own pathspec for the top directory)
+WHOLE_TREE = ":/"
+
+
 def _revert_paths(ctx: _Ctx, paths: list[_Word], to_head: bool, what: str) -> None:
+    """Each path, a file or a directory (``git checkout -- .``): the inference resets
+    every edited file at or under it; ``:/`` is the whole tree."""
     for w in paths:
-        if w.text in (".", "./", ":/") or w.text.endswith("/"):
-            ctx.note(f"{what} of a directory: reverted files unknown")
-            continue
-        p = _path(ctx, w, f"{what} path")
+        p = WHOLE_TREE if w.text == WHOLE_TREE else _path(ctx, w, f"{what} path")
         if p is None:
             continue
+        if p != WHOLE_TREE and len(p) > 1:
+            p = p.rstrip("/")
         ctx.res.edits.append(Edit(p))
         ctx.vcs_edits.append(ctx.res.edits[-1])
         if to_head:
@@ -1700,21 +1811,28 @@ def _settle(ctx: _Ctx) -> list[Read]:
     shows = [e[1] for e in ctx.events if e[0] == "show"]
     blocks = _attribute(ctx.lines, shows, ctx) if ctx.lines is not None else None
     errors = Counter(ctx.errors)
+    # `cat f | grep x` that printed nothing showed no line of f (only a grep filter is
+    # judged so: an empty output elsewhere may be a trace that did not keep it)
+    silent = ctx.lines is not None and not any(ln.strip() for ln in ctx.lines)
     reads: list[Read] = []
     k = 0
     for ev in ctx.events:
         if ev[0] == "write":
             _spend(errors, ev[1], ev[2])
             continue
-        reads.extend(_materialize(ev[1], blocks[k] if blocks is not None else None, errors))
+        reads.extend(_materialize(ev[1], blocks[k] if blocks is not None else None, errors,
+                                  silent))
         k += 1
     return reads
 
 
-def _materialize(stream: _Stream, lines: list[str] | None, errors: Counter[str]) -> list[Read]:
+def _materialize(stream: _Stream, lines: list[str] | None, errors: Counter[str],
+                 silent: bool = False) -> list[Read]:
     reads: list[Read] = []
     failed: set[str] = set()    # one error line fails every range of that file here
     for s in stream.segs:
+        if s.grep and silent:
+            continue
         if s.path in failed or _spend(errors, s.raw, s.path):
             failed.add(s.path)
             continue

@@ -19,6 +19,7 @@ a read of a context file. Repo paths are reported as such, others as written.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,6 +30,7 @@ from ..model import Edit, Read, Step, ToolCall
 from .editmap import EditMap
 from .infer import infer
 from .paths import PathMapper
+from .shell import WHOLE_TREE
 
 if TYPE_CHECKING:
     from ..repo import RepoView
@@ -98,15 +100,23 @@ class StepBuilder:
         for edit in inf.edits:
             self._apply_edit(edit, cwd, out)
         for path in inf.reverted:
-            repo, _reason = self.paths.lookup(path, cwd, count=False)
-            if repo is not None:
-                self.edits.revert(repo)
+            self._revert(path, cwd)
+        for op in inf.stash:
+            if op == "push":
+                self.edits.stash()
+            else:
+                self.edits.unstash(keep=op == "apply")
         files: dict[str, list[tuple[int, int]]] = {}
         # a search call shows many lines of the same few files: their length is
         # looked up once per call (edits of this call are already applied)
         lengths: dict[str, int] = {}
+        # with no output (or an empty one) lines past the end were not shown at all; a
+        # non-empty output that our file is too short for means our copy is off
+        printed = isinstance(call.output, str) and bool(call.output.strip())
         for read in inf.reads:
-            resolved = self._resolve_read(read, cwd, out, lengths)
+            resolved = self._resolve_read(read, cwd, out, lengths, printed)
+            if resolved is None:
+                continue   # lines wholly past the end: nothing of the file was shown
             out.reads.append(resolved)
             if resolved.repo_path is not None:
                 files.setdefault(resolved.repo_path, []).extend(resolved.base)
@@ -133,8 +143,33 @@ class StepBuilder:
         if repo not in out.edits:
             out.edits.append(repo)
 
+    def _revert(self, path: str, cwd: str | None) -> None:
+        """``git checkout -- f`` / ``-- dir`` / ``.`` / ``git reset --hard`` (``:/``):
+        every edited file at or under the path is at its base lines again."""
+        repo, _reason = self.paths.lookup(path, cwd, count=False)
+        if repo is not None:
+            self.edits.revert(repo)
+            return
+        for edited in self.edits.edited_files():
+            if path == WHOLE_TREE or self._under(edited, path, cwd):
+                self.edits.revert(edited)
+
+    def _under(self, repo_path: str, directory: str, cwd: str | None) -> bool:
+        """Is the repo file under ``directory`` (as the trace wrote it, from ``cwd``)?"""
+        if not directory.startswith("/") and cwd:
+            directory = posixpath.join(cwd, directory)
+        d = posixpath.normpath(directory)
+        if not d.startswith("/"):          # relative with no cwd: from the repo root
+            return d == "." or repo_path.startswith(d + "/")
+        roots = self.paths.roots or ((posixpath.normpath(cwd),) if cwd else ())
+        return any(d == r or f"{r}/{repo_path}".startswith(d + "/") for r in roots)
+
     def _resolve_read(self, read: Read, cwd: str | None, out: CallOutcome,
-                      lengths: dict[str, int]) -> ResolvedRead:
+                      lengths: dict[str, int], printed: bool = True) -> ResolvedRead | None:
+        """None when the read asked only for lines past the end of a non-empty file and
+        the call printed nothing: it showed nothing (METRICS.md 6), so it is no read.
+        Where the output did print something (an edit we could not replay made the file
+        longer), the file still counts, at file level."""
         repo, reason = self.paths.lookup(read.path, cwd)
         if repo is None:
             # Listings name directories and build output too; only a read of file
@@ -151,6 +186,8 @@ class StepBuilder:
         if n is None:
             n = lengths[repo] = self.edits.num_lines(repo) or 0
         current = self._clamp(read, repo, n, out)
+        if current is None and n and not printed:
+            return None
         base = self.edits.to_base(repo, *current) if current else []
         return ResolvedRead(read.path, repo, current, base, False)
 

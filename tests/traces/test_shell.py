@@ -331,7 +331,8 @@ EDIT_CASES = [
              "-import { useMemo } from \"react\";\n*** End Patch\nPATCH\n"),
      [Edit(TS, old='import { useMemo } from "react";', new="")]),
     ("real-oh-sed-i", "sed -i '317s/^/\t      /' /workspace/ponylang__ponyc__0.1/src/libponyc/expr/match.c",
-     [Edit("/workspace/ponylang__ponyc__0.1/src/libponyc/expr/match.c")]),
+     [Edit("/workspace/ponylang__ponyc__0.1/src/libponyc/expr/match.c",
+           hunks=((317, 1, 317, 1),))]),           # line 317 rewritten, nothing moves
     ("real-oh-echo-redirect", 'echo "int main() { return 0; }" > /workspace/test.c',
      [Edit("/workspace/test.c", content="int main() { return 0; }\n")]),
     ("real-mini-sed-i-double-quotes",
@@ -340,7 +341,9 @@ EDIT_CASES = [
     ("real-mini-two-sed-i",
      "sed -i '222a\\    print(f\"DEBUG: {newbackend!r}\")' lib/matplotlib/pyplot.py\n"
      "sed -i '223a\\    print(1)' lib/matplotlib/pyplot.py\n",
-     [Edit("lib/matplotlib/pyplot.py"), Edit("lib/matplotlib/pyplot.py")]),
+     [Edit("lib/matplotlib/pyplot.py", insert_line=222,
+           new='    print(f"DEBUG: {newbackend!r}")\n'),
+      Edit("lib/matplotlib/pyplot.py", insert_line=223, new="    print(1)\n")]),
     ("real-mini-heredoc-after-continuations",
      "mkdir -p other_app && \\\ntouch other_app/__init__.py && \\\ncat <<'EOF' > other_app/fields.py\n"
      "from django.db import models\n\nclass MyField(models.CharField):\n    pass\nEOF\n",
@@ -771,7 +774,7 @@ def test_cat_heredoc_into_scratch_file_is_not_a_read() -> None:
     ("git checkout main", [], []),                     # branch switches
     ("git checkout feature/x", [], []),
     ("git checkout -b fix-1.py", [], []),
-    ("git checkout .", [], []),                        # every file: not followed
+    ("git checkout .", ["."], ["."]),                  # every file under the cwd
 ])
 def test_git_revert_is_a_bare_edit_plus_reverted(cmd: str, edits: list[str],
                                                  reverted: list[str]) -> None:
@@ -781,10 +784,13 @@ def test_git_revert_is_a_bare_edit_plus_reverted(cmd: str, edits: list[str],
     assert res.category == "git"   # undoing edits is version control, not an edit
 
 
-def test_git_revert_of_directory_is_noted() -> None:
+def test_git_revert_of_a_directory_is_reported_for_the_inference() -> None:
+    """The inference resets every edited file under it (tests/traces/test_pitfalls.py)."""
     res = analyze("git checkout -- src/")
-    assert res.edits == [] and res.reverted == []
-    assert any("directory" in u for u in res.unparsed)
+    assert res.reverted == ["src"] and res.category == "git"
+    assert analyze("cd lib && git restore .").reverted == ["lib"]
+    assert analyze("git reset --hard").reverted == [":/"]
+    assert analyze("git reset --hard HEAD~3").reverted == []
     assert analyze("git checkout -- a.py && sed -i 's/a/b/' c.py").category == "edit"
 
 

@@ -212,9 +212,10 @@ def test_read_of_an_empty_file_is_a_file_without_lines(builder):
     assert out.step.files == ("docs/empty.txt",) and out.step.spans == {}
 
 
-def test_read_past_the_end_counts_a_bad_range(builder):
+def test_read_past_the_end_reads_nothing_and_counts_a_bad_range(builder):
+    """METRICS.md 6: an offset past EOF shows no line of the file: no step, no read."""
     out = builder.consume(read(f"{T}/src/a.py", 500, 10))
-    assert out.step.files == ("src/a.py",) and out.step.spans == {}
+    assert out.step is None and out.reads == []
     assert [p[0] for p in out.problems] == [Reason.BAD_LINE_RANGE]
 
 
