@@ -105,4 +105,9 @@ def patch_beside(trace: Path) -> str | None:
             return p.read_bytes().decode("utf-8", errors="replace")
         except (FileNotFoundError, IsADirectoryError):
             continue
+        except OSError as exc:
+            # unreadable (permissions, a symlink loop...): a side file must never
+            # stop the stream; the next name, or the trace's own patch, may do
+            log.warning("%s: cannot read the patch (%s); ignored", p, exc)
+            continue
     return None

@@ -137,11 +137,16 @@ class RunSession:
         self._stated_steps = 0
         self._steps = 0
         self._provisional_cache: tuple[int, dict | None] | None = None
+        self._final_editloc: tuple[str, dict | None] | None = None
+        #: bumped by every event and landed patch: a record built at one version is
+        #: the record until the version moves (the watcher rebuilds nothing unchanged)
+        self.version = 0
         #: observers called with (session, outcome) after every tool call (inspect, live)
         self.listeners: list[Callable[[RunSession, Any, ToolCall], None]] = []
 
     # ------------------------------------------------------------------ events
     def handle(self, event: TraceEvent) -> None:
+        self.version += 1
         if isinstance(event, ToolCall):
             self._on_call(event)
         elif isinstance(event, Usage):
@@ -276,12 +281,25 @@ class RunSession:
         if not patch or not patch.strip() or patch == self.patch:
             return False
         self.patch, self.patch_source = patch, source
+        self.version += 1
         return True
 
     @property
     def final_patch(self) -> str | None:
         """The patch EditLoc is final on: a landed one, else one the trace carried."""
         return self.patch or self.trace_patch
+
+    def final_editloc(self) -> dict | None:
+        """EditLoc on the final patch (None without one); cached per patch, since a
+        scrape asks for it on every finished run every time."""
+        patch = self.final_patch
+        if patch is None or self.gold is None:
+            return None
+        if self._final_editloc is None or self._final_editloc[0] is not patch:
+            from .editloc import editloc
+
+            self._final_editloc = (patch, editloc(patch, self.gold))
+        return self._final_editloc[1]
 
     def provisional_editloc(self) -> dict | None:
         """EditLoc of the edits seen so far (before the patch lands); cached per edit count."""

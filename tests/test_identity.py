@@ -62,3 +62,14 @@ def test_run_identity_rules(tmp_path):
     # later runs in one file (OpenHands) get their own ids, run ids suffixed
     later = run_identity(base, "owner__repo-1", 2, res)
     assert (later.instance_id, later.run_id) == ("owner__repo-1", "swe-agent-traj/owner__repo-1")
+
+
+def test_unreadable_patch_beside_is_skipped_not_raised(tmp_path):
+    import os
+
+    (tmp_path / "patch.diff").symlink_to("patch.diff")   # a loop: OSError(ELOOP) on open
+    trace = tmp_path / "trace.jsonl"
+    assert patch_beside(trace) is None
+    (tmp_path / "model.patch").write_text("--- a/x\n+++ b/x\n")
+    assert patch_beside(trace) == "--- a/x\n+++ b/x\n"
+    assert os.path.islink(tmp_path / "patch.diff")

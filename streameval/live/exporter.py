@@ -149,11 +149,8 @@ def _run_rows(run: LiveRun) -> list[Row]:
 
 
 def _editloc_rows(rows: list[Row], s) -> None:
-    from ..editloc import editloc
-
-    patch = s.final_patch
-    if patch is not None:
-        value, final = editloc(patch, s.gold), "true"
+    if s.final_patch is not None:
+        value, final = s.final_editloc(), "true"
     else:
         value, final = s.provisional_editloc(), "false"
     if value is None:

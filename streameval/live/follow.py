@@ -28,6 +28,11 @@ from .tail import READ_CHUNK, FileTail
 log = logging.getLogger(__name__)
 
 POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
+#: formats whose every line is one whole run (OpenHands ``output.jsonl``; its adapter
+#: emits everything from ``feed``, nothing from ``close``): a run's end event ends that
+#: run only, and the file goes on being read where it was. Closing the adapter there
+#: would make every next instance re-read the whole file (quadratic, and "reopened").
+RUN_PER_LINE = frozenset({"openhands"})
 
 
 def record_line(record: dict) -> bytes:
@@ -69,6 +74,15 @@ class TraceFollower:
         #: run key -> digest of the last record written for it (checkpointed)
         self.written: dict[str, str] = {}
         self.restoring = False           # re-reading after a restart: lines not re-counted
+        #: highest line number of this file's content already counted: a finished file
+        #: that grows is re-read from its first byte, and its old lines are not
+        #: counted again (lines_processed_total, bad_lines_total, lag)
+        self._counted = 0
+        self._replaying = False
+        #: lines of a file last written before this time are backlog, not lag: the
+        #: watcher sets its start time (a restart without checkpoint must not report
+        #: days of lag for old traces, as a checkpoint restore already does not)
+        self.lag_since = 0.0
 
     # ------------------------------------------------------------------ sessions
     def _factory(self, trace_instance: str | None) -> RunSession:
@@ -79,16 +93,28 @@ class TraceFollower:
                                include_sidechain=self.include_sidechain)
         key = str(self.path) if n == 0 else f"{self.path}#{n}"
         self.table.add(LiveRun(key=key, session=session))
-        self._land_patch(session)
+        if n == 1:
+            self._unland_file_patch(self.reader.sessions[0])
+        self._land_patch(session, beside=n == 0)
         return session
 
-    def _land_patch(self, session: RunSession) -> None:
-        patch = patch_beside(self.path)
+    def _land_patch(self, session: RunSession, beside: bool = True) -> None:
+        # a patch beside the trace belongs to the file's run only when the file holds
+        # one run (as ``evaluate_trace`` decides): never to the runs of output.jsonl
+        patch = patch_beside(self.path) if beside else None
         if patch:
             session.set_patch(patch, "file")
         pred = self.predictions.get(session.identity.instance_id)
         if pred:
             session.set_patch(pred, "predictions")
+
+    def _unland_file_patch(self, session: RunSession) -> None:
+        """The file turned out to hold several runs: its first run loses the patch
+        beside the trace it was given while it looked like the only one."""
+        if session.patch_source == "file":
+            session.patch = session.patch_source = None
+            session.version += 1
+            self._land_patch(session, beside=False)
 
     def run_keys(self) -> list[str]:
         if self.reader is None:
@@ -103,6 +129,16 @@ class TraceFollower:
     def _drop_runs(self) -> None:
         for key in self.run_keys():
             self.table.remove(key)
+
+    def release(self) -> None:
+        """Forget the sessions of a finished file whose runs expired from the table.
+
+        The follower stays ``closed``: if the file grows again it is scored anew from
+        its first byte (``reopened``), exactly as before; ``written`` is kept, so a
+        record already written is not written again.
+        """
+        self.reader = None
+        self._head = []
 
     # ------------------------------------------------------------------ polling
     def restart(self, event: str) -> None:
@@ -127,13 +163,21 @@ class TraceFollower:
         now = time.time() if now is None else now
         if self.document and self.fmt is not None:
             return self._poll_document(now)
+        fresh = self.fmt is None
         total = 0
         while True:
             batch = self.tail.poll(max_bytes=POLL_BYTES)
             n, stop = self._take(batch, now)
             total += n
             if stop or not batch.more:
-                return total
+                break
+        if fresh and self.document and self.fmt is not None and not self.closed:
+            # the format was detected just now, line by line: a document adapter only
+            # buffers until ``close``, so read the document whole now, or a trace that
+            # never changes again (finished before the watcher started, restored after
+            # a restart, rewritten by truncation) would never be scored
+            self._reread_document(now)
+        return total
 
     def _take(self, batch, now: float) -> tuple[int, bool]:
         """Process one tail batch: (lines handled, whether polling is over)."""
@@ -143,6 +187,9 @@ class TraceFollower:
             self.table.stats.events[batch.status] += 1
             self._drop_runs()
             self.reader, self.fmt, self.closed, self._head = None, None, False, []
+            self.unknown_format = False  # the new content may well be a trace
+            self.identity = identify(self.path, self.instance)
+            self._counted = 0  # new content: its lines are new
         if not batch.lines and not batch.too_long:
             return 0, False
         if self.closed:  # a finished run's file grew again: score the whole file anew
@@ -154,14 +201,17 @@ class TraceFollower:
                 self._bad(lineno, Reason.LINE_TOO_LONG, "line longer than the limit, skipped")
             for line, lineno in batch.lines:
                 self._line(line, lineno, now, batch.mtime)
+            self._counted = max(self._counted, *batch.too_long, 0)
         return len(batch.lines), False
 
     def _line(self, line: bytes, lineno: int, now: float, mtime: float | None) -> None:
         st = self.table.stats
-        if not self.restoring:
+        self._replaying = self.restoring or lineno <= self._counted
+        if not self._replaying:
             st.lines_processed += 1
-            if mtime is not None:
+            if mtime is not None and mtime >= self.lag_since:
                 st.observe_lag(now - mtime)
+        self._counted = max(self._counted, lineno)
         if self.reader is None:
             if self.unknown_format:
                 return
@@ -175,14 +225,16 @@ class TraceFollower:
         self.reader.feed_line(line, lineno)
 
     def _on_bad(self, bad) -> None:
-        if not self.restoring:
+        if not self.restoring and not self._replaying:
             self.table.stats.bad_lines[str(bad.reason)] += 1
 
     def _bad(self, lineno: int, reason: Reason, message: str) -> None:
-        self.table.stats.bad_lines[reason.value] += 1
-        log.warning("%s:%d: %s", self.path, lineno, message)
+        if not self.restoring and lineno > self._counted:
+            self.table.stats.bad_lines[reason.value] += 1
+            log.warning("%s:%d: %s", self.path, lineno, message)
         if self.reader is not None and self.reader.current is not None:
             self.reader.current.extras.bad_lines[reason.value] += 1
+            self.reader.current.version += 1   # its record changed
 
     def _detect(self) -> bool:
         """Pick the adapter once enough of the head is known."""
@@ -217,6 +269,9 @@ class TraceFollower:
                                          and not self.tail.pending):
             return 0
         self.last_growth = now
+        return self._reread_document(now)
+
+    def _reread_document(self, now: float) -> int:
         with self.table.lock:
             self._drop_runs()
             self.tail.reset()
@@ -241,6 +296,11 @@ class TraceFollower:
         """The run is over (end event, idle timeout, deleted): flush the adapter."""
         now = time.time() if now is None else now
         with self.table.lock:
+            if reason == "end" and self.fmt in RUN_PER_LINE:
+                for run in self.live_runs():
+                    if run.finished_at is None and run.session.ended:
+                        run.finished_at = now
+                return
             if self.reader is not None and not self.closed:
                 if self.tail.pending:
                     for line, lineno in self.tail.poll(final=True).lines:
@@ -251,7 +311,10 @@ class TraceFollower:
             for run in self.live_runs():
                 if run.finished_at is None:
                     run.finished_at = now
-                    if run.session.end_reason is None:
+                    # only a deleted file (which can no longer be replayed) says so in
+                    # its record: an idle one's record must stay the replayed one, byte
+                    # for byte, and replay knows no idle timeout
+                    if run.session.end_reason is None and reason == "deleted":
                         run.session.end_reason = reason
 
     def ended_by_trace(self) -> bool:
@@ -271,10 +334,13 @@ class TraceFollower:
             if run.finished_at is None:
                 continue
             s = run.session
+            if run.checked_version == s.version:
+                continue  # unchanged since its record was written: not rebuilt every tick
             if s.final_patch is None and now - run.finished_at < patch_grace:
                 continue
             record = s.record()
             digest = record_digest(record)
+            run.checked_version = s.version
             if self.written.get(run.key) == digest or digest in already:
                 self.written[run.key] = digest
                 run.record_written = True
@@ -289,6 +355,8 @@ class TraceFollower:
         """A patch file appeared or changed beside the trace."""
         changed = False
         with self.table.lock:
+            if self.reader is None or len(self.reader.sessions) != 1:
+                return False  # several runs in one file: the patch beside is none of theirs
             for run in self.live_runs():
                 patch = patch_beside(self.path)
                 if patch and run.session.set_patch(patch, "file"):

@@ -23,6 +23,8 @@ class LiveRun:
     first_seen: float = field(default_factory=time.time)
     finished_at: float | None = None   # when the run was judged ended (end event / idle)
     record_written: bool = False
+    #: session version whose record was last written or found already written
+    checked_version: int | None = None
     aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
 
     @property
@@ -78,12 +80,14 @@ class RunTable:
         with self.lock:
             return self.runs.pop(key, None)
 
-    def expire(self, now: float | None = None) -> list[str]:
-        """Drop finished runs older than ``keep_finished_seconds``; returns their keys."""
+    def expire(self, now: float | None = None, hold=None) -> list[str]:
+        """Drop finished runs older than ``keep_finished_seconds``, except those
+        ``hold(run)`` keeps for now; returns their keys."""
         now = time.time() if now is None else now
         with self.lock:
             old = [k for k, r in self.runs.items()
-                   if r.finished_at is not None and now - r.finished_at > self.keep_finished_seconds]
+                   if r.finished_at is not None and now - r.finished_at > self.keep_finished_seconds
+                   and not (hold is not None and hold(r))]
             for k in old:
                 del self.runs[k]
         return old

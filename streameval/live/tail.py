@@ -71,8 +71,9 @@ class FileTail:
         """
         batch = TailBatch()
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
+            # O_NONBLOCK: a FIFO under the trace name must not block the watcher
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:  # gone, or unreadable (permissions, symlink loop): nothing to read
             batch.status = "missing"
             return batch
         try:

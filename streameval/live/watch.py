@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 
 from .. import config
-from ..identity import PATCH_NAMES, SIDE_FILES
+from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify
 from ..session import Resources
 from .follow import TraceFollower, record_line
 from .runs import RunTable
@@ -77,6 +77,7 @@ class Watcher:
         self.predictions: dict[str, str] = {}
         self._pred_tail = None
         self._last_checkpoint = 0.0
+        self.started_at = time.time()
         self._last_rescan = 0.0
         self.records_written = 0
         #: digests of records already in --out (read at restore): never written twice
@@ -103,7 +104,7 @@ class Watcher:
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for fn in filenames:
                 p = Path(dirpath) / fn
-                if p not in self.followers and self.is_trace(p):
+                if p not in self.followers and self.is_trace(p) and p.is_file():
                     self.follow(p)
                     found += 1
         return found
@@ -112,21 +113,39 @@ class Watcher:
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
                           predictions=self.predictions)
+        f.lag_since = self.started_at
         self.followers[path] = f
         self.table.stats.events["appeared"] += 1
         return f
 
     # ------------------------------------------------------------------ changes
-    def changed(self, path: Path, deleted: bool = False, now: float | None = None) -> None:
+    def handle_changes(self, changes, now: float | None = None) -> None:
+        """One watchfiles batch of (path, deleted): listeners (abort policies, which
+        look at every run) are told once per batch, not once per file."""
+        now = time.time() if now is None else now
+        for path, deleted in changes:
+            self.changed(Path(path), deleted=deleted, now=now, notify=False)
+        self._after_batch()
+
+    def changed(self, path: Path, deleted: bool = False, now: float | None = None,
+                notify: bool = True) -> None:
         now = time.time() if now is None else now
         if path.name in PATCH_NAMES:
             self._patch_changed(path)
+            return
+        if path.name == META_NAME:
+            self._meta_changed(path, now)
+            if notify:
+                self._after_batch()
             return
         if self.cfg.predictions is not None and path == self.cfg.predictions:
             self.poll_predictions()
             return
         f = self.followers.get(path)
-        if deleted or (f is not None and not path.exists()):
+        if (deleted or f is not None) and not path.exists():
+            # a "deleted" event is believed only while the file is really gone: a trace
+            # renamed away and created anew gives (deleted, added) in one unordered
+            # batch, and the new file's run must not be ended by the old file's event
             if f is not None:
                 self._deleted(f, now)
             return
@@ -135,13 +154,22 @@ class Watcher:
                 return
             f = self.follow(path)
         f.poll(now)
-        self._after_batch()
+        if notify:
+            self._after_batch()
 
     def _deleted(self, f: TraceFollower, now: float) -> None:
         self.table.stats.events["deleted"] += 1
         f.finish("deleted", now)
         self._write_due(f, now, force=True)
         del self.followers[f.path]
+
+    def _meta_changed(self, meta_path: Path, now: float) -> None:
+        """A meta.json written after its trace renames the run: replay of the
+        finished file would use it, so the trace is scored again under it."""
+        for f in list(self.followers.values()):
+            if f.path.parent == meta_path.parent and f.identity != identify(f.path, f.instance):
+                f.restart("reidentified")
+                f.poll(now)
 
     def _patch_changed(self, patch_path: Path) -> None:
         for f in self.followers.values():
@@ -192,34 +220,57 @@ class Watcher:
     def tick(self, now: float | None = None) -> None:
         """End idle runs, write due records, expire old runs, checkpoint."""
         now = time.time() if now is None else now
+        written = 0
         for f in list(self.followers.values()):
             if f.reader is None:
                 continue
             if not f.closed and f.ended_by_trace():
                 f.finish("end", now)
-            elif not f.closed and now - f.last_growth > self.cfg.idle_timeout:
+            if not f.closed and now - f.last_growth > self.cfg.idle_timeout:
                 f.finish("idle", now)
-            self._write_due(f, now)
+            written += self._write_due(f, now, save=False)
+        if written:
+            # once per tick, not per file: thousands of runs ending together (an idle
+            # timeout after a restart) would each rewrite the whole checkpoint
+            self.save_checkpoint()
         for hook in self.tick_hooks:
             hook(self, now)
-        self.table.expire(now)
+        # a run still owing its record (patch grace longer than keep_finished) stays
+        # until it is written: expired earlier, it would never be
+        self.table.expire(now, hold=lambda run: not run.record_written)
+        # every tick, not only when something expired now: a multi-run file may close
+        # (idle) after its runs already left the table
+        self._release_expired()
         if now - self._last_rescan >= self.cfg.rescan_interval:
             # the safety net for file events missed (e.g. lines written before
             # watchfiles started watching): find new files and poll every file
             self._last_rescan = now
             self.scan()
+            self.poll_predictions()
             self.poll_all(now)
         if self.cfg.checkpoint and now - self._last_checkpoint >= self.cfg.checkpoint_interval:
             self.save_checkpoint()
             self._last_checkpoint = now
 
-    def _write_due(self, f: TraceFollower, now: float, force: bool = False) -> None:
+    def _release_expired(self) -> None:
+        """Followers whose runs all left the table drop their sessions: with
+        thousands of finished traces, only a tail position and digests stay."""
+        for f in self.followers.values():
+            if f.closed and f.reader is not None and not f.live_runs():
+                f.release()
+
+    def _write_due(self, f: TraceFollower, now: float, force: bool = False,
+                   save: bool = True) -> int:
         grace = 0.0 if force else self.cfg.patch_grace
         with self.table.lock:
             n = f.due_records(now, grace, self._write_record, self.out_digests)
         if n:
             self.records_written += n
-            self.save_checkpoint()  # a record written is never written again after a crash
+            if save:
+                # a record written is never written again after a crash (--out's
+                # digests, read at restore, cover a crash before this save)
+                self.save_checkpoint()
+        return n
 
     def _write_record(self, record: dict) -> None:
         if self.cfg.out is None:
@@ -316,9 +367,7 @@ async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
                 *watch_paths, debounce=w.cfg.debounce_ms, step=w.cfg.step_ms, stop_event=stop, watch_filter=None,
                 force_polling=w.cfg.force_polling or None, poll_delay_ms=100,
                 yield_on_timeout=False, recursive=True):
-            now = time.time()
-            for change, p in changes:
-                w.changed(Path(p), deleted=(change == watchfiles.Change.deleted), now=now)
+            w.handle_changes([(p, change == watchfiles.Change.deleted) for change, p in changes])
 
     try:
         async with anyio.create_task_group() as tg:
