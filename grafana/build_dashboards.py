@@ -234,7 +234,7 @@ def evaluator() -> dict:
     panels = [
         stat("Targets up", [target(f"sum(up{{{j}}})", "up")], w=6),
         stat("Lines processed", [target(f"sum(streameval_lines_processed_total{{{j}}})", "lines")], w=6),
-        stat("Queue depth", [target(f"sum(streameval_queue_depth{{{j}}})", "lines")], w=6,
+        stat("Backlog", [target(f"sum(streameval_backlog_bytes{{{j}}})", "bytes")], w=6,
              description="Trace lines read but not yet processed."),
         stat("Runs in memory", [target(f"sum(streameval_sessions{{{j}}})", "runs")], w=6),
         ts("Lines processed per second",
@@ -252,7 +252,7 @@ def evaluator() -> dict:
            [target(f"sum by (cache) (streameval_cache_hits_total{{{j}}}) / clamp_min(sum by (cache) "
                    f"(streameval_cache_hits_total{{{j}}}) + sum by (cache) (streameval_cache_misses_total{{{j}}}), 1)",
                    "{{cache}}")], ratio=True, description="Hits / (hits + misses) since start."),
-        ts("Queue depth", [target(f"sum by (instance) (streameval_queue_depth{{{j}}})", "{{instance}}")]),
+        ts("Backlog (bytes not yet processed)", [target(f"sum by (instance) (streameval_backlog_bytes{{{j}}})", "{{instance}}")]),
         ts("File events per second",
            [target(f"sum by (event) (rate(streameval_watch_events_total{{{j}}}[$__rate_interval]))", "{{event}}")],
            description="Traces appearing, truncated, replaced, deleted, restored after a restart."),

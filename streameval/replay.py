@@ -29,6 +29,7 @@ import orjson
 from . import config
 from .errors import Reason, StreamevalError
 from .model import Step
+from .traces.paths import resolve_step
 from .traces.unified import UnifiedError, UnifiedRecord, iter_unified_records
 
 #: File names that may hold a trace when a directory is given.
@@ -434,34 +435,6 @@ def _evaluate_trace(job: TraceJob, context: _Context) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- unified
-
-
-def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
-    """Paths as written -> repo paths (METRICS.md section 2); unresolved ones dropped."""
-    def resolve(p: str) -> str | None:
-        if p not in cache:
-            cache[p] = view.resolve(p)
-        return cache[p]
-
-    files = tuple(dict.fromkeys(r for r in map(resolve, step.files) if r is not None))
-    spans: dict[str, list[tuple[int, int]]] = {}
-    for path, ranges in step.spans.items():
-        r = resolve(path)
-        if r is not None:
-            spans.setdefault(r, []).extend(ranges)
-    symbols = None
-    if step.symbols is not None:
-        symbols = {}
-        for path, names in step.symbols.items():
-            r = resolve(path)
-            if r is not None:
-                symbols.setdefault(r, []).extend(names)
-        if step.symbols and not symbols:
-            # METRICS.md 4b: the step gave names, so they replace the spans' symbols even
-            # when none names a repo file; keep the keys (not repo files: they name
-            # nothing) so the state does not read an empty dict as "no names given".
-            symbols = {path: [] for path in step.symbols}
-    return Step(files=files, spans=spans, symbols=symbols)
 
 
 def _is_empty(step: Step) -> bool:

@@ -136,6 +136,7 @@ class RunSession:
         self._stated_final: Step | None = None
         self._stated_steps = 0
         self._steps = 0
+        self._resolved: dict[str, str | None] = {}  # stated path -> repo path
         self._provisional_cache: tuple[int, dict | None] | None = None
         self._final_editloc: tuple[str, dict | None] | None = None
         #: bumped by every event and landed patch: a record built at one version is
@@ -229,22 +230,9 @@ class RunSession:
         """Stated contexts carry trace paths: resolve them (METRICS.md section 2)."""
         if self.view is None:
             return step
-        resolve = self.view.resolve
-        files = tuple(dict.fromkeys(p for p in (resolve(f) for f in step.files) if p))
-        spans: dict[str, list[tuple[int, int]]] = {}
-        for path, ranges in step.spans.items():
-            rp = resolve(path)
-            if rp:
-                spans.setdefault(rp, []).extend(ranges)
-        symbols = None
-        if step.symbols:
-            symbols = {}
-            for path, names in step.symbols.items():
-                rp = resolve(path)
-                if rp:
-                    symbols.setdefault(rp, []).extend(names)
-        return Step(files=files, spans=spans, symbols=symbols,
-                    call_id=step.call_id, timestamp=step.timestamp)
+        from .traces.paths import resolve_step
+
+        return resolve_step(self.view, step, self._resolved)
 
     def _add_step(self, step: Step, ts: float | None) -> None:
         if self.state is not None:
@@ -325,6 +313,9 @@ class RunSession:
         if self.error is not None or self.state is None:
             return {"instance_id": ident.instance_id, "error": self.error or "not evaluated",
                     "run_id": ident.run_id}
+        if self.fmt == "unified" and self.state.final_context_empty:
+            # METRICS.md 4b: unified predictions resolving to nothing, as replay says it
+            return {"instance_id": ident.instance_id, "error": "no_context_extracted"}
         rec = self.state.record(self.final_patch)
         tokens, cost = self._tokens.totals()
         ex = self.extras

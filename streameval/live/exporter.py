@@ -51,7 +51,7 @@ HELP: dict[str, str] = {
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
     "streameval_cache_misses_total": "Cache misses by cache.",
-    "streameval_queue_depth": "Trace lines read but not yet processed.",
+    "streameval_backlog_bytes": "Bytes written to followed traces and not yet processed (a catch-up in progress).",
     "streameval_aborts_total": "Early-abort decisions by policy and action.",
 }
 
@@ -235,7 +235,7 @@ class RunsCollector:
             sessions = GaugeMetricFamily("streameval_sessions", HELP["streameval_sessions"], labels=["state"])
             sessions.add_metric(["active"], active)
             sessions.add_metric(["finished"], finished)
-            queue = GaugeMetricFamily("streameval_queue_depth", HELP["streameval_queue_depth"], value=st.queue_depth)
+            queue = GaugeMetricFamily("streameval_backlog_bytes", HELP["streameval_backlog_bytes"], value=st.backlog_bytes)
             hits = CounterMetricFamily("streameval_cache_hits", HELP["streameval_cache_hits_total"], labels=["cache"])
             misses = CounterMetricFamily("streameval_cache_misses", HELP["streameval_cache_misses_total"], labels=["cache"])
             for name, cache in self.table.caches:

@@ -45,7 +45,7 @@ class EvaluatorStats:
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
         self.lag_sum = 0.0
         self.lag_count = 0
-        self.queue_depth = 0
+        self.backlog_bytes = 0   # written, not yet processed (summed at every tick)
 
     def observe_lag(self, seconds: float) -> None:
         seconds = max(0.0, seconds)

@@ -39,6 +39,7 @@ class FileTail:
         self.inode: int | None = None
         self.offset = 0           # bytes consumed (including the partial buffer)
         self.lineno = 0
+        self.size_seen = 0        # the file's size at the last poll
         self._partial = bytearray()
         self._skipping = False    # inside a line longer than max_line
 
@@ -54,6 +55,11 @@ class FileTail:
         self.lineno = 0
         self._partial.clear()
         self._skipping = False
+
+    @property
+    def backlog(self) -> int:
+        """Bytes the file had at the last poll that are not read yet (a catch-up)."""
+        return max(0, self.size_seen - self.offset)
 
     @property
     def pending(self) -> int:
@@ -79,6 +85,7 @@ class FileTail:
         try:
             st = os.fstat(fd)
             batch.mtime = st.st_mtime
+            self.size_seen = st.st_size
             if self.inode is not None and st.st_ino != self.inode:
                 batch.status = "replaced"
                 self.reset()

@@ -221,6 +221,7 @@ class Watcher:
         """End idle runs, write due records, expire old runs, checkpoint."""
         now = time.time() if now is None else now
         written = 0
+        self.table.stats.backlog_bytes = sum(f.tail.backlog for f in self.followers.values())
         for f in list(self.followers.values()):
             if f.reader is None:
                 continue

@@ -19,14 +19,15 @@ import posixpath
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Reason
+from ..model import Step
 
 if TYPE_CHECKING:
     from ..repo import RepoView
 
-__all__ = ["PathMapper", "display_path"]
+__all__ = ["PathMapper", "display_path", "resolve_step"]
 
 #: absolute prefixes that never hold the repository under evaluation
 _SYSTEM = ("/etc/", "/usr/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/lib/", "/lib64/",
@@ -165,3 +166,34 @@ class PathMapper:
         if found is not None:
             return found, None
         return None, Reason.PATH_NOT_IN_REPO
+
+
+def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
+    """A step a trace states itself (unified ``pred_steps``, mini-swe-agent context blocks):
+    its paths as written -> repo paths (METRICS.md section 2); unresolved ones dropped.
+    Replay and the session share it, so both resolve stated steps alike."""
+    def resolve(p: str) -> str | None:
+        if p not in cache:
+            cache[p] = view.resolve(p)
+        return cache[p]
+
+    files = tuple(dict.fromkeys(r for r in map(resolve, step.files) if r is not None))
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for path, ranges in step.spans.items():
+        r = resolve(path)
+        if r is not None:
+            spans.setdefault(r, []).extend(ranges)
+    symbols = None
+    if step.symbols is not None:
+        symbols = {}
+        for path, names in step.symbols.items():
+            r = resolve(path)
+            if r is not None:
+                symbols.setdefault(r, []).extend(names)
+        if step.symbols and not symbols:
+            # METRICS.md 4b: the step gave names, so they replace the spans' symbols even
+            # when none names a repo file; keep the keys (not repo files: they name
+            # nothing) so the state does not read an empty dict as "no names given".
+            symbols = {path: [] for path in step.symbols}
+    return Step(files=files, spans=spans, symbols=symbols, call_id=step.call_id,
+                timestamp=step.timestamp)

@@ -104,3 +104,14 @@ def test_position_excludes_partial_line(tmp_path):
     t.poll()
     pos = t.position()
     assert pos["offset"] == 4 and pos["lineno"] == 1 and pos["inode"] == os.stat(p).st_ino
+
+
+def test_backlog_is_what_a_bounded_poll_left_unread(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"x" * 100 + b"\n" + b"y" * (3 << 20) + b"\n")
+    t = FileTail(p)
+    b = t.poll(max_bytes=1)   # one READ_CHUNK, then stop
+    assert b.more and t.backlog == p.stat().st_size - t.offset > 0
+    while t.poll(max_bytes=1).more:
+        pass
+    assert t.backlog == 0

@@ -162,3 +162,27 @@ def test_adapter_bad_input_is_a_bad_line_not_an_exception():
     assert events[-1].reason == Reason.MALFORMED_JSON.value
     assert events[-1].lineno == 2
     assert isinstance(events[0], RunInfo) and isinstance(events[-2], RunEnd)
+
+
+def test_unified_through_the_session_reports_no_context_extracted_like_replay(tmp_path):
+    """METRICS.md 4b: the adapter -> session path gives the same error as replay when a
+    unified record's final context resolves to nothing."""
+    import json
+
+    from gitrepo import make_repo
+
+    from streameval.gold import load_gold
+    from streameval.repo import RepoCache
+    from streameval.session import Resources, evaluate_trace
+
+    sha = make_repo(tmp_path / "r", {"mod.py": "def f():\n    return 1\n"})[-1]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"instance_id": "i1", "base_commit": sha, "init_ctx": [
+        {"file": "mod.py", "start_line": 1, "end_line": 2}]}) + "\n")
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "i1", "traj_data": {
+        "pred_files": ["/nowhere/else.py"], "pred_spans": {"/nowhere/else.py": [{"start": 1, "end": 3}]}},
+        "model_patch": ""}) + "\n")
+    res = Resources(load_gold(gold), RepoCache(None, tmp_path / "r"))
+    assert evaluate_trace(preds, res, fmt="unified") == [
+        {"instance_id": "i1", "error": "no_context_extracted"}]
