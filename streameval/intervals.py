@@ -11,7 +11,20 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
-__all__ = ["IntervalSet"]
+__all__ = ["IntervalSet", "merge_ranges"]
+
+
+def merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint, non-touching closed ranges covering exactly ``ranges``
+    (``a > b`` ranges are empty)."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and a <= out[-1][1] + 1:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 class IntervalSet:
@@ -34,15 +47,10 @@ class IntervalSet:
         """A set built in one pass (sort, then merge): what a step's own ranges need,
         without the bisect-and-splice of ``add`` per range. ``a > b`` ranges are empty."""
         out = cls()
-        starts, ends = out._starts, out._ends
-        for a, b in sorted(r for r in ranges if r[0] <= r[1]):
-            if ends and a <= ends[-1] + 1:
-                if b > ends[-1]:
-                    ends[-1] = b
-            else:
-                starts.append(a)
-                ends.append(b)
-        out._total = sum(e - s + 1 for s, e in zip(starts, ends))
+        merged = merge_ranges(ranges)
+        out._starts = [a for a, _ in merged]
+        out._ends = [b for _, b in merged]
+        out._total = sum(b - a + 1 for a, b in merged)
         return out
 
     # ------------------------------------------------------------------ queries

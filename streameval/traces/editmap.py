@@ -44,6 +44,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from ..errors import Reason
+from ..intervals import merge_ranges
 from ..model import Edit
 
 if TYPE_CHECKING:
@@ -292,7 +293,7 @@ class EditMap:
                 out[-1] = (out[-1][0], b)
             else:
                 out.append((b, b))
-        return _merge_ranges(out)
+        return merge_ranges(out)
 
     # ------------------------------------------------------------------ edits
     def revert(self, path: str) -> None:
@@ -522,14 +523,3 @@ def _nearest(f: _File, hits: list[int], hunks) -> int:
     """The occurrence whose first line is nearest the first hunk's old start."""
     target = min(h[0] for h in hunks) - 1
     return min(hits, key=lambda i: abs(f.line_at(i) - target))
-
-
-def _merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(ranges):
-        if out and a <= out[-1][1] + 1:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out

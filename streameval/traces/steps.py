@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import Reason
+from ..intervals import merge_ranges
 from ..model import Edit, Read, Step, ToolCall
 from .editmap import EditMap
 from .infer import infer
@@ -126,7 +127,7 @@ class StepBuilder:
                     out.context_files.append(name)
         if files:
             out.step = Step(files=tuple(files),
-                            spans={p: _merge(r) for p, r in files.items() if r},
+                            spans={p: merge_ranges(r) for p, r in files.items() if r},
                             call_id=call.call_id,
                             timestamp=call.started_at if call.started_at is not None
                             else call.ended_at)
@@ -211,14 +212,3 @@ class StepBuilder:
                                      f"{repo}: line {start} is past the end ({n} lines)"))
             return None
         return start, end
-
-
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(ranges):
-        if out and a <= out[-1][1] + 1:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out

@@ -75,3 +75,12 @@ class Claude:
 
 def _j(obj) -> bytes:
     return json.dumps(obj).encode()
+
+
+def watcher(runs: Path, res, tmp_path: Path, **kw):
+    """A watcher writing records to ``tmp_path/out.jsonl``; the tests drive it by hand."""
+    from streameval.live.watch import WatchConfig, Watcher
+
+    cfg = WatchConfig(root=runs, out=tmp_path / "out.jsonl", idle_timeout=kw.pop("idle", 3600),
+                      patch_grace=kw.pop("grace", 0.0), rescan_interval=kw.pop("rescan", 0.0), **kw)
+    return Watcher(cfg, res)

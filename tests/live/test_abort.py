@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
+from claude_run import APP, UTIL, Claude
 
 from streameval.live.abort import (
     ABORT_NAME,
@@ -22,21 +22,12 @@ from streameval.live.abort import (
     load_policies,
     parse_policies,
 )
-from streameval.live.watch import WatchConfig, Watcher, load_resources
+from streameval.live.watch import WatchConfig, Watcher
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-@pytest.fixture
-def env(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    res = load_resources(str(s.gold), None, str(s.repo))
-    return s, runs, res
 
 
 def start(runs: Path, res, toml: str, dry_run: bool = False) -> tuple[Watcher, AbortEngine]:

@@ -8,12 +8,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import orjson
-from conftest import ROOT
 
 from streameval.live.watch import load_resources
 from streameval.session import evaluate_trace
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_demo_plays_the_example_and_serves_its_metrics(tmp_path):

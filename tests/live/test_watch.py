@@ -8,25 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
+from claude_run import APP, UTIL, Claude, watcher
 
-from streameval.live.watch import WatchConfig, Watcher, load_resources
+from streameval.live.watch import Watcher
 from streameval.session import evaluate_trace
-
-
-@pytest.fixture
-def env(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    res = load_resources(str(s.gold), None, str(s.repo))
-    return s, runs, res
-
-
-def watcher(runs: Path, res, tmp_path: Path, **kw) -> Watcher:
-    cfg = WatchConfig(root=runs, out=tmp_path / "out.jsonl", idle_timeout=kw.pop("idle", 3600),
-                      patch_grace=kw.pop("grace", 0.0), rescan_interval=0.0, **kw)
-    return Watcher(cfg, res)
 
 
 def run_dir(runs: Path, name: str = "demo__demo-1", meta: dict | None = None) -> Path:

@@ -9,29 +9,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
+from claude_run import APP, UTIL, Claude, watcher
 
 from streameval.gold import load_gold
-from streameval.live.watch import WatchConfig, Watcher, load_resources
 from streameval.repo import RepoCache
 from streameval.session import Resources, evaluate_trace
 
 MINISWE = "mini-swe-agent__gruckion__mini-swe-agent__gemini-3-pro__django__django-11603.traj.json"
-
-
-@pytest.fixture
-def env(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    res = load_resources(str(s.gold), None, str(s.repo))
-    return s, runs, res
-
-
-def watcher(runs: Path, res, tmp_path: Path, **kw) -> Watcher:
-    cfg = WatchConfig(root=runs, out=tmp_path / "out.jsonl", idle_timeout=kw.pop("idle", 3600),
-                      patch_grace=kw.pop("grace", 0.0), rescan_interval=kw.pop("rescan", 0.0), **kw)
-    return Watcher(cfg, res)
 
 
 def append(path: Path, *lines: bytes) -> None:
