@@ -26,22 +26,18 @@ Also here, because the other document format (``sweagent``) and OpenHands share 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-import orjson
-
 from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, StatedContext, Step, ToolCall, TraceEvent, Usage
-from .base import Adapter
+from .document import MAX_DOCUMENT_BYTES, DocumentAdapter, DocumentBuffer
 from .jsonl import as_count, as_dict, as_list, as_str, parse_timestamp, token_usage
 
 __all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BYTES",
            "looks_like_diff", "parse_context_block", "shell_failed"]
 
 #: A whole-document trace larger than this is refused: real trajectories are a few MB.
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 #: Put between ``output_head`` and ``output_tail`` when mini-swe-agent elided the middle
 #: of a long output, so a reader of ``ToolCall.output`` knows lines are missing there.
@@ -116,90 +112,6 @@ def parse_context_block(block: str) -> tuple[list[str], dict[str, list[tuple[int
     return files, spans
 
 
-class DocumentBuffer:
-    """The lines of a whole-document trace, kept until ``close`` and then parsed once.
-
-    Bounded: past ``limit`` bytes the document is given up with one ``LINE_TOO_LONG``
-    BadLine and the rest is dropped unread. A JSON error at the very end of the text
-    (a file still being written, or cut short) is ``PARTIAL_LINE``; elsewhere it is
-    ``MALFORMED_JSON``. Bytes that are not UTF-8 are replaced (U+FFFD) and counted as
-    ``NOT_UTF8`` once, rather than losing the whole run to one bad byte.
-    """
-
-    def __init__(self, limit: int = MAX_DOCUMENT_BYTES):
-        self.limit = limit
-        self.parts: list[bytes] = []
-        self.size = 0
-        self.first_lineno: int | None = None
-        self.last_lineno = 0
-        self.overflow = False
-
-    def add(self, line: bytes, lineno: int) -> list[TraceEvent]:
-        if self.overflow:
-            return []
-        if self.first_lineno is None:
-            if not line.strip():
-                return []
-            self.first_lineno = lineno
-        self.last_lineno = lineno
-        self.size += len(line) + 1
-        if self.size > self.limit:
-            self.overflow = True
-            self.parts = []
-            return [BadLine(lineno, Reason.LINE_TOO_LONG.value,
-                            f"document reaches {self.size} bytes by line {lineno} "
-                            f"(limit {self.limit}); given up")]
-        self.parts.append(line)
-        return []
-
-    def load(self) -> tuple[dict | None, list[TraceEvent]]:
-        """The document's top-level object (None if unusable) and any BadLines."""
-        if self.overflow or self.first_lineno is None:
-            return None, []
-        data = b"\n".join(self.parts)
-        self.parts = []
-        bad: list[TraceEvent] = []
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            text = data.decode("utf-8", "replace")
-            bad.append(BadLine(self._line_at(data[:exc.start].count(b"\n")),
-                               Reason.NOT_UTF8.value,
-                               f"document has bytes that are not UTF-8 (byte {exc.start}); "
-                               "replaced with U+FFFD"))
-        try:
-            obj = orjson.loads(text)
-        except ValueError:
-            bad.append(self._json_error(text))
-            return None, bad
-        if not isinstance(obj, dict):
-            bad.append(BadLine(self.first_lineno, Reason.NOT_AN_OBJECT.value,
-                               f"document is a JSON {type(obj).__name__}, not an object"))
-            return None, bad
-        return obj, bad
-
-    def _line_at(self, newlines_before: int) -> int:
-        return (self.first_lineno or 1) + newlines_before
-
-    def _json_error(self, text: str) -> BadLine:
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            end = len(text.rstrip())
-            truncated = exc.pos >= end - 1 or exc.msg.startswith("Unterminated string")
-            reason = Reason.PARTIAL_LINE if truncated else Reason.MALFORMED_JSON
-            what = "ends before the JSON document does" if truncated else "is not valid JSON"
-            return BadLine(self._line_at(exc.lineno - 1), reason.value,
-                           f"document (lines {self.first_lineno}-{self.last_lineno}) {what}: "
-                           f"{exc.msg} at line {self._line_at(exc.lineno - 1)} column {exc.colno}")
-        except (ValueError, RecursionError) as exc:
-            return BadLine(self.first_lineno or 0, Reason.MALFORMED_JSON.value,
-                           f"document is not valid JSON: {exc}")
-        # orjson refused what json accepts (e.g. NaN, deep nesting): same damage class
-        return BadLine(self.first_lineno or 0, Reason.MALFORMED_JSON.value,
-                       "document is not strict JSON (NaN/Infinity or nesting too deep)")
-
-
 def head_text(head: list[bytes], limit: int = 8) -> str:
     """The first lines of a file as text, for ``detect`` (bad bytes replaced)."""
     return "\n".join(line.decode("utf-8", "replace") for line in head[:limit])
@@ -260,7 +172,7 @@ def _stated_step(blocks: list[str], call_id: str | None, ts: float | None) -> St
     return Step(files=tuple(files), spans=spans, call_id=call_id, timestamp=ts)
 
 
-class MiniSweAdapter(Adapter):
+class MiniSweAdapter(DocumentAdapter):
     """mini-swe-agent ``.traj.json``: a whole document, parsed at ``close``.
 
     Events, in order: ``RunInfo``; per assistant turn with exactly one bash block, the
@@ -277,10 +189,7 @@ class MiniSweAdapter(Adapter):
 
     format = "miniswe"
     patterns = ("*.traj.json",)
-    document = True
-
-    def __init__(self) -> None:
-        self.buffer = DocumentBuffer()
+    label = "mini-swe-agent"
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
@@ -296,23 +205,8 @@ class MiniSweAdapter(Adapter):
             return False
         return _MINI_START_RE.match(text) is not None
 
-    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
-        return self.buffer.add(line, lineno)
-
-    def close(self) -> list[TraceEvent]:
-        # a fresh buffer, so the same adapter can read the rewritten document again
-        buffer, self.buffer = self.buffer, DocumentBuffer(self.buffer.limit)
-        doc, events = buffer.load()
-        if doc is None:
-            return events
-        lineno = buffer.first_lineno or 0
-        try:
-            events.extend(_Parse(doc, lineno).run())
-        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
-            events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
-                                  f"mini-swe-agent document has an unexpected shape: "
-                                  f"{type(exc).__name__}: {str(exc)[:_SNIPPET]}"))
-        return events
+    def parse(self, doc: dict, lineno: int) -> list[TraceEvent]:
+        return _Parse(doc, lineno).run()
 
 
 class _Parse:

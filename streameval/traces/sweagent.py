@@ -26,8 +26,9 @@ import orjson
 from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
 from .base import Adapter
+from .document import DocumentAdapter
 from .jsonl import as_dict, as_list, as_str, decode_object, first_object, token_usage
-from .miniswe import DocumentBuffer, head_text, looks_like_diff
+from .miniswe import head_text, looks_like_diff
 
 __all__ = ["SweAgentAdapter", "SweAgentCheckpointsAdapter", "parse_action",
            "parse_editor_command", "editor_error"]
@@ -176,7 +177,7 @@ def _working_dir(state: Any) -> str | None:
 # --------------------------------------------------------------------------- .traj
 
 
-class SweAgentAdapter(Adapter):
+class SweAgentAdapter(DocumentAdapter):
     """SWE-agent ``.traj``: a whole document, parsed at ``close``.
 
     Events: ``RunInfo`` (agent "swe-agent", model from ``replay_config``, instance id
@@ -190,10 +191,7 @@ class SweAgentAdapter(Adapter):
 
     format = "sweagent"
     patterns = ("*.traj",)
-    document = True
-
-    def __init__(self) -> None:
-        self.buffer = DocumentBuffer()
+    label = "SWE-agent"
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
@@ -202,23 +200,8 @@ class SweAgentAdapter(Adapter):
             return True
         return re.search(r'^\s*\{\s*"trajectory"\s*:\s*\[', text) is not None
 
-    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
-        return self.buffer.add(line, lineno)
-
-    def close(self) -> list[TraceEvent]:
-        # a fresh buffer, so the same adapter can read the rewritten document again
-        buffer, self.buffer = self.buffer, DocumentBuffer(self.buffer.limit)
-        doc, events = buffer.load()
-        if doc is None:
-            return events
-        lineno = buffer.first_lineno or 0
-        try:
-            events.extend(_parse_traj(doc, lineno))
-        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
-            events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
-                                  f"SWE-agent document has an unexpected shape: "
-                                  f"{type(exc).__name__}: {str(exc)[:_SNIPPET]}"))
-        return events
+    def parse(self, doc: dict, lineno: int) -> list[TraceEvent]:
+        return _parse_traj(doc, lineno)
 
 
 def _model_name(replay_config: Any) -> str | None:
