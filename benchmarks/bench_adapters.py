@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
+
+from machine import describe
 
 from streameval.model import RunIdentity
 from streameval.session import RunSession, TraceReader, iter_lines, open_adapter
@@ -34,26 +35,6 @@ DEFAULT_FILES = (
     REAL / "codex-rollout" / "codex-rollout__jnarowski__agentcmd__rollout-2025-09-24T19-22-20-01997e76.jsonl",
     REAL / "claude-stream" / "claude-stream__link-assistant__hive-mind__issue-759-uploaded-log.extracted.jsonl",
 )
-
-
-def machine() -> str:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = "unknown"
-    try:
-        kb = next(int(x.split()[1]) for x in Path("/proc/meminfo").read_text().splitlines()
-                  if x.startswith("MemTotal"))
-        mem = f"{kb / 1024 / 1024:.1f} GiB"
-    except (OSError, StopIteration):
-        pass
-    return (f"platform={platform.platform()}, cpu={cpu}, cores={os.cpu_count()}, "
-            f"python={platform.python_implementation()} {platform.python_version()}, memory={mem}")
 
 
 def adapter_only(path: Path, lines: list[tuple[bytes, int]]) -> tuple[float, int]:
@@ -94,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("files", nargs="*", type=Path, default=list(DEFAULT_FILES))
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args(argv)
-    print("machine:", machine())
+    print("machine:", describe())
     for path in args.files:
         lines = list(iter_lines(path))
         size = path.stat().st_size

@@ -55,7 +55,6 @@ import gzip
 import json
 import multiprocessing as mp
 import os
-import platform
 import random
 import re
 import shutil
@@ -68,6 +67,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from machine import machine
+
 WORKSPACE = "/workspace/bench"
 INSTANCE = "bench__bench-1"
 STDLIB_FILES = {"lib/argparse.py": "argparse.py", "lib/typing.py": "typing.py",
@@ -77,31 +78,6 @@ GOLD_SPANS = [("lib/argparse.py", 1100, 1180), ("lib/typing.py", 2000, 2060),
 TARGET_EVENTS = 20_000
 TARGET_P99 = 0.250
 TARGET_MB = 2.0
-
-
-# ---------------------------------------------------------------------- machine
-
-
-def machine() -> dict:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = "unknown"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "python": f"{platform.python_implementation()} {platform.python_version()}",
-            "memory": mem}
 
 
 def rss_bytes() -> int:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine import describe
 
 from streameval.gold import GoldInstance, GoldSpan
 from streameval.model import Step
@@ -129,26 +130,13 @@ def recompute_every_step(gold, view, symbols, steps: list[Step]) -> float:
     return time.perf_counter() - t0
 
 
-def machine() -> str:
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{platform.platform()} | CPU: {cpu} | cores: {os.cpu_count()} | "
-            f"Python {platform.python_version()} ({platform.python_implementation()})")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--baseline-steps", type=int, default=1000)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     with tempfile.TemporaryDirectory(prefix="streameval-bench-") as tmp:
         commit = make_repo(Path(tmp) / "repo", rng)
         repo = GitRepo(Path(tmp) / "repo")
