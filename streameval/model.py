@@ -78,6 +78,9 @@ class ToolCall:
     sidechain: bool = False
     structured: dict[str, Any] | None = None
     lineno: int = 0
+    #: the trace does not record a cwd per call, but the agent's shell keeps a ``cd``
+    #: between calls (Claude Code stream-json): the step builder carries it forward
+    cwd_persists: bool = False
 
 
 @dataclass(slots=True)

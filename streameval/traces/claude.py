@@ -172,7 +172,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
             call_id=call_id, tool=name,
             input=tool_input if isinstance(tool_input, dict) else {},
             started_at=context.timestamp, cwd=context.cwd, sidechain=context.sidechain,
-            lineno=lineno)
+            lineno=lineno, cwd_persists=context.cwd_persists)
         return None
 
     def _remember_answered(self, call_id: str) -> None:
@@ -216,16 +216,19 @@ class ClaudeAdapter(TypedJsonlAdapter):
 class _LineContext:
     """Where and when a tool_use line happened."""
 
-    __slots__ = ("cwd", "timestamp", "sidechain")
+    __slots__ = ("cwd", "timestamp", "sidechain", "cwd_persists")
 
-    def __init__(self, cwd: str | None, timestamp: float | None, sidechain: bool):
+    def __init__(self, cwd: str | None, timestamp: float | None, sidechain: bool,
+                 cwd_persists: bool = False):
         self.cwd, self.timestamp, self.sidechain = cwd, timestamp, sidechain
+        self.cwd_persists = cwd_persists
 
     @classmethod
     def of(cls, obj: dict, stream_cwd: str | None) -> _LineContext:
         sidechain = obj.get("isSidechain") is True or obj.get("parent_tool_use_id") is not None
-        return cls(as_str(obj.get("cwd")) or stream_cwd,
-                   parse_timestamp(obj.get("timestamp")), sidechain)
+        own = as_str(obj.get("cwd"))  # session transcripts record the shell's cwd per line
+        return cls(own or stream_cwd, parse_timestamp(obj.get("timestamp")), sidechain,
+                   cwd_persists=own is None)
 
 
 def _tokens_of(usage: dict):

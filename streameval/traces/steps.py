@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -83,6 +83,8 @@ class StepBuilder:
         self.paths = PathMapper(view, roots)
         self.edits = EditMap(view)
         self._cwd: str | None = None
+        #: where an earlier `cd` left the agent's persistent shell (ToolCall.cwd_persists)
+        self._shell_cwd: str | None = None
 
     def add_root(self, root: str | None) -> None:
         self.paths.add_root(root)
@@ -93,10 +95,15 @@ class StepBuilder:
 
     def consume(self, call: ToolCall) -> CallOutcome:
         """One call, in trace order. Never raises on bad input: problems are returned."""
+        if call.cwd_persists and self._shell_cwd:
+            # a `cd` in an earlier call still holds in the agent's shell
+            call = replace(call, cwd=self._shell_cwd)
         if call.cwd:
             self._cwd = call.cwd
         cwd = call.cwd or self._cwd
         inf = infer(call)
+        if call.cwd_persists and inf.cwd_after and inf.cwd_after.startswith("/"):
+            self._shell_cwd = inf.cwd_after
         out = CallOutcome(category=inf.category, problems=list(inf.problems))
         for edit in inf.edits:
             self._apply_edit(edit, cwd, out)

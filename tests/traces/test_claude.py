@@ -358,3 +358,22 @@ def test_timestamp_parsing_of_the_shared_jsonl_helper():
     assert parse_timestamp(1767381514422) == pytest.approx(1767381514.422)  # milliseconds
     for junk in ("yesterday", "2025-99-99T99:99:99Z", None, True, [1], float("nan")):
         assert parse_timestamp(junk) is None
+
+
+def test_stream_calls_carry_their_cwd_forward_session_calls_record_it(real_fixtures):
+    """stream-json stamps only the init cwd (the shell's `cd`s must be carried forward);
+    session transcripts write the shell's cwd on every line."""
+    from streameval.model import ToolCall
+    from streameval.traces.claude import ClaudeAdapter
+
+    def calls(path):
+        a = ClaudeAdapter()
+        out = []
+        for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
+            out += a.feed(line, n)
+        return [e for e in out + a.close() if isinstance(e, ToolCall)]
+
+    stream = calls(next((real_fixtures / "claude-stream").glob("*issue-724*")))
+    session = calls(next((real_fixtures / "claude-session").glob("*full-session-four*")))
+    assert stream and all(c.cwd_persists for c in stream)
+    assert session and not any(c.cwd_persists for c in session)

@@ -529,3 +529,29 @@ def test_sed_range_over_several_files_is_one_stream(b):
     # -s (separate files) really is per file
     assert spans(b, bash("sed -s -n '20,30p' src/small.py src/a.py")) == \
         {"src/small.py": [(20, 23)], "src/a.py": [(20, 30)]}
+
+
+def test_cd_in_one_claude_stream_bash_call_holds_for_the_next(tmp_path):
+    """Claude Code's shell keeps a `cd` between Bash calls; stream-json does not record the
+    cwd per call, so the builder carries it: `cd sub` then `cat f` reads sub/f, not f."""
+    from gitrepo import make_repo
+
+    from streameval.model import ToolCall
+    from streameval.repo import GitRepo
+    from streameval.traces.steps import StepBuilder
+
+    sha = make_repo(tmp_path / "r", {"f": "top\n", "sub/f": "a\nb\n"})[-1]
+    b = StepBuilder(GitRepo(tmp_path / "r").at(sha), roots=["/ws"])
+
+    def bash(i, cmd, out, persists=True):
+        return b.consume(ToolCall(call_id=str(i), tool="Bash", input={"command": cmd},
+                                  output=out, cwd="/ws", cwd_persists=persists))
+
+    assert bash(1, "cd sub", "").step is None
+    assert bash(2, "cat f", "a\nb\n").step.spans == {"sub/f": [(1, 2)]}
+    # a session transcript records the real cwd on every line: nothing is carried
+    b2 = StepBuilder(GitRepo(tmp_path / "r").at(sha), roots=["/ws"])
+    b2.consume(ToolCall(call_id="1", tool="Bash", input={"command": "cd sub"}, output="", cwd="/ws"))
+    step = b2.consume(ToolCall(call_id="2", tool="Bash", input={"command": "cat f"},
+                               output="top\n", cwd="/ws")).step
+    assert step.spans == {"f": [(1, 1)]}
