@@ -301,10 +301,10 @@ def is_context_file(path: str) -> bool:
     if base in _CONTEXT_NAMES:
         return True
     parts = p.split("/")
-    if ".cursor" in parts:
+    if ".cursor" in parts:   # a file under .cursor/rules/
         i = parts.index(".cursor")
-        if i + 2 < len(parts) + 1 and parts[i + 1: i + 2] == ["rules"] and len(parts) > i + 2:
+        if len(parts) > i + 2 and parts[i + 1] == "rules":
             return True
     if ".clinerules" in parts[:-1]:
         return True
-    return p.endswith(".github/copilot-instructions.md") and base == "copilot-instructions.md"
+    return p.endswith(".github/copilot-instructions.md")

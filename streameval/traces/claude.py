@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from ..model import RunEnd, RunInfo, ToolCall, TraceEvent, Usage
 from .jsonl import (
     TypedJsonlAdapter,
+    as_cost,
     as_dict,
     as_list,
     as_str,
@@ -84,8 +85,6 @@ class ClaudeAdapter(TypedJsonlAdapter):
             return False
         return any(key in obj for key in _DETECT_KEYS)
 
-    # ----------------------------------------------------------------- feeding
-
     # ----------------------------------------------------------------- line kinds
 
     def _system(self, obj: dict, lineno: int) -> list[TraceEvent]:
@@ -103,7 +102,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
         cost = obj.get("total_cost_usd")
         if usage or isinstance(cost, (int, float)):
             events.append(Usage(tokens=_tokens_of(usage),
-                                cost_usd=float(cost) if _is_number(cost) else None,
+                                cost_usd=as_cost(cost),
                                 cumulative=True, lineno=lineno))
         reason = as_str(obj.get("subtype")) or ("error" if obj.get("is_error") else "result")
         events.append(RunEnd(reason=reason, timestamp=parse_timestamp(obj.get("timestamp")),
@@ -235,10 +234,6 @@ def _tokens_of(usage: dict):
     return token_usage(usage.get("input_tokens"), usage.get("output_tokens"),
                        usage.get("cache_read_input_tokens"),
                        usage.get("cache_creation_input_tokens"))
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _result_text(content: Any) -> str:

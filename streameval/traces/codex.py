@@ -221,8 +221,7 @@ def _command_item(item: dict) -> tuple[str, dict, str | None, bool]:
     command = item.get("command")
     script = _script_of(command) if command is not None else ""
     exit_code = item.get("exit_code")
-    failed = item.get("status") == "failed" or (
-        isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0)
+    failed = item.get("status") == "failed" or _nonzero_exit(exit_code)
     return "shell", {"command": script}, as_str(item.get("aggregated_output")), failed
 
 
@@ -354,8 +353,11 @@ def _structured_output(decoded: dict) -> tuple[str | None, bool]:
     text = decoded.get("output")
     text = text if isinstance(text, str) else _text_of(text)
     exit_code = as_dict(decoded.get("metadata")).get("exit_code")
-    failed = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
-    return text, failed or decoded.get("success") is False
+    return text, _nonzero_exit(exit_code) or decoded.get("success") is False
+
+
+def _nonzero_exit(code: Any) -> bool:
+    return isinstance(code, int) and not isinstance(code, bool) and code != 0
 
 
 def _text_says_failed(text: str) -> bool:

@@ -173,17 +173,21 @@ class _File:
         self.changed()
 
 
+def _continues(last: list, base: int | None) -> bool:
+    """Does a run starting at ``base`` extend run ``last``? (both unmapped, or adjacent)"""
+    if base is None or last[1] is None:
+        return base is None and last[1] is None
+    return last[1] + last[0] == base
+
+
 def _compress(ids: list[int | None]) -> list[list]:
     """Per-line ids -> runs."""
     runs: list[list] = []
     for b in ids:
-        if runs:
-            last = runs[-1]
-            if (b is None and last[1] is None) or (
-                    b is not None and last[1] is not None and last[1] + last[0] == b):
-                last[0] += 1
-                continue
-        runs.append([1, b])
+        if runs and _continues(runs[-1], b):
+            runs[-1][0] += 1
+        else:
+            runs.append([1, b])
     return runs
 
 
@@ -194,13 +198,10 @@ def _merge(runs: list[list], lo: int, hi: int) -> list[list]:
     for r in runs[lo:hi + 1]:
         if r[0] <= 0:
             continue
-        if out:
-            last = out[-1]
-            if (r[1] is None and last[1] is None) or (
-                    r[1] is not None and last[1] is not None and last[1] + last[0] == r[1]):
-                last[0] += r[0]
-                continue
-        out.append(list(r))
+        if out and _continues(out[-1], r[1]):
+            out[-1][0] += r[0]
+        else:
+            out.append(list(r))
     out.extend(runs[hi + 1:])
     return out
 
@@ -406,12 +407,10 @@ class EditMap:
         new_lines = split_lines(new)
         if new_lines and not new_lines[-1].endswith("\n"):
             new_lines[-1] += "\n"
-        if f.lines is None:
-            f.splice(after, 0, [None] * len(new_lines))
-            return True
-        if after == n and n and not f.lines[-1].endswith("\n"):
-            f.lines[-1] += "\n"
-        f.lines[after:after] = new_lines
+        if f.lines is not None:   # unknown text: only the mapping shifts
+            if after == n and n and not f.lines[-1].endswith("\n"):
+                f.lines[-1] += "\n"
+            f.lines[after:after] = new_lines
         f.splice(after, 0, [None] * len(new_lines))
         return True
 
@@ -427,11 +426,9 @@ class EditMap:
             if start < 0 or old_lines < 0 or new_lines < 0 or (
                     n is not None and start + old_lines > n):
                 return self._fail(path, f"hunk -{old_start},{old_lines} is outside the file")
-            if f.lines is None:
-                f.splice(start, old_lines, [None] * new_lines)
-            else:
+            if f.lines is not None:
                 f.lines[start:start + old_lines] = [self._placeholder() for _ in range(new_lines)]
-                f.splice(start, old_lines, [None] * new_lines)
+            f.splice(start, old_lines, [None] * new_lines)
         return True
 
     # ------------------------------------------------------------------ EditLoc inputs

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import Reason
+from ..intervals import merge_ranges
 from ..model import CATEGORIES, Edit, Read, ToolCall
+from .categories import categorize
+from .shell import ShellAnalysis, analyze
 
 __all__ = ["Inference", "infer", "numbered_runs", "CLAUDE_READ_LIMIT"]
 
@@ -103,6 +107,15 @@ def _failed(call: ToolCall, shell: bool = False) -> bool:
     return isinstance(out, str) and bool(_FAILED_OUTPUT.match(out[:500]))
 
 
+def _target(call: ToolCall, inf: Inference, path: str | None) -> str | None:
+    """The file a read/edit tool names, or None when there is nothing to record: no
+    path (a counted problem, even for a failed call) or a failed call (METRICS.md 6)."""
+    if path is None:
+        inf.problems.append((Reason.MISSING_FIELD, f"{call.tool} call {call.call_id} has no path"))
+        return None
+    return None if inf.failed else path
+
+
 def numbered_runs(output: str, loose: bool = False) -> list[tuple[int, int]]:
     """Contiguous runs of the line numbers an output shows (``cat -n`` / Claude style).
 
@@ -118,32 +131,24 @@ def numbered_runs(output: str, loose: bool = False) -> list[tuple[int, int]]:
     if 0 < first <= last and last - first + 1 == len(numbers) \
             and numbers == list(range(first, last + 1)):
         return [(first, last)]  # the common case: a window of a file, in order
-    return _runs(set(numbers))
+    return _runs(numbers)
 
 
-def _runs(numbers: set[int]) -> list[tuple[int, int]]:
+def _runs(numbers: Iterable[int]) -> list[tuple[int, int]]:
     """Positive line numbers -> sorted runs of consecutive numbers."""
-    runs: list[tuple[int, int]] = []
-    for n in sorted(numbers):
-        if n <= 0:
-            continue
-        if runs and runs[-1][1] + 1 == n:
-            runs[-1] = (runs[-1][0], n)
-        else:
-            runs.append((n, n))
-    return runs
+    return merge_ranges((n, n) for n in numbers if n > 0)
 
 
 def _reads_from_runs(path: str, runs: list[tuple[int, int]]) -> list[Read]:
-    return [Read(path, a, b) for a, b in runs]
+    """The lines shown, or the file at file level when no line of it could be placed."""
+    return [Read(path, a, b) for a, b in runs] if runs else [Read(path, listing=True)]
 
 
-def _category(call: ToolCall, shell: Any, default: str) -> str:
-    """``categories.categorize`` decides; ``default`` if it is not there or says nothing."""
+def _category(call: ToolCall, shell: ShellAnalysis | None, default: str) -> str:
+    """``categories.categorize`` decides; ``default`` if it trips or says nothing."""
     try:
-        from . import categories
-        found = categories.categorize(call, shell)
-    except (ImportError, AttributeError, TypeError, ValueError):
+        found = categorize(call, shell)
+    except (AttributeError, TypeError, ValueError):
         found = None
     return found if found in CATEGORIES else default
 
@@ -151,13 +156,16 @@ def _category(call: ToolCall, shell: Any, default: str) -> str:
 # --------------------------------------------------------------------------- Claude Read
 
 
-def _claude_read(call: ToolCall, inf: Inference) -> None:
+def _claude_path(call: ToolCall, inf: Inference) -> str | None:
     inp = call.input
     path = _str(inp.get("file_path")) or _str(inp.get("notebook_path")) or _str(inp.get("path"))
+    return _target(call, inf, path)
+
+
+def _claude_read(call: ToolCall, inf: Inference) -> None:
+    inp = call.input
+    path = _claude_path(call, inf)
     if path is None:
-        inf.problems.append((Reason.MISSING_FIELD, f"{call.tool} call {call.call_id} has no path"))
-        return
-    if inf.failed:
         return
     if call.tool.lower() == "notebookread" or path.endswith(".ipynb"):
         inf.reads.append(Read(path))
@@ -168,7 +176,7 @@ def _claude_read(call: ToolCall, inf: Inference) -> None:
         return
     shown = _claude_shown(call)
     if shown is not None:
-        inf.reads.extend(_reads_from_runs(path, shown) if shown else [Read(path, listing=True)])
+        inf.reads.extend(_reads_from_runs(path, shown))
         return
     offset = _int(inp.get("offset"))
     limit = _int(inp.get("limit"))
@@ -180,13 +188,19 @@ def _claude_read(call: ToolCall, inf: Inference) -> None:
 _PAST_END = "shorter than the provided offset"
 
 
+def _claude_file(call: ToolCall) -> dict | None:
+    """``toolUseResult.file`` of a Claude Read: which lines the result really showed."""
+    st = call.structured
+    file = st.get("file") if isinstance(st, dict) else None
+    return file if isinstance(file, dict) else None
+
+
 def _claude_past_end(call: ToolCall) -> bool:
     """An ``offset`` past the file's last line: Claude shows only a warning, no line of
     the file (``file.numLines`` 0 from a ``startLine`` after ``totalLines``). That reads
     nothing (METRICS.md 6); an empty file (``startLine`` 1) is still a file shown."""
-    st = call.structured
-    file = st.get("file") if isinstance(st, dict) else None
-    if isinstance(file, dict):
+    file = _claude_file(call)
+    if file is not None:
         start, num = _int(file.get("startLine")), _int(file.get("numLines"))
         total = _int(file.get("totalLines"))
         if num == 0 and start is not None and start > 1 and (total is None or start > total):
@@ -201,9 +215,8 @@ def _claude_shown(call: ToolCall) -> list[tuple[int, int]] | None:
     None = the trace does not say (asked range applies); ``[]`` = a file with no lines
     shown (empty, or offset past its end).
     """
-    st = call.structured
-    file = st.get("file") if isinstance(st, dict) else None
-    if isinstance(file, dict):
+    file = _claude_file(call)
+    if file is not None:
         start, num = _int(file.get("startLine")), _int(file.get("numLines"))
         if start is not None and num is not None:
             return [(max(start, 1), max(start, 1) + num - 1)] if num > 0 else []
@@ -220,6 +233,8 @@ def _claude_shown(call: ToolCall) -> list[tuple[int, int]] | None:
 
 _GREP_NOISE = re.compile(r"^(?:Found \d+ (?:files?|lines?|matches)|No (?:files|matches) found|"
                          r"\[Showing results|\(Results are truncated|--$)")
+_COUNT_TAIL = re.compile(r":\d+$")              # Grep count mode: ``path:N``
+_LS_ENTRY = re.compile(r"^(\s*)- (.+)$")         # Claude's LS tree: ``  - name``
 
 
 def _output_lines(call: ToolCall) -> list[str]:
@@ -246,7 +261,7 @@ def _grep(call: ToolCall, inf: Inference) -> None:
         inf.reads.extend(grep_content_reads(call.output or "", _str(inp.get("path"))))
     elif mode == "count":
         for ln in _output_lines(call):
-            name = ln.rsplit(":", 1)[0] if re.search(r":\d+$", ln) else None
+            name = ln.rsplit(":", 1)[0] if _COUNT_TAIL.search(ln) else None
             if name:
                 inf.reads.append(Read(name, listing=True))
             elif _str(inp.get("path")):
@@ -257,8 +272,8 @@ def _grep(call: ToolCall, inf: Inference) -> None:
 
 
 _MATCH_LINE = re.compile(r"^(.+?):(\d+):")
-_CONTEXT_LINE = re.compile(r"^(.+?)-(\d+)-")
 _SINGLE_LINE = re.compile(r"^(\d+)[:-]")
+_DASH_NUM = re.compile(r"-(\d+)-")
 
 
 def grep_content_reads(output: str, single_path: str | None) -> list[Read]:
@@ -294,8 +309,7 @@ def grep_content_reads(output: str, single_path: str | None) -> list[Read]:
             per_file[single_path] = nums
     reads: list[Read] = []
     for path, nums in per_file.items():
-        runs = _runs(nums)
-        reads.extend(_reads_from_runs(path, runs) if runs else [Read(path, listing=True)])
+        reads.extend(_reads_from_runs(path, _runs(nums)))
     if not per_file:
         reads.extend(_unnumbered_files(lines))
     return reads
@@ -315,7 +329,7 @@ def _path_match(line: str) -> re.Match[str] | None:
 def _context_hit(line: str, names: list[str]) -> tuple[str, int] | None:
     for name in names:
         if line.startswith(name) and len(line) > len(name) and line[len(name)] == "-":
-            m = re.match(r"-(\d+)-", line[len(name):])
+            m = _DASH_NUM.match(line, len(name))
             if m:
                 return name, int(m.group(1))
     return None
@@ -342,7 +356,7 @@ def _ls(call: ToolCall, inf: Inference) -> None:
         return
     stack: list[tuple[int, str]] = []
     for ln in call.output.splitlines():
-        m = re.match(r"^(\s*)- (.+)$", ln)
+        m = _LS_ENTRY.match(ln)
         if not m:
             continue
         depth, name = len(m.group(1)), m.group(2).strip()
@@ -360,11 +374,8 @@ def _ls(call: ToolCall, inf: Inference) -> None:
 
 def _claude_edit(call: ToolCall, inf: Inference) -> None:
     inp = call.input
-    path = _str(inp.get("file_path")) or _str(inp.get("notebook_path")) or _str(inp.get("path"))
+    path = _claude_path(call, inf)
     if path is None:
-        inf.problems.append((Reason.MISSING_FIELD, f"{call.tool} call {call.call_id} has no path"))
-        return
-    if inf.failed:
         return
     tool = call.tool.lower()
     if tool == "write":
@@ -480,13 +491,10 @@ def parse_editor_command(command: str) -> dict[str, Any] | None:
 def _editor(call: ToolCall, inf: Inference, inp: dict[str, Any] | None = None) -> None:
     """SWE-agent ``str_replace_editor`` / OpenHands ``read``/``edit`` (``oh_aci``)."""
     inp = call.input if inp is None else inp
-    path = _str(inp.get("path"))
-    command = _str(inp.get("command")) or ("view" if call.tool.lower() == "read" else None)
+    path = _target(call, inf, _str(inp.get("path")))
     if path is None:
-        inf.problems.append((Reason.MISSING_FIELD, f"{call.tool} call {call.call_id} has no path"))
         return
-    if inf.failed:
-        return
+    command = _str(inp.get("command")) or ("view" if call.tool.lower() == "read" else None)
     if command == "view":
         _editor_view(call, inf, path, inp)
     elif command == "create":
@@ -510,8 +518,7 @@ def _editor_view(call: ToolCall, inf: Inference, path: str, inp: dict[str, Any])
                 inf.reads.append(Read(name, listing=True))
         return
     if isinstance(out, str):
-        runs = numbered_runs(out, loose=True)
-        inf.reads.extend(_reads_from_runs(path, runs) if runs else [Read(path, listing=True)])
+        inf.reads.extend(_reads_from_runs(path, numbered_runs(out, loose=True)))
         return
     start, end = _view_range(inp.get("view_range"))
     if start is None and _int(inp.get("start")) and _int(inp.get("start")) > 0:
@@ -576,7 +583,7 @@ def _elided(call: ToolCall, reads: list[Read]) -> list[Read]:
     return out or [Read(path, listing=True)]
 
 
-def _shell(call: ToolCall, inf: Inference) -> tuple[Any, str | None]:
+def _shell(call: ToolCall, inf: Inference) -> tuple[ShellAnalysis | None, str | None]:
     """Shell tools: ``(analysis, category)``; the category when it is decided here."""
     command = command_text(call.input.get("command", call.input.get("cmd")))
     patch = call.input.get("input", call.input.get("patch"))
@@ -590,21 +597,13 @@ def _shell(call: ToolCall, inf: Inference) -> tuple[Any, str | None]:
         inf.failed = _failed(call)
         _editor(call, inf, editor)
         return None, "read" if editor.get("command") == "view" else "edit"
-    try:
-        from . import shell as shell_mod
-        analysis = shell_mod.analyze(command, call.output, call.cwd)
-    except (ImportError, AttributeError) as exc:
-        inf.problems.append((Reason.UNPARSED_COMMAND, f"shell analysis unavailable: {exc}"))
-        return None, None
-    if analysis is None:
-        inf.problems.append((Reason.UNPARSED_COMMAND, command[:200]))
-        return None, None
+    analysis = analyze(command, call.output, call.cwd)
     inf.cwd_after = analysis.cwd
     if not inf.failed:   # the category still counts for a failed command; its reads do not
         inf.reads.extend(_elided(call, analysis.reads))
-        reverted = set(getattr(analysis, "reverted", ()))
-        inf.reverted.extend(getattr(analysis, "reverted", ()))
-        inf.stash.extend(getattr(analysis, "stash", ()))
+        reverted = set(analysis.reverted)
+        inf.reverted.extend(analysis.reverted)
+        inf.stash.extend(analysis.stash)
         # a revert is reported by the shell as a bare Edit too; here it is a reset
         inf.edits.extend(e for e in analysis.edits if not (e.path in reverted and _bare(e)))
         for part in analysis.unparsed:
@@ -638,8 +637,8 @@ def infer(call: ToolCall) -> Inference:
     """Reads, edits, category and problems of one tool call (never raises on bad input)."""
     tool = (call.tool or "").strip()
     low = tool.lower()
-    inf = Inference(category="other",
-                    failed=_failed(call, shell=low in _SHELL_TOOLS or low == "apply_patch"))
+    is_shell = low in _SHELL_TOOLS or low == "apply_patch"
+    inf = Inference(category="other", failed=_failed(call, shell=is_shell))
     if not isinstance(call.input, dict):
         call = replace(call, input={})
     shell = None
@@ -662,7 +661,7 @@ def infer(call: ToolCall) -> Inference:
         _claude_edit(call, inf)
     elif low == "file_change":
         _file_change(call, inf)
-    elif low in _SHELL_TOOLS or low == "apply_patch":
+    elif is_shell:
         shell, decided = _shell(call, inf)
         if decided is not None or shell is None:
             inf.category = decided or ("edit" if low == "apply_patch" else "other")

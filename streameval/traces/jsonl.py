@@ -123,10 +123,48 @@ def as_count(value: Any) -> int:
     return 0
 
 
+def as_cost(value: Any) -> float | None:
+    """A dollar amount: a real number (not a bool), else None (unknown)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def token_usage(input_tokens: Any = 0, output_tokens: Any = 0,
                 cache_read: Any = 0, cache_creation: Any = 0) -> TokenUsage:
     return TokenUsage(as_count(input_tokens), as_count(output_tokens),
                       as_count(cache_read), as_count(cache_creation))
+
+
+# --------------------------------------------------------------------------- shared by adapters
+# (JSONL and whole-document alike: mini-swe-agent, SWE-agent, OpenHands)
+
+
+def shell_failed(returncode: int | None, output: str | None) -> bool:
+    """Whether a shell result showed nothing usable (METRICS.md 6: failed calls read nothing).
+
+    A plain non-zero exit is not enough: ``grep`` exits 1 when nothing matched and a
+    failing test run exits 1 after printing plenty. So: any exit code other than 0 and 1
+    (usage errors, ``ls``/``sed``/``grep`` on a missing path exit 2, kills are negative),
+    or exit 1 with "No such file or directory" in the output (``cat``/``head``/``nl`` of
+    a missing file).
+    """
+    if returncode is None or returncode == 0:
+        return False
+    if returncode != 1:
+        return True
+    return "No such file or directory" in (output or "")
+
+
+def looks_like_diff(text: Any) -> bool:
+    """True for a non-empty unified diff (a submission can also be an error message)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    head = text.lstrip()[:2000]
+    return head.startswith(("diff --git", "--- ", "Index: ")) or "\ndiff --git " in head
+
+
+def head_text(head: list[bytes], limit: int = 8) -> str:
+    """The first lines of a file as text, for ``detect`` (bad bytes replaced)."""
+    return "\n".join(line.decode("utf-8", "replace") for line in head[:limit])
 
 
 def bad_shape(lineno: int, what: str, exc: Exception | None = None) -> BadLine:

@@ -19,9 +19,8 @@ blocks are read from assistant messages only, and the final context is the union
 stated step), with ``structured["stated_context"] = True`` so a consumer that prefers the
 stated steps can skip inferring one from the command.
 
-Also here, because the other document format (``sweagent``) and OpenHands share them:
-``DocumentBuffer`` (bounded buffering + parsing of a whole-document trace) and
-``shell_failed`` (when a shell result counts as an error).
+``shell_failed``, ``looks_like_diff`` and ``head_text`` live in ``jsonl`` (SWE-agent and
+OpenHands use them too) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -32,7 +31,18 @@ from typing import Any
 from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, StatedContext, Step, ToolCall, TraceEvent, Usage
 from .document import MAX_DOCUMENT_BYTES, DocumentAdapter, DocumentBuffer
-from .jsonl import as_count, as_dict, as_list, as_str, parse_timestamp, token_usage
+from .jsonl import (
+    as_cost,
+    as_count,
+    as_dict,
+    as_list,
+    as_str,
+    head_text,
+    looks_like_diff,
+    parse_timestamp,
+    shell_failed,
+    token_usage,
+)
 
 __all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BYTES",
            "looks_like_diff", "parse_context_block", "shell_failed"]
@@ -54,34 +64,9 @@ _ELIDED_RE = re.compile(r"<elided_chars>\s*(\d+)")
 _TIMEOUT_RE = re.compile(r"^The last command <command>.*?</command> timed out", re.DOTALL)
 _MINI_START_RE = re.compile(r'\s*\{\s*"(?:info|messages|trajectory_format)"\s*:\s*[{\["]')
 _RANGE_RE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
-_SNIPPET = 80
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def shell_failed(returncode: int | None, output: str | None) -> bool:
-    """Whether a shell result showed nothing usable (METRICS.md 6: failed calls read nothing).
-
-    A plain non-zero exit is not enough: ``grep`` exits 1 when nothing matched and a
-    failing test run exits 1 after printing plenty. So: any exit code other than 0 and 1
-    (usage errors, ``ls``/``sed``/``grep`` on a missing path exit 2, kills are negative),
-    or exit 1 with "No such file or directory" in the output (``cat``/``head``/``nl`` of
-    a missing file).
-    """
-    if returncode is None or returncode == 0:
-        return False
-    if returncode != 1:
-        return True
-    return "No such file or directory" in (output or "")
-
-
-def looks_like_diff(text: Any) -> bool:
-    """True for a non-empty unified diff (a submission can also be an error message)."""
-    if not isinstance(text, str) or not text.strip():
-        return False
-    head = text.lstrip()[:2000]
-    return head.startswith(("diff --git", "--- ", "Index: ")) or "\ndiff --git " in head
 
 
 def parse_context_block(block: str) -> tuple[list[str], dict[str, list[tuple[int, int]]]]:
@@ -110,11 +95,6 @@ def parse_context_block(block: str) -> tuple[list[str], dict[str, list[tuple[int
                 files.append(current)
             spans.setdefault(current, []).append((max(a, 1), b))
     return files, spans
-
-
-def head_text(head: list[bytes], limit: int = 8) -> str:
-    """The first lines of a file as text, for ``detect`` (bad bytes replaced)."""
-    return "\n".join(line.decode("utf-8", "replace") for line in head[:limit])
 
 
 # --------------------------------------------------------------------------- adapter
@@ -302,7 +282,6 @@ class _Parse:
         stats = self.info.get("model_stats")
         if not isinstance(stats, dict) and not any(self.tokens):
             return None
-        cost = as_dict(stats).get("instance_cost")
-        cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
         return Usage(token_usage(self.tokens[0], self.tokens[1], self.tokens[2]),
-                     cost_usd=cost_usd, cumulative=True, lineno=self.lineno)
+                     cost_usd=as_cost(as_dict(stats).get("instance_cost")), cumulative=True,
+                     lineno=self.lineno)

@@ -22,15 +22,16 @@ from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
 from .base import Adapter
 from .jsonl import (
+    as_cost,
     as_count,
     as_dict,
     as_str,
     decode_object,
     first_object,
     parse_timestamp,
+    shell_failed,
     token_usage,
 )
-from .miniswe import shell_failed
 
 __all__ = ["OpenHandsAdapter"]
 
@@ -54,7 +55,7 @@ class OpenHandsAdapter(Adapter):
     ``content``, ``started_at``/``ended_at`` = action/observation timestamps (naive
     ISO times read as UTC), ``cwd`` = the shell's working directory before the call.
     ``is_error``: an ``error`` observation, a result starting "ERROR:" (failed edit,
-    unreadable path), or a failed shell command (``miniswe.shell_failed``).
+    unreadable path), or a failed shell command (``jsonl.shell_failed``).
     An ``error`` observation that answers no action (a tool call the runtime refused
     before running it) is a ``ToolCall(tool="error", is_error=True)``; an action never
     answered (``finish``) is emitted at the end of its instance with ``output=None``.
@@ -167,13 +168,12 @@ class _Instance:
         if not metrics:
             return None
         tokens = as_dict(metrics.get("accumulated_token_usage"))
-        cost = metrics.get("accumulated_cost")
-        cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
         prompt = as_count(tokens.get("prompt_tokens"))
         cached = min(as_count(tokens.get("cache_read_tokens")), prompt)
         return Usage(token_usage(prompt - cached, tokens.get("completion_tokens"), cached,
                                  tokens.get("cache_write_tokens")),
-                     cost_usd=cost_usd, cumulative=True, lineno=self.lineno)
+                     cost_usd=as_cost(metrics.get("accumulated_cost")), cumulative=True,
+                     lineno=self.lineno)
 
     # ------------------------------------------------------------------ events
     def _action(self, event: dict, n: int) -> None:

@@ -33,11 +33,12 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ..intervals import merge_ranges
 from ..model import Edit, Read
 from . import categories as _cat
 
@@ -369,6 +370,11 @@ def _listing(paths: list[str]) -> list[Read]:
     return [Read(p, listing=True) for p in paths]
 
 
+def _joined(join: Callable[[str], str | None], names: Iterable[str]) -> list[Read]:
+    """Listed names as file-level reads, each joined with the cwd (None: unknown, dropped)."""
+    return _listing([p for p in map(join, names) if p])
+
+
 def _split_opts(argv: list[_Word], with_value: set[str], short_value: str = "",
                 ) -> tuple[list[str], list[tuple[str, str]], list[_Word]]:
     """Split argv[1:] into flags (short letters / long names), valued options, operands."""
@@ -557,20 +563,10 @@ def _errors(lines: list[str]) -> Counter[str]:
     return bad
 
 
-def _ranges(nums: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for n in sorted(set(nums)):
-        if out and n == out[-1][1] + 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return out
-
-
 def _line_reads(hits: dict[str, list[int]], files: list[str]) -> list[Read]:
     reads: list[Read] = []
     for p, nums in hits.items():
-        reads.extend(Read(p, a, b) for a, b in _ranges(nums))
+        reads.extend(Read(p, a, b) for a, b in merge_ranges((n, n) for n in nums))
     seen = set(hits)
     for p in files:
         if p not in seen:
@@ -582,6 +578,12 @@ def _line_reads(hits: dict[str, list[int]], files: list[str]) -> list[Read]:
 _LOOKS_GREP = re.compile(r":\d+[:-]")
 _NUM_HEAD = re.compile(r"^(\d+)([:-])")
 _NUMBERED_LINE = re.compile(r"^(?:\d+[:-])?\s*(\d+)\t")
+# per-line patterns of the output parsers, compiled once
+_COUNT_LINE = re.compile(r"^(?:(.*):)?(\d+)$")         # grep -c: ``path:N`` or ``N``
+_AFTER_PATH = re.compile(r"([:-])(\d+)\1")             # ``:N:`` / ``-N-`` after a known path
+_DASH_NUM = re.compile(r"-(\d+)-")                      # ``-N-``: a context line's number
+_COLUMNS = re.compile(r"\s{2,}|\t")                     # ls's multi-column layout
+_SPACE = re.compile(r"\s")
 
 
 def _numbered_fmt(path: str) -> Callable[[list[str]], list[Read]]:
@@ -606,8 +608,8 @@ class _GrepShape:
 def _grep_fmt(shape: _GrepShape) -> Callable[[list[str]], list[Read]]:
     def parse(lines: list[str]) -> list[Read]:
         if shape.files_only:
-            return _listing([p for p in (shape.join(ln.strip()) for ln in lines
-                                         if ln.strip() and not _is_err(ln, shape.tool)) if p])
+            return _joined(shape.join, (ln.strip() for ln in lines
+                                        if ln.strip() and not _is_err(ln, shape.tool)))
         if shape.count:
             return _grep_counts(shape, lines)
         return _grep_lines(shape, lines)
@@ -621,7 +623,7 @@ def _is_err(line: str, tool: str) -> bool:
 def _grep_counts(shape: _GrepShape, lines: list[str]) -> list[Read]:
     files = []
     for ln in lines:
-        m = re.match(r"^(?:(.*):)?(\d+)$", ln.strip())
+        m = _COUNT_LINE.match(ln.strip())
         if not m or int(m.group(2)) == 0:
             continue
         p = shape.single if m.group(1) is None else shape.join(m.group(1))
@@ -677,7 +679,7 @@ _CONTEXT = re.compile(r"^(.+?)-(\d+)-")
 def _flush(pending: list[str], cur: str | None, hits: dict[str, list[int]]) -> None:
     """Context lines belong to the file of the match next to them."""
     for ln in pending:
-        m = re.match(r"-(\d+)-", ln[len(cur):]) if cur and ln.startswith(cur) else None
+        m = _DASH_NUM.match(ln, len(cur)) if cur and ln.startswith(cur) else None
         if m and cur:
             hits.setdefault(cur, []).append(int(m.group(1)))
             continue
@@ -703,7 +705,7 @@ def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
             if m:
                 return heading, int(m.group(1))
         if cur is not None and ln.startswith(cur):
-            m = re.match(r"([:-])(\d+)\1", ln[len(cur):])
+            m = _AFTER_PATH.match(ln, len(cur))
             if m:
                 return cur, int(m.group(2))
         m = _MATCH.match(ln) or _CONTEXT.match(ln)
@@ -711,7 +713,7 @@ def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
             return m.group(1), int(m.group(2))
         return None, None
     p = ln.split(":", 1)[0] if ":" in ln else None
-    if not p or (re.search(r"\s", p) and "/" not in p):
+    if not p or (_SPACE.search(p) and "/" not in p):
         return None, None   # not a path: a message from the tool or its wrapper
     return p, None
 
@@ -719,24 +721,21 @@ def _grep_line(shape: _GrepShape, ln: str, cur: str | None, heading: str | None,
 def _paths_fmt(join: Callable[[str], str | None]) -> Callable[[list[str]], list[Read]]:
     """find / fd / rg --files / grep -l output: one path per line."""
     def parse(lines: list[str]) -> list[Read]:
-        out = []
-        for ln in lines:
-            s = ln.strip()
-            if (not s or _ERR.match(s) or _LOOKS_GREP.search(s) or s.endswith("/")
-                    or s == "Error" or s.startswith("Error: ")
-                    or (s.startswith("[") and s.endswith("]"))):
-                continue
-            p = join(s)
-            if p:
-                out.append(p)
-        return _listing(out)
+        return _joined(join, (s for s in map(str.strip, lines) if _path_line(s)))
     return parse
+
+
+def _path_line(s: str) -> bool:
+    """A stripped output line that names a path, not an error, a grep hit or a note."""
+    return not (not s or _ERR.match(s) or _LOOKS_GREP.search(s) or s.endswith("/")
+                or s == "Error" or s.startswith("Error: ")
+                or (s.startswith("[") and s.endswith("]")))
 
 
 _LONG = re.compile(r"^[-dlcbpsD?][rwxsStT-]{9}[.+@]?\s+")
 
 
-def _ls_fmt(operands: list[str], raw: list[str], join: Callable[[str], str | None],
+def _ls_fmt(raw: list[str], join: Callable[[str], str | None],
             ) -> Callable[[list[str]], list[Read]]:
     """``ls`` output: names relative to the listed directory; ``dir:`` headers; -l lines."""
     def parse(lines: list[str]) -> list[Read]:
@@ -746,22 +745,20 @@ def _ls_fmt(operands: list[str], raw: list[str], join: Callable[[str], str | Non
             s = ln.rstrip()
             if not s or s.startswith("total ") or _ERR.match(s) or _LOOKS_GREP.search(s):
                 continue
-            if s.endswith(":") and not _LONG.match(s):
+            long = _LONG.match(s)
+            if s.endswith(":") and not long:
                 cur = s[:-1]
                 continue
-            if _LONG.match(s) and s[0] == "d":
+            if long and s[0] == "d":
                 continue   # a directory is not a file the agent could read
-            names = [_LONG.sub("", s).split(None, 7)[-1].split(" -> ")[0]] if _LONG.match(s) \
-                else re.split(r"\s{2,}|\t", s.strip())
+            names = [s[long.end():].split(None, 7)[-1].split(" -> ")[0]] if long \
+                else _COLUMNS.split(s.strip())
             for name in names:
                 if name in (".", "..") or name.endswith("/") or not name:
                     continue
-                full = name if (name in raw or cur is None or cur in (".", "./")) \
-                    else posixpath.join(cur, name)
-                p = join(full)
-                if p:
-                    out.append(p)
-        return _listing(out)
+                out.append(name if (name in raw or cur is None or cur in (".", "./"))
+                           else posixpath.join(cur, name))
+        return _joined(join, out)
     return parse
 
 
@@ -780,11 +777,8 @@ def _tree_fmt(root: str, join: Callable[[str], str | None]) -> Callable[[list[st
             name = m.group(2).split(" -> ")[0].strip()
             del stack[depth:]
             stack.append(name)
-            full = name if "/" in name else posixpath.join(root, *stack)
-            p = join(full)
-            if p:
-                out.append(p)
-        return _listing(out)
+            out.append(name if "/" in name else posixpath.join(root, *stack))
+        return _joined(join, out)
     return parse
 
 
@@ -796,7 +790,7 @@ def _path_shape(line: str) -> int:
     s = line.strip()
     if not s or _LONG.match(s) or _TOTAL.match(s) or ": " in s:
         return 0
-    return 1 if ("/" in s or not re.search(r"\s", s)) else 0
+    return 1 if ("/" in s or not _SPACE.search(s)) else 0
 
 
 def _ls_shape(line: str) -> int:
@@ -806,8 +800,8 @@ def _ls_shape(line: str) -> int:
         return 2
     if s.endswith(":") and " " not in s:
         return 1
-    names = re.split(r"\s{2,}|\t", s.strip())
-    return 1 if all(n and not re.search(r"\s", n) for n in names) else 0
+    names = _COLUMNS.split(s.strip())
+    return 1 if all(n and not _SPACE.search(n) for n in names) else 0
 
 
 def _grep_shape(shape: _GrepShape) -> Callable[[str], int]:
@@ -815,7 +809,7 @@ def _grep_shape(shape: _GrepShape) -> Callable[[str], int]:
         if shape.files_only:
             return _path_shape(line)
         if shape.count:
-            return 1 if re.match(r"^(?:.*:)?\d+$", line.strip()) else 0
+            return 1 if _COUNT_LINE.match(line.strip()) else 0
         if shape.numbered:
             if _MATCH.match(line) or _CONTEXT.match(line) or (
                     shape.single_raw and _NUM_HEAD.match(line)):
@@ -1359,11 +1353,9 @@ def _h_fd(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _
 def _h_ls(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:
     _, _, ops = _split_opts(argv, {"--format", "--sort", "--time-style", "--color", "--ignore",
                                    "--hide", "--width", "--block-size", "--quoting-style"}, "ITw")
-    good = [(w.text, _path(ctx, w)) for w in ops]
-    good = [(r, p) for r, p in good if p is not None]
-    fallback = [Read(p, listing=True) for _, p in good]
-    return _Stream(fmt=_ls_fmt([p for _, p in good], [r for r, _ in good], ctx.join),
-                   fallback=fallback, shape=_ls_shape)
+    good = [(w.text, p) for w in ops if (p := _path(ctx, w)) is not None]
+    return _Stream(fmt=_ls_fmt([r for r, _ in good], ctx.join),
+                   fallback=_listing([p for _, p in good]), shape=_ls_shape)
 
 
 def _h_tree(ctx: _Ctx, argv: list[_Word], st: _Simple, stdin: _Stream | None) -> _Stream:

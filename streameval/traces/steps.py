@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ..errors import Reason
 from ..intervals import merge_ranges
 from ..model import Edit, Read, Step, ToolCall
+from .categories import is_context_file
 from .editmap import EditMap
 from .infer import infer
 from .paths import PathMapper
@@ -62,12 +63,8 @@ class CallOutcome:
     context_files: list[str] = field(default_factory=list)
 
 
-@lru_cache(maxsize=4096)
-def _is_context_file(path: str) -> bool:
-    """Cached: a grep over a tree names the same few files hundreds of times."""
-    from .categories import is_context_file
-
-    return bool(is_context_file(path))
+#: cached: a grep over a tree names the same few files hundreds of times
+_is_context_file = lru_cache(maxsize=4096)(is_context_file)
 
 
 class StepBuilder:

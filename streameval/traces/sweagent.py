@@ -27,8 +27,17 @@ from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
 from .base import Adapter
 from .document import DocumentAdapter
-from .jsonl import as_dict, as_list, as_str, decode_object, first_object, token_usage
-from .miniswe import head_text, looks_like_diff
+from .jsonl import (
+    as_cost,
+    as_dict,
+    as_list,
+    as_str,
+    decode_object,
+    first_object,
+    head_text,
+    looks_like_diff,
+    token_usage,
+)
 
 __all__ = ["SweAgentAdapter", "SweAgentCheckpointsAdapter", "parse_action",
            "parse_editor_command", "editor_error"]
@@ -46,7 +55,6 @@ _EDITOR_ERROR_RE = re.compile(
     r"No replacement was performed|The path \S.* does not exist|Invalid `|"
     r"Parameter `|File already exists|No edit history found|The `view_range` parameter|"
     r"The `file_text` parameter|Invalid \w+ parameter)")
-_SNIPPET = 80
 
 
 # --------------------------------------------------------------------------- actions
@@ -218,8 +226,9 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
     info = as_dict(doc.get("info"))
     entries = as_list(doc.get("trajectory"))
     env = as_str(doc.get("environment"))
-    first_cwd = next((_working_dir(e.get("state")) for e in entries
-                      if isinstance(e, dict) and _working_dir(e.get("state"))), None)
+    # each entry's state is read once (older files store it as a JSON string)
+    dirs = [_working_dir(e.get("state")) if isinstance(e, dict) else None for e in entries]
+    first_cwd = next(filter(None, dirs), None)
     events: list[TraceEvent] = [RunInfo(
         agent="swe-agent", model=_model_name(doc.get("replay_config")), cwd=first_cwd,
         instance_id=env if env and env != "main" else None, lineno=lineno)]
@@ -227,7 +236,7 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
         events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
                               "SWE-agent document has no 'trajectory' list"))
     cwd = first_cwd
-    for n, entry in enumerate(entries, 1):
+    for n, (entry, entry_cwd) in enumerate(zip(entries, dirs), 1):
         if not isinstance(entry, dict):
             events.append(BadLine(lineno, Reason.NOT_AN_OBJECT.value,
                                   f"trajectory entry {n} is not an object; skipped"))
@@ -235,7 +244,7 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
         action = entry.get("action")
         if isinstance(action, str) and action.strip():
             events.append(_tool_call(f"step-{n}", action, entry.get("observation"), cwd, lineno))
-        cwd = _working_dir(entry.get("state")) or cwd
+        cwd = entry_cwd or cwd
     usage = _usage(info.get("model_stats"), lineno)
     if usage is not None:
         events.append(usage)
@@ -246,14 +255,10 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
 
 
 def _usage(stats: Any, lineno: int) -> Usage | None:
-    if isinstance(stats, str):
-        return None
     if not isinstance(stats, dict):
         return None
-    cost = stats.get("instance_cost")
-    cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
     return Usage(token_usage(stats.get("tokens_sent"), stats.get("tokens_received")),
-                 cost_usd=cost_usd, cumulative=True, lineno=lineno)
+                 cost_usd=as_cost(stats.get("instance_cost")), cumulative=True, lineno=lineno)
 
 
 # --------------------------------------------------------------------------- checkpoints
