@@ -16,9 +16,7 @@ stops few good runs.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
-import os
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -53,19 +51,15 @@ class RunOutcome:
 
 def find_traces(paths: list[Path]) -> list[Path]:
     """Files as given; directories searched for trace files the way ``watch`` does."""
-    from .identity import SIDE_FILES
-    from .live.watch import DEFAULT_GLOBS
+    from .identity import walk_files
+    from .live.watch import is_trace
 
     out: list[Path] = []
     for p in paths:
         if p.is_file():
             out.append(p)
             continue
-        for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for fn in sorted(filenames):
-                if fn not in SIDE_FILES and any(fnmatch.fnmatch(fn, g) for g in DEFAULT_GLOBS):
-                    out.append(Path(dirpath) / fn)
+        out.extend(f for f in walk_files(p) if is_trace(f))
     return out
 
 
@@ -74,8 +68,15 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     """Replay one trace file through ``engine`` (dry); one outcome per run in the file."""
     from .errors import StreamevalError
     from .identity import identify, patch_beside
-    from .live.runs import LiveRun
-    from .session import TraceReader, iter_lines, make_session, open_adapter, run_identity
+    from .live.runs import LiveRun, run_key
+    from .session import (
+        TraceReader,
+        iter_lines,
+        land_file_patch,
+        make_session,
+        open_adapter,
+        run_identity,
+    )
 
     path = Path(path)
     identity = identify(path)
@@ -90,7 +91,7 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     def factory(trace_instance: str | None):
         ident = run_identity(identity, trace_instance, len(runs), res, trace=path)
         session = make_session(res, ident, name, include_sidechain=include_sidechain)
-        key = str(path) if not runs else f"{path}#{len(runs)}"
+        key = run_key(path, len(runs))
         run = LiveRun(key=key, session=session, first_seen=0.0)
         runs.append(run)
         stops[key] = {}
@@ -105,10 +106,7 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     reader = TraceReader(adapter, factory)
     for line, lineno in iter_lines(path):
         reader.feed_line(line, lineno)
-    sessions = reader.close()
-    side_patch = patch_beside(path)
-    if side_patch and len(sessions) == 1:
-        sessions[0].set_patch(side_patch, "file")
+    land_file_patch(reader.close(), patch_beside(path))
     out = []
     for run in runs:
         for d in engine.check(run, path, None):  # what the end of the trace brought (usage...)
@@ -231,7 +229,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from .errors import StreamevalError
     from .live.abort import AbortConfigError, AbortEngine, load_policies
-    from .live.watch import load_resources
+    from .session import load_resources
 
     try:
         config = load_policies(args.config)

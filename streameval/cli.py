@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -29,11 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:  # a command whose module is not written yet
-            p.set_defaults(_missing=module)
-            continue
+        mod = importlib.import_module(module)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -44,9 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return 2
-    if getattr(args, "_missing", None):
-        print(f"streameval {args.command}: not available in this build", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)

@@ -34,17 +34,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .live.reenact import LiveTable, reenact
-    from .live.watch import load_resources
+    from .live.reenact import LiveTable, default_linger, reenact
+    from .session import load_resources
 
     ex = (args.examples or examples_dir()).resolve()
     traces = sorted((ex / "runs").glob("*/trace.jsonl"))
     if not traces:
         print(f"streameval demo: no example runs under {ex / 'runs'}", file=sys.stderr)
         return 2
-    linger = args.linger if args.linger is not None else (None if sys.stdout.isatty() else 0.0)
     res = load_resources(str(ex / "gold.jsonl"), None, str(ex / "repo"))
-    n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed, linger=linger,
+    n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed,
+                linger=default_linger(args.linger),
                 out=args.out, listeners=[LiveTable()],
                 announce=lambda msg: print(f"streameval demo: {msg}", flush=True))
     return 0 if n else 1

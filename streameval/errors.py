@@ -20,6 +20,8 @@ class Reason(str, Enum):
     LINE_TOO_LONG = "line_too_long"
     NOT_UTF8 = "not_utf8"
     PARTIAL_LINE = "partial_line"
+    UNKNOWN_FORMAT = "unknown_format"  # a watched file no adapter recognises
+    BAD_PREDICTION = "bad_prediction"  # a --predictions line without instance_id
     # reads and edits
     UNKNOWN_TOOL = "unknown_tool"
     PATH_OUTSIDE_REPO = "path_outside_repo"
@@ -34,7 +36,7 @@ class Reason(str, Enum):
     MISSING_COMMIT = "missing_commit"
     UNREADABLE_PREDICTION = "unreadable_prediction"
     NO_CONTEXT_EXTRACTED = "no_context_extracted"
-    NON_UTF8_FILE = "non_utf8_file"
+    INTERNAL_ERROR = "internal_error"  # a bug met while evaluating; the batch goes on
 
 
 class StreamevalError(Exception):

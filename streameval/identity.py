@@ -9,6 +9,8 @@ directory's name.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -21,6 +23,17 @@ META_NAME = "meta.json"
 PATCH_NAMES = ("patch.diff", "model.patch")
 #: files that live beside traces and are never traces themselves
 SIDE_FILES = frozenset({META_NAME, *PATCH_NAMES, "ABORT"})
+
+
+def walk_files(root: Path) -> Iterator[Path]:
+    """Files under ``root`` that may be traces, in sorted order: hidden directories
+    and the side files above are skipped. Replay, backtest and watch each pick
+    their traces from this one walk, so they agree on where to look."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name not in SIDE_FILES:
+                yield Path(dirpath) / name
 
 
 class MetaError(ValueError):

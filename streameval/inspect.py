@@ -70,8 +70,11 @@ def _describe_read(r) -> str:
         f"{name} lines {shown}"
 
 
-def _short(call: ToolCall, width: int) -> str:
-    """The call's most telling input on one line: command, path or pattern."""
+def describe_call(call: ToolCall | None, width: int) -> str:
+    """The call's most telling input on one line: command, path or pattern
+    (also the last column of ``replay --live``'s table)."""
+    if call is None:
+        return ""
     inp = call.input or {}
     text = ""
     for key in ("command", "cmd", "file_path", "path", "pattern", "input"):
@@ -116,7 +119,7 @@ class _Printer:
         out = self.out
         mark = "S" if outcome.step is not None else " "
         head = f"{self.n:>4} {mark} {call.tool[:18]:<18} {outcome.category:<8} "
-        print(head + _short(call, max(20, self.width - len(head))), file=out)
+        print(head + describe_call(call, max(20, self.width - len(head))), file=out)
         listed = [r for r in outcome.reads if r.listing]
         for r in outcome.reads:
             if not r.listing:
@@ -316,7 +319,8 @@ def _plain_view(args):
 
 def run(args: argparse.Namespace) -> int:
     from .errors import StreamevalError
-    from .session import TraceReader, iter_lines, open_adapter
+    from .identity import patch_beside
+    from .session import TraceReader, iter_lines, land_file_patch, open_adapter
 
     to_stdout = args.json_out == "-"
     out = sys.stderr if to_stdout else sys.stdout
@@ -341,24 +345,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval inspect: {args.trace}: {exc}", file=sys.stderr)
         return 2
     sessions = reader.close()
-    _land_patch(args.trace, sessions)
+    land_file_patch(sessions, patch_beside(args.trace))  # as replay lands it: same EditLoc
     doc = summarize(args.trace, fmt, lines, sessions, printer, args.first)
     _print_summary(out, doc)
     if args.json_out:
         return _write_json(doc, args.json_out)
     return 0
-
-
-def _land_patch(trace: Path, sessions) -> None:
-    """The patch beside the trace, as replay lands it, so EditLoc is the same here."""
-    from .identity import patch_beside
-
-    try:
-        patch = patch_beside(trace)
-    except OSError:
-        patch = None
-    if patch and len(sessions) == 1:
-        sessions[0].set_patch(patch, "file")
 
 
 def _write_json(doc: dict, dest: str) -> int:
@@ -374,4 +366,4 @@ def _write_json(doc: dict, dest: str) -> int:
     return 0
 
 
-__all__ = ["add_arguments", "run", "run_summary", "summarize", "FIRST_READS"]
+__all__ = ["add_arguments", "describe_call", "run", "run_summary", "summarize", "FIRST_READS"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -24,18 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from . import config
 from .errors import Reason, StreamevalError
 from .model import Step
+from .session import Resources, evaluate_trace, load_resources, read_head, record_line
 from .traces.paths import resolve_step
 from .traces.unified import UnifiedError, UnifiedRecord, iter_unified_records
 
 #: File names that may hold a trace when a directory is given.
 TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
-_HEAD_LINES = 8
-_HEAD_BYTES = 4 << 20
 
 
 # --------------------------------------------------------------------------- CLI
@@ -101,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval replay: cannot load gold {args.gold}: {e}", file=sys.stderr)
         return 2
     if not args.quiet:
-        for iid, message in getattr(context.gold, "errors", ()):
+        for iid, message in context.gold.errors:
             print(f"streameval replay: gold row {iid}: {message}", file=sys.stderr)
     if getattr(args, "live", False):
         return _run_live(args, context)
@@ -128,8 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_live(args: argparse.Namespace, context: _Context) -> int:
     """``--live``: agent traces are played into a watched directory (see live/reenact)."""
-    from .live.reenact import LiveTable, reenact
-    from .session import Resources
+    from .live.reenact import LiveTable, default_linger, reenact
 
     traces: list[Path] = []
     for item in args.inputs:
@@ -139,10 +134,10 @@ def _run_live(args: argparse.Namespace, context: _Context) -> int:
         print("streameval replay --live: no trace files in " + " ".join(args.inputs),
               file=sys.stderr)
         return 1
-    linger = args.linger if args.linger is not None else (None if sys.stdout.isatty() else 0.0)
     res = Resources(context.gold, context.repos, context.symbols)
     listeners = [] if args.quiet else [LiveTable()]
-    n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed, linger=linger,
+    n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed,
+                linger=default_linger(args.linger),
                 out=Path(args.out) if args.out else None, listeners=listeners,
                 announce=lambda msg: print(f"streameval replay --live: {msg}", flush=True))
     return 0 if n else 1
@@ -156,7 +151,7 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: _Context,
         for records in evaluate_jobs(jobs, context, args.gold, args.repos, args.repo,
                                      args.workers):
             for record in records:
-                out.write(orjson.dumps(record) + b"\n")
+                out.write(record_line(record))
                 kept.append(_slim(record))
             progress.update(sum("error" in r for r in records))
         out.flush()
@@ -220,27 +215,11 @@ def _error(instance_id: str | None, reason: Reason | str, message: str,
 
 def iter_trace_files(root: Path) -> Iterator[Path]:
     """Trace-looking files under ``root``, sorted, skipping run-directory side files."""
-    from .identity import SIDE_FILES as side_files  # meta.json, patch.diff, model.patch
+    from .identity import walk_files
 
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name in side_files or name.startswith("."):
-                continue
-            if name.endswith(TRACE_SUFFIXES):
-                yield Path(dirpath) / name
-
-
-def read_head(path: Path) -> list[bytes]:
-    """The first non-empty lines of a file, as ``detect_format`` wants them."""
-    head: list[bytes] = []
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.strip():
-                head.append(line.rstrip(b"\r\n"))
-            if len(head) >= _HEAD_LINES or fh.tell() > _HEAD_BYTES:
-                break
-    return head
+    for path in walk_files(root):
+        if not path.name.startswith(".") and path.name.endswith(TRACE_SUFFIXES):
+            yield path
 
 
 def _trace_key(path: Path, instance: str | None) -> str:
@@ -261,7 +240,7 @@ def _jobs_for_file(path: Path, fmt: str | None, instance: str | None) -> Iterato
         from .traces import detect_format
 
         try:
-            fmt = detect_format(read_head(path))
+            fmt = detect_format(read_head(path))  # the head session.open_adapter reads
         except OSError as e:
             yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
                                   f"cannot read {path}: {e.strerror or e}", source=str(path)))
@@ -343,11 +322,8 @@ class _Context:
 
     @classmethod
     def build(cls, gold_path: str, repos_dir: str | None, repo: str | None) -> _Context:
-        from .gold import load_gold
-        from .repo import RepoCache
-        from .symbols import SymbolIndex
-
-        return cls(load_gold(gold_path), RepoCache(repos_dir, repo), SymbolIndex(), gold_path)
+        res = load_resources(gold_path, repos_dir, repo)
+        return cls(res.gold, res.repos, res.symbols, gold_path)
 
 
 _WORKER_CONTEXT: _Context | None = None
@@ -393,11 +369,13 @@ def evaluate_job(job: Job, context: _Context) -> list[dict[str, Any]]:
             return [job.record]
         if isinstance(job, UnifiedRecord):
             return [evaluate_unified(job, context)]
-        return _evaluate_trace(job, context)
+        # never empty: a trace with no run in it is still one run (coverage 0)
+        return evaluate_trace(job.path, Resources(context.gold, context.repos, context.symbols),
+                              fmt=job.fmt, instance=job.instance)
     except StreamevalError as e:
         return [_error(_job_id(job), e.reason, str(e))]
     except Exception as e:  # a bug must not stop a batch of thousands; the record says it
-        return [_error(_job_id(job), "internal_error",
+        return [_error(_job_id(job), Reason.INTERNAL_ERROR,
                        f"while evaluating: {type(e).__name__}: {e}")]
 
 
@@ -409,29 +387,6 @@ def _job_id(job: Job) -> str | None:
 
         return identify(Path(job.path), job.instance).instance_id
     return job.record.get("instance_id")
-
-
-def _evaluate_trace(job: TraceJob, context: _Context) -> list[dict[str, Any]]:
-    try:
-        from .session import Resources, evaluate_trace
-    except ImportError:
-        records = None
-    else:
-        try:
-            records = evaluate_trace(job.path, Resources(context.gold, context.repos,
-                                                         context.symbols),
-                                     fmt=job.fmt, instance=job.instance)
-        except ImportError as e:  # a part of the trace pipeline not in this build
-            records = f"{e.name or e}"
-    if not isinstance(records, list):
-        missing = records or "streameval.session"
-        return [_error(_job_id(job), Reason.UNREADABLE_PREDICTION,
-                       f"trace format {job.fmt!r} is not supported yet in this build "
-                       f"({missing} unavailable): {job.path}", source=job.path)]
-    if not records:  # a trace with no run in it still answers for its instance
-        return [_error(_job_id(job), Reason.UNREADABLE_PREDICTION,
-                       f"no run found in trace {job.path}", source=job.path)]
-    return records
 
 
 # --------------------------------------------------------------------------- unified
@@ -447,7 +402,7 @@ def evaluate_unified(rec: UnifiedRecord, context: _Context) -> dict[str, Any]:
     from .state import InstanceState
 
     gold = context.gold.get(rec.instance_id)
-    bad_row = getattr(context.gold, "error_for", lambda _: None)(rec.instance_id)
+    bad_row = context.gold.error_for(rec.instance_id)
     if gold is None and bad_row:
         return _error(rec.instance_id, Reason.BAD_GOLD,
                       f"the gold row of {rec.instance_id!r} in {context.gold_path} is "

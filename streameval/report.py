@@ -37,7 +37,7 @@ BENCHKIT_COLUMNS: tuple[str, ...] = (
 )
 
 
-_REASONS = frozenset(r.value for r in Reason) | {"internal_error"}
+_REASONS = frozenset(r.value for r in Reason)
 
 
 def _mean(values: list[float]) -> float | None:

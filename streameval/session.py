@@ -133,8 +133,6 @@ class RunSession:
         self.trace_patch: str | None = None
         self.patch: str | None = None
         self.patch_source: str | None = None
-        self._stated_final: Step | None = None
-        self._stated_steps = 0
         self._steps = 0
         self._resolved: dict[str, str | None] = {}  # stated path -> repo path
         self._provisional_cache: tuple[int, dict | None] | None = None
@@ -165,10 +163,6 @@ class RunSession:
             self._touch(event.timestamp)
         elif isinstance(event, BadLine):
             self.extras.bad_lines[str(event.reason)] += 1
-
-    def handle_all(self, events: Iterable[TraceEvent]) -> None:
-        for ev in events:
-            self.handle(ev)
 
     def _touch(self, ts: float | None) -> None:
         if ts is None:
@@ -219,11 +213,9 @@ class RunSession:
     def _on_stated(self, ev: StatedContext) -> None:
         step = self._resolve_stated(ev.step)
         if ev.final:
-            self._stated_final = step
             if self.state is not None:
                 self.state.set_final_context(step)
         else:
-            self._stated_steps += 1
             self._add_step(step, ev.step.timestamp)
 
     def _resolve_stated(self, step: Step) -> Step:
@@ -315,7 +307,7 @@ class RunSession:
                     "run_id": ident.run_id}
         if self.fmt == "unified" and self.state.final_context_empty:
             # METRICS.md 4b: unified predictions resolving to nothing, as replay says it
-            return {"instance_id": ident.instance_id, "error": "no_context_extracted"}
+            return {"instance_id": ident.instance_id, "error": Reason.NO_CONTEXT_EXTRACTED.value}
         rec = self.state.record(self.final_patch)
         tokens, cost = self._tokens.totals()
         ex = self.extras
@@ -426,17 +418,28 @@ class TraceReader:
         return self.sessions
 
 
-def read_head(path: Path, n: int = HEAD_LINES, limit: int = 1 << 20) -> list[bytes]:
-    """The first ``n`` non-empty lines (at most ``limit`` bytes read) for format detection."""
+def read_head(path: Path, n: int = HEAD_LINES, limit: int = 4 << 20) -> list[bytes]:
+    """The first ``n`` non-empty lines, for format detection.
+
+    Lines are read whole (a one-line OpenHands instance or compact document can be
+    megabytes, and detection parses the line), and reading stops once ``limit``
+    bytes are behind, so a file of blank lines is not read to its end.
+    """
     head: list[bytes] = []
     with open(path, "rb") as fh:
-        data = fh.read(limit)
-    for line in data.split(b"\n"):
-        if line.strip():
-            head.append(line.rstrip(b"\r"))
-            if len(head) >= n:
+        for line in fh:
+            if line.strip():
+                head.append(line.rstrip(b"\r\n"))
+            if len(head) >= n or fh.tell() > limit:
                 break
     return head
+
+
+def record_line(record: dict) -> bytes:
+    """The exact bytes a record is written as, by replay and the watcher alike."""
+    import orjson
+
+    return orjson.dumps(record) + b"\n"
 
 
 def iter_lines(path: Path, chunk: int = 1 << 20) -> Iterable[tuple[bytes, int]]:
@@ -473,6 +476,15 @@ class Resources:
         return self.gold.get(instance_id) if (self.gold is not None and instance_id) else None
 
 
+def load_resources(gold: str, repos: str | None, repo: str | None) -> Resources:
+    """Gold, repositories (``--repos``/``--repo``) and a symbol index, as every command loads them."""
+    from .gold import load_gold
+    from .repo import RepoCache
+    from .symbols import SymbolIndex
+
+    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex())
+
+
 def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
                  res: Resources, explicit: bool = False,
                  trace: Path | None = None) -> RunIdentity:
@@ -503,11 +515,11 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
     """A session with its gold and repo looked up; failures become an error record."""
     gold = res.lookup(identity.instance_id)
     if gold is None:
-        bad = getattr(res.gold, "error_for", lambda _id: None)(identity.instance_id)
+        bad = res.gold.error_for(identity.instance_id) if res.gold is not None else None
         if bad:
-            return RunSession(identity, fmt=fmt, error=f"bad_gold: {bad}", **kw)
+            return RunSession(identity, fmt=fmt, error=f"{Reason.BAD_GOLD.value}: {bad}", **kw)
         return RunSession(identity, fmt=fmt, error=(
-            f"missing_gold: no gold row for instance {identity.instance_id!r}; give the "
+            f"{Reason.MISSING_GOLD.value}: no gold row for instance {identity.instance_id!r}; give the "
             "trace a meta.json with instance_id, or pass --instance, or check --gold"), **kw)
     try:
         view = res.repos.view_for(gold)
@@ -550,10 +562,17 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
     for line, lineno in iter_lines(path):
         reader.feed_line(line, lineno)
     sessions = reader.close()
-    if side_patch and len(sessions) == 1:
-        sessions[0].set_patch(side_patch, "file")
+    land_file_patch(sessions, side_patch)
     return [s.record() for s in sessions]
 
 
+def land_file_patch(sessions: list[RunSession], patch: str | None) -> None:
+    """A patch stored beside a trace is its run's only when the file holds one run:
+    never one of the many runs of an OpenHands ``output.jsonl``."""
+    if patch and len(sessions) == 1:
+        sessions[0].set_patch(patch, "file")
+
+
 __all__ = ["RunSession", "TraceReader", "Resources", "evaluate_trace", "make_session",
-           "open_adapter", "iter_lines", "read_head", "GRANULARITIES"]
+           "open_adapter", "iter_lines", "read_head", "record_line", "land_file_patch", "load_resources",
+           "GRANULARITIES"]

@@ -1,9 +1,10 @@
 """Who a run is: meta.json, then --instance, then the directory, the trace, the file name."""
 
 import json
+import logging
 
 from streameval.gold import load_gold
-from streameval.identity import identify, instance_candidates, patch_beside
+from streameval.identity import identify, instance_candidates, patch_beside, walk_files
 from streameval.model import RunIdentity
 from streameval.session import Resources, run_identity
 
@@ -64,12 +65,21 @@ def test_run_identity_rules(tmp_path):
     assert (later.instance_id, later.run_id) == ("owner__repo-1", "swe-agent-traj/owner__repo-1")
 
 
-def test_unreadable_patch_beside_is_skipped_not_raised(tmp_path):
-    import os
-
+def test_unreadable_patch_beside_is_skipped_not_raised(tmp_path, caplog):
     (tmp_path / "patch.diff").symlink_to("patch.diff")   # a loop: OSError(ELOOP) on open
     trace = tmp_path / "trace.jsonl"
-    assert patch_beside(trace) is None
+    with caplog.at_level(logging.WARNING, logger="streameval.identity"):
+        assert patch_beside(trace) is None
+    # skipped, but said: the warning names the file that could not be read
+    assert any(str(tmp_path / "patch.diff") in r.getMessage() for r in caplog.records)
     (tmp_path / "model.patch").write_text("--- a/x\n+++ b/x\n")
     assert patch_beside(trace) == "--- a/x\n+++ b/x\n"
-    assert os.path.islink(tmp_path / "patch.diff")
+
+
+def test_walk_files_skips_hidden_directories_and_side_files_in_sorted_order(tmp_path):
+    for rel in ("b/trace.jsonl", "b/meta.json", "b/patch.diff", "a/z.traj", "a/ABORT",
+                ".git/x.jsonl", "a/.hidden/y.jsonl", "top.jsonl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    found = [p.relative_to(tmp_path).as_posix() for p in walk_files(tmp_path)]
+    assert found == ["top.jsonl", "a/z.traj", "b/trace.jsonl"]

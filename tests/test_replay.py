@@ -429,3 +429,16 @@ def test_unified_steps_without_a_stated_final_use_their_union(batch):
     assert out["final"]["file"]["coverage"] == 1.0
     assert out["final"]["line"] == {"coverage": 0.5, "precision": 2 / 7, "intersection": 2,
                                     "gold_size": 4, "pred_size": 7}
+
+
+def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):
+    from streameval.session import read_head
+    from streameval.traces import detect_format
+
+    # one OpenHands instance per line; a real one runs to megabytes of history
+    big = {"instance_id": "o__r-1", "history": [{"content": "x" * (2 << 20)}], "metadata": {}}
+    p = tmp_path / "output.jsonl"
+    p.write_bytes(b"\n" + orjson.dumps(big) + b"\r\n" + b"{}\n" * 20)
+    head = read_head(p, n=3)
+    assert len(head) == 3 and head[0] == orjson.dumps(big) and head[1:] == [b"{}", b"{}"]
+    assert detect_format(head) == "openhands"

@@ -663,7 +663,7 @@ _KEY_N = re.compile(r"^(.*)#(\d+)$")
 
 
 def trace_path_of(watcher, key: str) -> Path:
-    """The trace file of a run key (``path`` or ``path#n`` for multi-run files)."""
+    """The trace file of a run key (the reverse of ``runs.run_key``)."""
     m = _KEY_N.match(key)
     if m and Path(m.group(1)) in watcher.followers:
         return Path(m.group(1))

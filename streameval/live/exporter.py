@@ -46,7 +46,7 @@ HELP: dict[str, str] = {
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
-    "streameval_watch_events_total": "File events handled: truncated, replaced, deleted, appeared, restored.",
+    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, deleted, reopened, reidentified, restored, patch_landed.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
@@ -157,12 +157,6 @@ def _editloc_rows(rows: list[Row], s) -> None:
         return
     rows.append(("streameval_editloc_recall_ratio", (final,), value["recall"]))
     rows.append(("streameval_editloc_precision_ratio", (final,), value["precision"]))
-
-
-def _run_samples(fam: dict[str, Any], run: LiveRun) -> None:
-    base = list(_base(run))
-    for name, extra, value in _run_rows(run):
-        fam[name].add_metric(base + list(extra), value)
 
 
 class _Families:

@@ -16,13 +16,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
 from ..errors import Reason, TraceFormatError
 from ..identity import identify, patch_beside
 from ..model import RunIdentity
-from ..session import HEAD_LINES, Resources, RunSession, TraceReader, make_session, run_identity
-from .runs import LiveRun, RunTable
+from ..session import (
+    HEAD_LINES,
+    Resources,
+    RunSession,
+    TraceReader,
+    make_session,
+    record_line,
+    run_identity,
+)
+from .runs import LiveRun, RunTable, run_key
 from .tail import READ_CHUNK, FileTail
 
 log = logging.getLogger(__name__)
@@ -33,11 +39,6 @@ POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
 #: run only, and the file goes on being read where it was. Closing the adapter there
 #: would make every next instance re-read the whole file (quadratic, and "reopened").
 RUN_PER_LINE = frozenset({"openhands"})
-
-
-def record_line(record: dict) -> bytes:
-    """The exact bytes a record is written as (replay writes the same)."""
-    return orjson.dumps(record) + b"\n"
 
 
 def record_digest(record: dict) -> str:
@@ -91,8 +92,7 @@ class TraceFollower:
                              explicit=self.instance is not None, trace=self.path)
         session = make_session(self.res, ident, self.fmt or "",
                                include_sidechain=self.include_sidechain)
-        key = str(self.path) if n == 0 else f"{self.path}#{n}"
-        self.table.add(LiveRun(key=key, session=session))
+        self.table.add(LiveRun(key=run_key(self.path, n), session=session))
         if n == 1:
             self._unland_file_patch(self.reader.sessions[0])
         self._land_patch(session, beside=n == 0)
@@ -119,8 +119,7 @@ class TraceFollower:
     def run_keys(self) -> list[str]:
         if self.reader is None:
             return []
-        return [str(self.path) if i == 0 else f"{self.path}#{i}"
-                for i in range(len(self.reader.sessions))]
+        return [run_key(self.path, i) for i in range(len(self.reader.sessions))]
 
     def live_runs(self) -> list[LiveRun]:
         runs = self.table.runs
@@ -142,15 +141,16 @@ class TraceFollower:
 
     # ------------------------------------------------------------------ polling
     def restart(self, event: str) -> None:
-        """Start the trace again from scratch (truncated, replaced, re-opened)."""
+        """Start the trace again from its first byte (re-opened, re-identified)."""
+        self._start_over(event)
+        self.tail.reset()
+
+    def _start_over(self, event: str) -> None:
+        """Forget the runs and the format: the file is read anew (the tail says from where)."""
         self.table.stats.events[event] += 1
         self._drop_runs()
-        self.tail.reset()
-        self.reader = None
-        self.fmt = None
-        self.closed = False
-        self.unknown_format = False
-        self._head = []
+        self.reader, self.fmt, self.closed, self._head = None, None, False, []
+        self.unknown_format = False  # the new content may well be a trace
         self.identity = identify(self.path, self.instance)
 
     def poll(self, now: float | None = None) -> int:
@@ -176,19 +176,15 @@ class TraceFollower:
             # buffers until ``close``, so read the document whole now, or a trace that
             # never changes again (finished before the watcher started, restored after
             # a restart, rewritten by truncation) would never be scored
-            self._reread_document(now)
+            self._reread_document()
         return total
 
     def _take(self, batch, now: float) -> tuple[int, bool]:
         """Process one tail batch: (lines handled, whether polling is over)."""
         if batch.status == "missing":
             return 0, True
-        if batch.status in ("truncated", "replaced"):
-            self.table.stats.events[batch.status] += 1
-            self._drop_runs()
-            self.reader, self.fmt, self.closed, self._head = None, None, False, []
-            self.unknown_format = False  # the new content may well be a trace
-            self.identity = identify(self.path, self.instance)
+        if batch.status in ("truncated", "replaced"):  # the tail already starts over
+            self._start_over(batch.status)
             self._counted = 0  # new content: its lines are new
         if not batch.lines and not batch.too_long:
             return 0, False
@@ -249,14 +245,13 @@ class TraceFollower:
             if len(head) < HEAD_LINES and not self._head_is_complete():
                 return False
             self.unknown_format = True
-            self.table.stats.bad_lines["unknown_format"] += 1
+            self.table.stats.bad_lines[Reason.UNKNOWN_FORMAT.value] += 1
             log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
             return False
         cls = adapter_class(name)
         self.fmt = name
         self.reader = TraceReader(cls(), self._factory, on_bad=self._on_bad)
-        if cls.document:
-            self.document = True
+        self.document = bool(cls.document)  # a document replaced by a JSONL trace is not one
         return True
 
     def _head_is_complete(self) -> bool:
@@ -268,10 +263,17 @@ class TraceFollower:
         if batch.status == "missing" or (not batch.lines and batch.status == "ok"
                                          and not self.tail.pending):
             return 0
+        if batch.status in ("truncated", "replaced"):
+            # as for any trace: counted, and the new content read (and its format
+            # detected) from its first byte, its lines new
+            self._start_over(batch.status)
+            self._counted = 0
+            self.tail.reset()
+            return self.poll(now)
         self.last_growth = now
-        return self._reread_document(now)
+        return self._reread_document()
 
-    def _reread_document(self, now: float) -> int:
+    def _reread_document(self) -> int:
         with self.table.lock:
             self._drop_runs()
             self.tail.reset()
@@ -357,8 +359,8 @@ class TraceFollower:
         with self.table.lock:
             if self.reader is None or len(self.reader.sessions) != 1:
                 return False  # several runs in one file: the patch beside is none of theirs
+            patch = patch_beside(self.path)  # read once, not once per run
             for run in self.live_runs():
-                patch = patch_beside(self.path)
                 if patch and run.session.set_patch(patch, "file"):
                     changed = True
         return changed

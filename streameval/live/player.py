@@ -12,10 +12,10 @@ import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from ..identity import META_NAME, PATCH_NAMES, identify
+from ..traces.jsonl import parse_timestamp
 
 _TS = re.compile(rb'"timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)"')
 
@@ -23,13 +23,8 @@ _TS = re.compile(rb'"timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)"')
 def line_time(line: bytes) -> float | None:
     """The ISO ``timestamp`` a JSON line carries (Claude sessions, Codex rollouts), if any."""
     m = _TS.search(line[:4096])
-    if not m:
-        return None
-    text = m.group(1).decode("ascii", "replace").replace("Z", "+00:00")
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
+    # the adapters' own reading of a timestamp (naive = UTC), so gaps match theirs
+    return parse_timestamp(m.group(1).decode("ascii", "replace")) if m else None
 
 
 @dataclass(slots=True)

@@ -12,8 +12,17 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..inspect import describe_call
 from ..model import GRANULARITIES
 from ..session import Resources
+
+
+def default_linger(linger: float | None) -> float | None:
+    """``--linger`` as given, else serve until Ctrl-C on a terminal and stop at once
+    when piped (a script, CI)."""
+    if linger is not None:
+        return linger
+    return None if sys.stdout.isatty() else 0.0
 
 
 def reenact(traces: list[Path], res: Resources, *, host: str = "127.0.0.1", port: int = 9108,
@@ -108,15 +117,6 @@ class LiveTable:
                 snap = s.state.snapshot()
                 cov = "".join(f"{snap.granularities[g].coverage:>8.2f}" for g in GRANULARITIES)
                 print(f"{s.identity.run_id[:17]:<18}{s.num_steps:>5}{n:>6}  {cov}"
-                      f"{snap.granularities['line'].precision:>11.2f}  {_describe(s.last_call)}",
+                      f"{snap.granularities['line'].precision:>11.2f}  {describe_call(s.last_call, 60)}",
                       file=self.out, flush=True)
 
-
-def _describe(call) -> str:
-    if call is None:
-        return ""
-    inp = call.input or {}
-    arg = next((inp[k] for k in ("command", "file_path", "path", "pattern")
-                if isinstance(inp.get(k), str)), "")
-    text = f"{call.tool} {' '.join(arg.split())}".strip()
-    return text if len(text) <= 60 else text[:59] + "…"

@@ -14,6 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def run_key(trace, index: int) -> str:
+    """The table key of a trace file's ``index``-th run: the file's path, suffixed
+    ``#n`` after the first (OpenHands ``output.jsonl`` holds one run per line)."""
+    return str(trace) if index == 0 else f"{trace}#{index}"
+
+
 @dataclass(slots=True)
 class LiveRun:
     """One watched run: its session plus what only the live side knows."""

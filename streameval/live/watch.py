@@ -21,15 +21,16 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from .. import config
-from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify
-from ..session import Resources
-from .follow import TraceFollower, record_line
+from ..errors import Reason
+from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
+from ..session import Resources, load_resources, record_line
+from .follow import TraceFollower
 from .runs import RunTable
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,15 @@ log = logging.getLogger(__name__)
 DEFAULT_GLOBS = ("trace.jsonl", "*.traj.json", "*.traj", "*.checkpoints.jsonl",
                  "output.jsonl", "rollout-*.jsonl")
 CHECKPOINT_VERSION = 1
+
+
+def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:
+    """A file ``watch`` follows (and ``backtest`` finds): its name or path matches a
+    glob, and it is neither a side file nor a writer's temporary file."""
+    name = path.name
+    if name in SIDE_FILES or name.endswith(".tmp"):
+        return False
+    return any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(str(path), g) for g in globs)
 
 
 @dataclass(slots=True)
@@ -63,7 +73,6 @@ class WatchConfig:
     #: traces, 20/5 about 40 ms); batching matters little, a change costs ~10 us.
     debounce_ms: int = 20
     step_ms: int = 5
-    extra: dict = field(default_factory=dict)
 
 
 class Watcher:
@@ -79,7 +88,6 @@ class Watcher:
         self._last_checkpoint = 0.0
         self.started_at = time.time()
         self._last_rescan = 0.0
-        self.records_written = 0
         #: digests of records already in --out (read at restore): never written twice
         self.out_digests: set[str] = set()
         self.listeners: list = []   # called with the watcher after each processed batch
@@ -91,22 +99,15 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        name = path.name
-        if name in SIDE_FILES or name.endswith(".tmp"):
-            return False
-        return any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(str(path), g)
-                   for g in self.cfg.globs)
+        return is_trace(path, self.cfg.globs)
 
     def scan(self) -> int:
         """Find trace files not yet followed (start-up and periodic safety net)."""
         found = 0
-        for dirpath, dirnames, filenames in os.walk(self.cfg.root):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for fn in filenames:
-                p = Path(dirpath) / fn
-                if p not in self.followers and self.is_trace(p) and p.is_file():
-                    self.follow(p)
-                    found += 1
+        for p in walk_files(self.cfg.root):
+            if p not in self.followers and self.is_trace(p) and p.is_file():
+                self.follow(p)
+                found += 1
         return found
 
     def follow(self, path: Path) -> TraceFollower:
@@ -204,7 +205,7 @@ class Watcher:
                 obj = orjson.loads(line)
                 iid, patch = obj["instance_id"], obj.get("model_patch")
             except (orjson.JSONDecodeError, KeyError, TypeError):
-                self.table.stats.bad_lines["bad_prediction"] += 1
+                self.table.stats.bad_lines[Reason.BAD_PREDICTION.value] += 1
                 log.warning("%s:%d: not a prediction record", self.cfg.predictions, lineno)
                 continue
             if not isinstance(iid, str) or not isinstance(patch, str):
@@ -265,12 +266,10 @@ class Watcher:
         grace = 0.0 if force else self.cfg.patch_grace
         with self.table.lock:
             n = f.due_records(now, grace, self._write_record, self.out_digests)
-        if n:
-            self.records_written += n
-            if save:
-                # a record written is never written again after a crash (--out's
-                # digests, read at restore, cover a crash before this save)
-                self.save_checkpoint()
+        if n and save:
+            # a record written is never written again after a crash (--out's
+            # digests, read at restore, cover a crash before this save)
+            self.save_checkpoint()
         return n
 
     def _write_record(self, record: dict) -> None:
@@ -418,14 +417,6 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
         keep_finished=args.keep_finished, checkpoint=args.checkpoint,
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
         include_sidechain=args.include_sidechain, force_polling=args.poll)
-
-
-def load_resources(gold: str, repos: str | None, repo: str | None) -> Resources:
-    from ..gold import load_gold
-    from ..repo import RepoCache
-    from ..symbols import SymbolIndex
-
-    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex())
 
 
 def run(args: argparse.Namespace) -> int:

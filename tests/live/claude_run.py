@@ -77,6 +77,13 @@ def _j(obj) -> bytes:
     return json.dumps(obj).encode()
 
 
+def append(path: Path, *lines: bytes) -> None:
+    """Lines appended as an agent writes them: each whole, newline-terminated."""
+    with open(path, "ab") as fh:
+        for line in lines:
+            fh.write(line + b"\n")
+
+
 def watcher(runs: Path, res, tmp_path: Path, **kw):
     """A watcher writing records to ``tmp_path/out.jsonl``; the tests drive it by hand."""
     from streameval.live.watch import WatchConfig, Watcher
@@ -84,3 +91,11 @@ def watcher(runs: Path, res, tmp_path: Path, **kw):
     cfg = WatchConfig(root=runs, out=tmp_path / "out.jsonl", idle_timeout=kw.pop("idle", 3600),
                       patch_grace=kw.pop("grace", 0.0), rescan_interval=kw.pop("rescan", 0.0), **kw)
     return Watcher(cfg, res)
+
+
+def started(runs: Path, res, tmp_path: Path, **kw):
+    """``watcher(...)`` that has already found and read every trace written so far."""
+    w = watcher(runs, res, tmp_path, **kw)
+    w.scan()
+    w.poll_all()
+    return w

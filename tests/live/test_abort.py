@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from claude_run import APP, UTIL, Claude
+from claude_run import APP, UTIL, Claude, append
 
 from streameval.live.abort import (
     ABORT_NAME,
@@ -45,18 +45,20 @@ def trace_in(runs: Path, s, name: str = "r1", **meta) -> Path:
     return d / "trace.jsonl"
 
 
-def write(trace: Path, *lines: bytes) -> None:
-    with open(trace, "ab") as fh:
-        for line in lines:
-            fh.write(line + b"\n")
-
-
 def reads(c: Claude, *specs: tuple[str, int, int]) -> list[bytes]:
     out: list[bytes] = []
     for path, a, b in specs:
         text = APP if path == "src/app.py" else UTIL
         out.extend(c.read(path, text, a, b - a + 1))
     return out
+
+
+def claude_trace(runs: Path, s, *specs: tuple[str, int, int], result: bool = False) -> Path:
+    """Run ``r1``'s trace: Claude's init, one Read per (path, first, last), maybe its result."""
+    trace = trace_in(runs, s)
+    c = Claude()
+    append(trace, c.init(), *reads(c, *specs), *([c.result()] if result else []))
+    return trace
 
 
 def run_once(w: Watcher):
@@ -80,9 +82,7 @@ def policy(name: str, kind: str, action: str = "file", **kw) -> str:
 
 def test_max_steps_fires_at_the_exact_step_even_inside_one_batch(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, *[("src/util.py", 20 + i, 21 + i) for i in range(6)]))
+    trace = claude_trace(runs, s, *[("src/util.py", 20 + i, 21 + i) for i in range(6)])
     w, engine = start(runs, res, policy("steps", "max_steps", limit=3))
     run = run_once(w)  # all six steps arrive in one batch
     (d,) = decisions(engine)
@@ -95,12 +95,10 @@ def test_max_steps_fires_at_the_exact_step_even_inside_one_batch(env):
 
 def test_stagnation_counts_steps_since_gold_coverage_last_grew(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
     # step 1 reads init_ctx lines 4-9 (all the line-level gold, METRICS.md 3), step 2
     # add_ctx util.py 1-2 (span and file gold); then five non-gold re-reads
-    write(trace, c.init(), *reads(c, ("src/app.py", 4, 9), ("src/util.py", 1, 2),
-                                  *[("src/util.py", 20, 25)] * 5))
+    claude_trace(runs, s, ("src/app.py", 4, 9), ("src/util.py", 1, 2),
+                 *[("src/util.py", 20, 25)] * 5)
     w, engine = start(runs, res, policy("stuck", "stagnation", steps=3, granularity="span")
                       + policy("stuck-line", "stagnation", steps=3, granularity="line")
                       + policy("stuck-file", "stagnation", steps=4, granularity="file"))
@@ -115,9 +113,7 @@ def test_stagnation_counts_steps_since_gold_coverage_last_grew(env):
 
 def test_stagnation_does_not_fire_while_coverage_keeps_growing(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, *[("src/app.py", i, i) for i in range(4, 10)]))
+    claude_trace(runs, s, *[("src/app.py", i, i) for i in range(4, 10)])
     w, engine = start(runs, res, policy("stuck", "stagnation", steps=2))
     run_once(w)
     assert decisions(engine) == []
@@ -125,9 +121,7 @@ def test_stagnation_does_not_fire_while_coverage_keeps_growing(env):
 
 def test_lines_and_bytes_budgets(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/app.py", 1, 10), ("src/app.py", 11, 30)))
+    claude_trace(runs, s, ("src/app.py", 1, 10), ("src/app.py", 11, 30))
     w, engine = start(runs, res, policy("lines", "max_lines", limit=25)
                       + policy("bytes", "max_bytes", limit=1))
     run_once(w)
@@ -139,10 +133,7 @@ def test_lines_and_bytes_budgets(env):
 
 def test_redundancy_waits_for_after_steps(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/app.py", 1, 10), ("src/app.py", 1, 10),
-                                  ("src/app.py", 1, 10)))
+    claude_trace(runs, s, ("src/app.py", 1, 10), ("src/app.py", 1, 10), ("src/app.py", 1, 10))
     w, engine = start(runs, res, policy("redundant", "redundancy", above=0.4, after_steps=3))
     run_once(w)
     (d,) = decisions(engine)
@@ -152,9 +143,7 @@ def test_redundancy_waits_for_after_steps(env):
 
 def test_precision_below_at_the_chosen_granularity(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 10, 30), ("src/util.py", 1, 2)))
+    claude_trace(runs, s, ("src/util.py", 10, 30), ("src/util.py", 1, 2))
     w, engine = start(runs, res, policy("imprecise", "precision", below=0.1, after_steps=1)
                       + policy("imprecise-file", "precision", below=0.5, granularity="file"))
     run_once(w)
@@ -164,9 +153,7 @@ def test_precision_below_at_the_chosen_granularity(env):
 
 def test_token_and_cost_budgets(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, *[("src/util.py", 20, 21)] * 4), c.result())
+    claude_trace(runs, s, *[("src/util.py", 20, 21)] * 4, result=True)
     w, engine = start(runs, res, policy("tokens", "tokens", limit=40, kinds=["input", "output"])
                       + policy("cost", "cost", limit_usd=0.005))
     run_once(w)
@@ -178,9 +165,7 @@ def test_token_and_cost_budgets(env):
 
 def test_wall_time_without_trace_timestamps_uses_time_since_first_seen(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    trace = claude_trace(runs, s, ("src/util.py", 20, 21))
     w, engine = start(runs, res, policy("slow", "wall_time", seconds=60))
     run = run_once(w)
     w.tick(now=run.first_seen + 30)
@@ -194,15 +179,15 @@ def test_each_policy_fires_once_per_run_even_after_the_trace_restarts(env):
     s, runs, res = env
     trace = trace_in(runs, s)
     c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 20, 21)))
+    append(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 20, 21)))
     w, engine = start(runs, res, policy("steps", "max_steps", limit=1))
     run_once(w)
-    write(trace, *reads(c, ("src/util.py", 22, 23)))
+    append(trace, *reads(c, ("src/util.py", 22, 23)))
     w.changed(trace)
     w.tick()
     trace.write_bytes(b"")  # truncated: the run is scored again from byte 0
     w.changed(trace)
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    append(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
     w.changed(trace)
     assert len(decisions(engine)) == 1
     assert w.table.stats.aborts[("steps", "file")] == 1
@@ -216,9 +201,7 @@ def test_abort_counter_is_exported(env):
     from streameval.live.exporter import RunsCollector
 
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    claude_trace(runs, s, ("src/util.py", 20, 21))
     w, _engine = start(runs, res, policy("steps", "max_steps", limit=1))
     run_once(w)
     reg = CollectorRegistry()
@@ -258,9 +241,7 @@ def webhook_server():
 def test_webhook_posts_the_decision(env, webhook_server):
     url, received = webhook_server
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 22, 23)))
+    trace = claude_trace(runs, s, ("src/util.py", 20, 21), ("src/util.py", 22, 23))
     w, engine = start(runs, res, f'[webhook]\nurl = "{url}"\n'
                       + policy("steps", "max_steps", action="webhook", limit=2))
     run_once(w)
@@ -276,9 +257,7 @@ def test_dead_webhook_is_retried_then_given_up_without_blocking(env):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    claude_trace(runs, s, ("src/util.py", 20, 21))
     toml = (f'[webhook]\nurl = "http://127.0.0.1:{port}/x"\ntimeout = 2\nretries = 2\nbackoff = 0\n'
             + policy("steps", "max_steps", action="webhook", limit=1))
     w, engine = start(runs, res, toml)
@@ -297,7 +276,7 @@ def test_signal_terminates_the_agent_process(env):
     try:
         trace = trace_in(runs, s, pid=child.pid)
         c = Claude()
-        write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+        append(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
         w, engine = start(runs, res, "allow_signals = true\n"
                           + policy("steps", "max_steps", action="signal", limit=1))
         run_once(w)
@@ -312,9 +291,7 @@ def test_signal_terminates_the_agent_process(env):
 
 def test_signal_with_no_pid_is_logged_and_counted(env, caplog):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    claude_trace(runs, s, ("src/util.py", 20, 21))
     w, engine = start(runs, res, "allow_signals = true\n"
                       + policy("steps", "max_steps", action="signal", limit=1))
     run_once(w)
@@ -327,9 +304,7 @@ def test_signal_with_no_pid_is_logged_and_counted(env, caplog):
 def test_dry_run_decides_but_does_not_act(env, webhook_server):
     url, received = webhook_server
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    trace = claude_trace(runs, s, ("src/util.py", 20, 21))
     toml = (f'[webhook]\nurl = "{url}"\n' + policy("f", "max_steps", limit=1)
             + policy("h", "max_steps", action="webhook", limit=1))
     w, engine = start(runs, res, toml, dry_run=True)
@@ -394,7 +369,7 @@ def test_webhook_4xx_is_not_retried(env):
         s, runs, res = env
         trace = trace_in(runs, s)
         c = Claude()
-        write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+        append(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
         toml = (f'[webhook]\nurl = "http://127.0.0.1:{server.server_port}/"\nretries = 3\nbackoff = 0\n'
                 + policy("steps", "max_steps", action="webhook", limit=1))
         w, engine = start(runs, res, toml)
@@ -421,9 +396,7 @@ def test_full_webhook_queue_drops_and_counts():
 
 def test_a_restarted_watcher_does_not_rewrite_the_abort_file(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 22, 23)))
+    trace = claude_trace(runs, s, ("src/util.py", 20, 21), ("src/util.py", 22, 23))
     toml = policy("steps", "max_steps", limit=2)
     w, engine = start(runs, res, toml)
     run_once(w)
@@ -437,9 +410,7 @@ def test_a_restarted_watcher_does_not_rewrite_the_abort_file(env):
 
 def test_two_policies_share_one_abort_file(env):
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21), ("src/util.py", 20, 21)))
+    trace = claude_trace(runs, s, ("src/util.py", 20, 21), ("src/util.py", 20, 21))
     w, engine = start(runs, res, policy("steps", "max_steps", limit=1)
                       + policy("redundant", "redundancy", above=0.1))
     run_once(w)
@@ -455,9 +426,7 @@ def test_watch_command_line_options_attach_the_engine(env, tmp_path):
     from streameval.live import abort, watch
 
     s, runs, res = env
-    trace = trace_in(runs, s)
-    c = Claude()
-    write(trace, c.init(), *reads(c, ("src/util.py", 20, 21)))
+    claude_trace(runs, s, ("src/util.py", 20, 21))
     cfg = tmp_path / "abort.toml"
     cfg.write_text(policy("steps", "max_steps", limit=1))
     p = argparse.ArgumentParser()
@@ -500,7 +469,7 @@ def test_abort_file_appears_while_the_real_watch_loop_runs(env):
     s, runs, res = env
     trace = trace_in(runs, s)
     c = Claude()
-    write(trace, c.init())
+    append(trace, c.init())
     cfg = WatchConfig(root=runs, idle_timeout=3600, patch_grace=0.0, rescan_interval=1.0)
     w = Watcher(cfg, res)
     attach(w, AbortEngine(parse_policies(policy("steps", "max_steps", limit=3))))
@@ -513,7 +482,7 @@ def test_abort_file_appears_while_the_real_watch_loop_runs(env):
             i = 0
             # the agent keeps working until it sees ABORT (as a harness would poll)
             while not abort_file.exists() and time.monotonic() < deadline:
-                write(trace, *reads(c, ("src/util.py", 1 + i % 30, 1 + i % 30)))
+                append(trace, *reads(c, ("src/util.py", 1 + i % 30, 1 + i % 30)))
                 i += 1
                 time.sleep(0.2)
             assert json.loads(abort_file.read_text())["step"] == 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
-from claude_run import APP, UTIL, Claude, make_setup
+from claude_run import APP, UTIL, Claude, append, make_setup
 from prom import PrometheusServer
 
 from streameval.live.exporter import serve
@@ -14,11 +14,6 @@ from streameval.live.watch import WatchConfig, Watcher, load_resources, run_watc
 
 pytestmark = pytest.mark.prometheus
 
-
-def append(path, *lines):
-    with open(path, "ab") as fh:
-        for line in lines:
-            fh.write(line + b"\n")
 
 
 class BackgroundWatcher:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from claude_run import APP, UTIL, Claude, watcher
+from claude_run import APP, UTIL, Claude, append, started, watcher
 
 from streameval.live.watch import Watcher
 from streameval.session import evaluate_trace
@@ -21,11 +21,6 @@ def run_dir(runs: Path, name: str = "demo__demo-1", meta: dict | None = None) ->
         (d / "meta.json").write_text(json.dumps(meta))
     return d
 
-
-def append(path: Path, *lines: bytes) -> None:
-    with open(path, "ab") as fh:
-        for line in lines:
-            fh.write(line + b"\n")
 
 
 def only_run(w: Watcher):
@@ -44,9 +39,7 @@ def test_steps_arrive_and_coverage_grows(env, tmp_path):
                                 "model": "m"}) / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     assert coverage(w, "line") == 1.0
     assert coverage(w, "file") == 0.5
     append(trace, *c.read("src/util.py", UTIL, 1, 3))
@@ -64,9 +57,7 @@ def test_partial_line_written_in_two_pieces_is_not_scored_until_whole(env, tmp_p
     append(trace, c.init(), use)
     with open(trace, "ab") as fh:
         fh.write(result[:40])
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     assert only_run(w).session.num_steps == 0
     assert sum(w.table.stats.bad_lines.values()) == 0
     with open(trace, "ab") as fh:
@@ -81,9 +72,7 @@ def test_truncated_trace_restarts_its_session(env, tmp_path):
     trace = run_dir(runs) / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     assert only_run(w).session.num_steps == 2
     with open(trace, "r+b") as fh:
         fh.truncate(0)
@@ -101,9 +90,7 @@ def test_replaced_trace_restarts_its_session(env, tmp_path):
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     new = d / "trace.new"
     c2 = Claude()
     append(new, c2.init(), *c2.read("src/util.py", UTIL, 1, 30), *c2.read("src/util.py", UTIL, 1, 30))
@@ -120,9 +107,7 @@ def test_deleted_trace_ends_its_session_and_writes_its_record(env, tmp_path):
     trace = run_dir(runs) / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     trace.unlink()
     w.changed(trace, deleted=True)
     assert w.table.stats.events["deleted"] == 1
@@ -151,9 +136,7 @@ def test_one_megabyte_line_and_non_utf8_line_do_not_stop_the_stream(env, tmp_pat
         {"type": "text", "text": "x" * (1 << 20)}]}}).encode()
     append(trace, c.init(), big, b'{"type": "user", "bad": "\xff\xfe"}', b"{not json",
            *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     run = only_run(w)
     assert run.session.num_steps == 1
     assert coverage(w, "line") == 1.0
@@ -170,9 +153,7 @@ def test_missing_or_malformed_meta_falls_back_to_the_directory_name(env, tmp_pat
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     run = only_run(w)
     assert run.session.identity.instance_id == "demo__demo-1"
     assert run.session.error is None
@@ -185,9 +166,7 @@ def test_record_after_end_event_and_patch_equals_replay(env, tmp_path):
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 2, 4))
-    w = watcher(runs, res, tmp_path, grace=3600.0)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, grace=3600.0)
     append(trace, c.result())
     w.changed(trace)
     w.tick()

@@ -4,12 +4,13 @@ failure it guards against."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, watcher
+from claude_run import APP, UTIL, Claude, append, started, watcher
 
 from streameval.gold import load_gold
 from streameval.repo import RepoCache
@@ -17,11 +18,6 @@ from streameval.session import Resources, evaluate_trace
 
 MINISWE = "mini-swe-agent__gruckion__mini-swe-agent__gemini-3-pro__django__django-11603.traj.json"
 
-
-def append(path: Path, *lines: bytes) -> None:
-    with open(path, "ab") as fh:
-        for line in lines:
-            fh.write(line + b"\n")
 
 
 def out_lines(tmp_path: Path) -> list[bytes]:
@@ -43,9 +39,7 @@ def doc_env(tmp_path, real_fixtures, gold_parquet):
 
 def test_document_trace_already_complete_at_start_is_scored_and_recorded(doc_env, tmp_path):
     res, runs, trace = doc_env
-    w = watcher(runs, res, tmp_path, idle=10.0)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, idle=10.0)
     assert len(w.table.runs) == 1  # the document was parsed, not only buffered
     w.tick(now=w.followers[trace].last_growth + 60.0)  # idle: the run ends
     lines = out_lines(tmp_path)
@@ -55,9 +49,7 @@ def test_document_trace_already_complete_at_start_is_scored_and_recorded(doc_env
 def test_document_trace_restored_from_a_checkpoint_is_scored(doc_env, tmp_path):
     res, runs, trace = doc_env
     cp = tmp_path / "cp.json"
-    w = watcher(runs, res, tmp_path, checkpoint=cp)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, checkpoint=cp)
     w.save_checkpoint()
     w2 = watcher(runs, res, tmp_path, checkpoint=cp, idle=10.0)
     assert w2.restore_checkpoint() == 1
@@ -69,9 +61,7 @@ def test_document_trace_restored_from_a_checkpoint_is_scored(doc_env, tmp_path):
 def test_document_trace_rewritten_by_truncation_is_reparsed(doc_env, tmp_path):
     res, runs, trace = doc_env
     data = trace.read_bytes()
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     first = w.table.runs[str(trace)].session
     with open(trace, "r+b") as fh:  # rewritten in place, as mini-swe-agent does
         fh.truncate(0)
@@ -96,9 +86,7 @@ def test_stale_deleted_event_does_not_end_the_run_of_a_recreated_trace(env, tmp_
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     trace.rename(d / "trace.jsonl.1")  # rotated away, a new run starts at the same path
     c2 = Claude()
     append(trace, c2.init(), *c2.read("src/util.py", UTIL, 1, 3))
@@ -123,9 +111,7 @@ def test_expired_finished_runs_release_their_sessions(env, tmp_path):
         c = Claude()
         append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
         traces.append(trace)
-    w = watcher(runs, res, tmp_path, keep_finished=10.0, rescan=3600.0)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, keep_finished=10.0, rescan=3600.0)
     refs = [weakref.ref(r.session) for r in w.table.runs.values()]
     assert len(refs) == 3
     t0 = max(f.last_growth for f in w.followers.values())
@@ -151,9 +137,7 @@ def test_trace_growing_after_its_run_finished_does_not_count_old_lines_twice(env
     trace = run_dir(runs, s) / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), b"{not json", c.result())
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     w.tick()
     assert w.table.runs[str(trace)].finished
     st = w.table.stats
@@ -178,9 +162,7 @@ def test_finished_runs_records_are_not_rebuilt_at_every_tick(env, tmp_path):
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     w.tick()
     assert len(out_lines(tmp_path)) == 1
     session = w.table.runs[str(trace)].session
@@ -232,9 +214,7 @@ def test_meta_json_written_after_the_trace_gives_the_replayed_identity(env, tmp_
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     assert w.table.runs[str(trace)].session.error is not None   # missing gold so far
     (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "late-meta"}))
     w.changed(d / "meta.json")
@@ -259,9 +239,7 @@ def test_patch_beside_a_multi_run_file_is_not_given_to_its_runs(tmp_path, real_f
     (d / "patch.diff").write_text(PATCH)
     trace = d / "output.jsonl"
     append(trace, *src)
-    w = watcher(runs, res, tmp_path, idle=10.0)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, idle=10.0)
     (d / "patch.diff").write_text(PATCH + "\n")   # the patch changes while watched
     w.changed(d / "patch.diff")
     w.tick(now=w.followers[trace].last_growth + 60)
@@ -280,14 +258,16 @@ def test_backlog_of_traces_older_than_the_watcher_is_not_reported_as_lag(env, tm
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
     day_ago = trace.stat().st_mtime - 86400
     os.utime(trace, (day_ago, day_ago))   # a trace from yesterday
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     st = w.table.stats
     assert st.lines_processed == 3
     assert st.lag_count == 0 and st.lag_counts[-1] == 0   # not "a day behind"
     append(trace, *c.read("src/util.py", UTIL, 1, 3))     # written now: this is lag
-    w.changed(trace, now=trace.stat().st_mtime + 0.02)
+    # stamped explicitly after the watcher's start: the file system's coarse clock may
+    # otherwise date a write made within a few ms of it just before it (a flaky test)
+    later = w.started_at + 1.0
+    os.utime(trace, (later, later))
+    w.changed(trace, now=later + 0.02)
     assert st.lag_count == 2 and sum(st.lag_counts[:3]) == 2  # both within 25 ms
 
 
@@ -316,9 +296,7 @@ def test_many_runs_ending_in_one_tick_save_the_checkpoint_once(env, tmp_path):
         c = Claude()
         append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
     cp = tmp_path / "cp.json"
-    w = watcher(runs, res, tmp_path, checkpoint=cp, checkpoint_interval=1e12, rescan=1e12)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, checkpoint=cp, checkpoint_interval=1e12, rescan=1e12)
     saves = []
     original = w.save_checkpoint
     w.save_checkpoint = lambda: saves.append(1) or original()
@@ -335,9 +313,7 @@ def test_unreadable_patch_file_does_not_stop_the_watcher(env, tmp_path):
     trace = d / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     (d / "patch.diff").symlink_to("patch.diff")   # a symlink loop: open() raises ELOOP
     w.changed(d / "patch.diff")
     append(trace, *c.read("src/util.py", UTIL, 1, 3), c.result())
@@ -357,9 +333,7 @@ def test_fifo_or_symlink_loop_named_like_a_trace_neither_hangs_nor_stops_the_wat
     trace = run_dir(runs, s) / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     w.tick()
     w.changed(runs / "loop" / "trace.jsonl")
     w.changed(runs / "fifo" / "trace.jsonl")
@@ -373,9 +347,7 @@ def test_patch_grace_longer_than_keep_finished_still_writes_the_record(env, tmp_
     trace = run_dir(runs, s) / "trace.jsonl"
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
-    w = watcher(runs, res, tmp_path, grace=120.0, keep_finished=60.0, rescan=1e12)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, grace=120.0, keep_finished=60.0, rescan=1e12)
     t0 = w.followers[trace].last_growth
     for dt in (1, 61, 100, 121, 200):
         w.tick(now=t0 + dt)
@@ -391,9 +363,7 @@ def test_file_of_unknown_format_rewritten_as_a_trace_is_scored(env, tmp_path, ho
     d = run_dir(runs, s)
     trace = d / "trace.jsonl"
     append(trace, *[json.dumps({"hello": i}).encode() for i in range(10)])
-    w = watcher(runs, res, tmp_path)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path)
     assert not w.table.runs and w.table.stats.bad_lines["unknown_format"] == 1
     c = Claude()
     lines = [c.init(), *c.read("src/app.py", APP, 1, 20)]
@@ -415,9 +385,7 @@ def test_trace_without_end_event_ended_by_idle_timeout_equals_replay(env, tmp_pa
     trace = run_dir(runs, s) / "trace.jsonl"
     c = Claude()   # a Claude session file: no "result" line ever comes
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 3))
-    w = watcher(runs, res, tmp_path, idle=30.0)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, idle=30.0)
     w.tick(now=w.followers[trace].last_growth + 60)
     assert w.table.runs[str(trace)].finished
     assert out_lines(tmp_path) == [orjson.dumps(evaluate_trace(trace, res)[0])]
@@ -436,9 +404,7 @@ def test_multi_run_file_closing_after_its_runs_expired_releases_its_sessions(
     trace = runs / "oh" / "output.jsonl"
     append(trace, *next((real_fixtures / "openhands").glob("*.jsonl")).read_bytes().splitlines())
     # runs end by their own end events; the file closes only at the idle timeout
-    w = watcher(runs, res, tmp_path, idle=100.0, keep_finished=10.0, rescan=1e12)
-    w.scan()
-    w.poll_all()
+    w = started(runs, res, tmp_path, idle=100.0, keep_finished=10.0, rescan=1e12)
     refs = [weakref.ref(r.session) for r in w.table.runs.values()]
     t0 = w.followers[trace].last_growth
     w.tick(now=t0 + 1)
@@ -465,3 +431,21 @@ def test_a_batch_of_many_changed_files_notifies_listeners_once(env, tmp_path):
     w.handle_changes([(str(t), False) for t in traces])
     assert calls == [5]
     assert all(r.session.num_steps == 1 for r in w.table.runs.values())
+
+
+def test_document_replaced_by_a_jsonl_trace_is_then_followed_line_by_line(doc_env, tmp_path):
+    res, runs, trace = doc_env
+    w = started(runs, res, tmp_path)
+    assert w.followers[trace].fmt == "miniswe"
+    new = trace.with_name("new.tmp")
+    c = Claude()
+    append(new, c.init(), *c.read("src/app.py", APP, 1, 20))
+    os.replace(new, trace)
+    w.changed(trace)
+    assert w.followers[trace].fmt == "claude"
+    before = w.table.stats.lines_processed
+    append(trace, *c.read("src/util.py", UTIL, 1, 3))
+    w.changed(trace)
+    # read as appended lines (counted), not re-read whole as a document (not counted)
+    assert w.table.stats.lines_processed == before + 2
+    assert w.table.stats.events["replaced"] == 1
