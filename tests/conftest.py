@@ -6,25 +6,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/gitrepo.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/gitrepo.py, fixture_paths.py
+
+from fixture_paths import GOLD_PARQUET, REAL  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"shared/ not found beside the checkout at {SHARED}")
-    return SHARED
+def real_fixtures() -> Path:
+    return REAL
 
 
 @pytest.fixture(scope="session")
-def real_fixtures(shared_dir: Path) -> Path:
-    return shared_dir / "fixtures" / "real"
-
-
-@pytest.fixture(scope="session")
-def gold_parquet(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "contextbench" / "verified_test.parquet"
+def gold_parquet() -> Path:
+    return GOLD_PARQUET
 
 
 # Timings are measured in benchmarks/, never asserted: no per-example deadline, so a

@@ -9,10 +9,9 @@ that was well-formed"). Other adapters may add their own cases here.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
 import pytest
+from fixture_paths import REAL  # noqa: E402
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +20,6 @@ from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, 
 from streameval.traces.claude import ClaudeAdapter
 from streameval.traces.codex import CodexAdapter
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real"
 REASONS = {r.value for r in Reason}
 EVENT_TYPES = (ToolCall, Usage, RunInfo, RunEnd, StatedContext, BadLine)
 FUZZ = settings(max_examples=150, deadline=None,

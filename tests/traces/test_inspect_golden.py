@@ -21,7 +21,8 @@ from streameval.cli import main
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected_inspect"
-REAL = HERE.parent.parent.parent / "shared" / "fixtures" / "real"
+from fixture_paths import REAL  # noqa: E402
+
 FIELDS = ("tool_calls", "sidechain_calls", "steps", "categories", "files_read",
           "files_listed", "first_reads")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from fixture_paths import REAL  # noqa: E402
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
@@ -27,8 +28,7 @@ from streameval.traces.miniswe import (
 )
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
-FIXTURES = sorted(p.name for p in (Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-                                   / "real" / "mini-swe-agent").glob("*.traj.json"))
+FIXTURES = sorted(p.name for p in (REAL / "mini-swe-agent").glob("*.traj.json"))
 _KEYED_BY_PATH = {"str_replace_editor", "read", "edit"}
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE.parents[3] / "shared" / "fixtures" / "real"
+REAL = HERE.parents[1] / "fixtures" / "real"
 FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 
 

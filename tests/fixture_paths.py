@@ -1,0 +1,11 @@
+"""Where the tests' recorded inputs live: inside the repository, so a clone stands alone.
+
+``fixtures/real`` holds traces written by real agents (provenance and licences in its
+SOURCES.md); ``fixtures/data`` the ContextBench gold rows.
+"""
+
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REAL = FIXTURES / "real"
+GOLD_PARQUET = FIXTURES / "data" / "verified_test.parquet"
