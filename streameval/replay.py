@@ -27,8 +27,8 @@ from . import config
 from .errors import Reason, StreamevalError
 from .model import Step
 from .session import Resources, evaluate_trace, load_resources, read_head, record_line
-from .traces.paths import resolve_step
-from .traces.unified import UnifiedError, UnifiedRecord, iter_unified_records
+from .reading.paths import resolve_step
+from .formats.unified import UnifiedError, UnifiedRecord, iter_unified_records
 
 #: File names that may hold a trace when a directory is given.
 TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
@@ -237,7 +237,7 @@ def _trace_key(path: Path, instance: str | None) -> str:
 
 def _jobs_for_file(path: Path, fmt: str | None, instance: str | None) -> Iterator[Job]:
     if fmt is None:
-        from .traces import detect_format
+        from .formats import detect_format
 
         try:
             fmt = detect_format(read_head(path))  # the head session.open_adapter reads

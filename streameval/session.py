@@ -109,7 +109,7 @@ class RunSession:
 
     def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
                  fmt: str = "", include_sidechain: bool = False, error: str | None = None):
-        from .traces.steps import StepBuilder
+        from .reading.steps import StepBuilder
 
         self.identity = identity
         self.gold = gold
@@ -222,7 +222,7 @@ class RunSession:
         """Stated contexts carry trace paths: resolve them (METRICS.md section 2)."""
         if self.view is None:
             return step
-        from .traces.paths import resolve_step
+        from .reading.paths import resolve_step
 
         return resolve_step(self.view, step, self._resolved)
 
@@ -530,7 +530,7 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
 
 def open_adapter(path: Path, fmt: str | None = None):
     """(format name, adapter instance) for a trace file; raises TraceFormatError."""
-    from .traces import adapter_class, detect_format
+    from .formats import adapter_class, detect_format
 
     name = fmt or detect_format(read_head(path))
     return name, adapter_class(name)()

@@ -299,7 +299,7 @@ lines_st = st.lists(st.sampled_from(["a", "b", "c", "", "-x", "--- y", "+z", "\\
 @given(old=lines_st, new=lines_st, context=st.integers(0, 3))
 def test_difflib_patches_delete_what_the_matcher_deleted(old: list[str], new: list[str],
                                                          context: int) -> None:
-    # The provisional patch of a live run is made by difflib (traces/editmap.py); every
+    # The provisional patch of a live run is made by difflib (reading/editmap.py); every
     # old line outside an "equal" block is a deleted line, whatever its text looks like.
     patch = "".join(difflib.unified_diff([s + "\n" for s in old], [s + "\n" for s in new],
                                          "a/f.py", "b/f.py", n=context))

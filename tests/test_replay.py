@@ -417,7 +417,7 @@ def test_unified_steps_without_a_stated_final_use_their_union(batch):
     STEPS: files notes, mod (2 of 2 gold files); lines notes 1-5 + mod 5-6 = 7, of which
     notes 3-4 are gold (2 of 4)."""
     from streameval.replay import _Context, evaluate_unified
-    from streameval.traces.unified import parse_record
+    from streameval.formats.unified import parse_record
 
     context = _Context.build(str(batch["gold"]), str(batch["repos"]), None)
     try:
@@ -433,7 +433,7 @@ def test_unified_steps_without_a_stated_final_use_their_union(batch):
 
 def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):
     from streameval.session import read_head
-    from streameval.traces import detect_format
+    from streameval.formats import detect_format
 
     # one OpenHands instance per line; a real one runs to megabytes of history
     big = {"instance_id": "o__r-1", "history": [{"content": "x" * (2 << 20)}], "metadata": {}}

@@ -234,7 +234,7 @@ class TraceFollower:
 
     def _detect(self) -> bool:
         """Pick the adapter once enough of the head is known."""
-        from ..traces import adapter_class, detect_format
+        from ..formats import adapter_class, detect_format
 
         head = [ln for ln, _ in self._head if ln.strip()]
         if not head:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..identity import META_NAME, PATCH_NAMES, identify
-from ..traces.jsonl import parse_timestamp
+from ..formats.jsonl import parse_timestamp
 
 _TS = re.compile(rb'"timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)"')
 

@@ -6,7 +6,7 @@ import pytest
 
 from streameval.errors import Reason
 from streameval.model import Edit, Read, ToolCall
-from streameval.traces.infer import (
+from streameval.reading.infer import (
     grep_content_reads,
     infer,
     numbered_runs,
@@ -302,7 +302,7 @@ def test_bad_inputs_never_raise():
 
 
 def _claude_calls(path):
-    from streameval.traces.claude import ClaudeAdapter
+    from streameval.formats.claude import ClaudeAdapter
 
     adapter = ClaudeAdapter()
     events = []
@@ -336,7 +336,7 @@ def test_real_claude_stream_grep_content(real_fixtures):
 
 
 def test_real_sweagent_views(real_fixtures):
-    from streameval.traces.sweagent import SweAgentAdapter
+    from streameval.formats.sweagent import SweAgentAdapter
 
     adapter = SweAgentAdapter()
     path = real_fixtures / "swe-agent-traj" / \
@@ -358,7 +358,7 @@ def test_real_sweagent_views(real_fixtures):
 def test_cat_with_elided_output_read_only_the_head_and_tail_shown():
     """mini-swe-agent cuts long outputs: `cat f` then showed a head and a tail only."""
     from streameval.model import Read, ToolCall
-    from streameval.traces.infer import infer
+    from streameval.reading.infer import infer
 
     out = "l1\nl2\nl3\n[... 500 characters elided ...]\npartial\ny98\ny99\n"
     call = ToolCall(call_id="c", tool="bash", input={"command": "cat f.py"}, output=out,

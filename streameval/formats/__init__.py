@@ -13,13 +13,13 @@ from .base import Adapter
 
 # Order matters: the first adapter whose detect() accepts the head wins.
 _REGISTRY: tuple[tuple[str, str, str], ...] = (
-    ("unified", "streameval.traces.unified", "UnifiedAdapter"),
-    ("claude", "streameval.traces.claude", "ClaudeAdapter"),
-    ("codex", "streameval.traces.codex", "CodexAdapter"),
-    ("miniswe", "streameval.traces.miniswe", "MiniSweAdapter"),
-    ("sweagent", "streameval.traces.sweagent", "SweAgentAdapter"),
-    ("sweagent-checkpoints", "streameval.traces.sweagent", "SweAgentCheckpointsAdapter"),
-    ("openhands", "streameval.traces.openhands", "OpenHandsAdapter"),
+    ("unified", "streameval.formats.unified", "UnifiedAdapter"),
+    ("claude", "streameval.formats.claude", "ClaudeAdapter"),
+    ("codex", "streameval.formats.codex", "CodexAdapter"),
+    ("miniswe", "streameval.formats.miniswe", "MiniSweAdapter"),
+    ("sweagent", "streameval.formats.sweagent", "SweAgentAdapter"),
+    ("sweagent-checkpoints", "streameval.formats.sweagent", "SweAgentCheckpointsAdapter"),
+    ("openhands", "streameval.formats.openhands", "OpenHandsAdapter"),
 )
 
 FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)

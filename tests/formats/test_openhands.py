@@ -1,6 +1,6 @@
 """OpenHands ``output.jsonl`` (one instance per line): golden summary and framing.
 
-Expected file comes from jq over the raw trace (``tests/traces/expected/VERIFIED.md``).
+Expected file comes from jq over the raw trace (``tests/formats/expected/VERIFIED.md``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from test_miniswe import run_adapter, summarize
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
-from streameval.traces import detect_format
-from streameval.traces.openhands import OpenHandsAdapter
+from streameval.formats import detect_format
+from streameval.formats.openhands import OpenHandsAdapter
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 NAME = "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl"

@@ -23,7 +23,7 @@ from gitrepo import make_repo
 from streameval.errors import Reason
 from streameval.model import Step, ToolCall
 from streameval.repo import GitRepo
-from streameval.traces.steps import CallOutcome, StepBuilder
+from streameval.reading.steps import CallOutcome, StepBuilder
 
 T = "/testbed"
 A = f"{T}/src/a.py"
@@ -538,7 +538,7 @@ def test_cd_in_one_claude_stream_bash_call_holds_for_the_next(tmp_path):
 
     from streameval.model import ToolCall
     from streameval.repo import GitRepo
-    from streameval.traces.steps import StepBuilder
+    from streameval.reading.steps import StepBuilder
 
     sha = make_repo(tmp_path / "r", {"f": "top\n", "sub/f": "a\nb\n"})[-1]
     b = StepBuilder(GitRepo(tmp_path / "r").at(sha), roots=["/ws"])

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streameval.model import CATEGORIES, Edit, Read
-from streameval.traces.shell import analyze
+from streameval.reading.shell import analyze
 
 
 def R(path: str, start: int | None = None, end: int | None = None) -> Read:
@@ -518,7 +518,7 @@ def test_every_real_fixture_command_is_analyzed(real_fixtures: Path) -> None:
 
 
 def test_parser_is_cached() -> None:
-    from streameval.traces import shell
+    from streameval.reading import shell
 
     analyze("ls")
     assert shell._parser() is shell._parser()
@@ -563,7 +563,7 @@ def test_import_does_not_load_tree_sitter() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, streameval.traces.shell, streameval.traces.categories; "
+    code = ("import sys, streameval.reading.shell, streameval.reading.categories; "
             "print('tree_sitter' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -785,7 +785,7 @@ def test_git_revert_is_a_bare_edit_plus_reverted(cmd: str, edits: list[str],
 
 
 def test_git_revert_of_a_directory_is_reported_for_the_inference() -> None:
-    """The inference resets every edited file under it (tests/traces/test_pitfalls.py)."""
+    """The inference resets every edited file under it (tests/reading/test_pitfalls.py)."""
     res = analyze("git checkout -- src/")
     assert res.reverted == ["src"] and res.category == "git"
     assert analyze("cd lib && git restore .").reverted == ["lib"]

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
-from streameval.traces.miniswe import MiniSweAdapter
-from streameval.traces.openhands import OpenHandsAdapter
-from streameval.traces.sweagent import SweAgentAdapter, SweAgentCheckpointsAdapter
+from streameval.formats.miniswe import MiniSweAdapter
+from streameval.formats.openhands import OpenHandsAdapter
+from streameval.formats.sweagent import SweAgentAdapter, SweAgentCheckpointsAdapter
 
 ADAPTERS = (MiniSweAdapter, SweAgentAdapter, SweAgentCheckpointsAdapter, OpenHandsAdapter)
 REASONS = {r.value for r in Reason}

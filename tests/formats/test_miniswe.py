@@ -1,7 +1,7 @@
 """mini-swe-agent ``.traj.json``: golden summaries of the real fixtures, and the edge cases.
 
 The expected files were derived from the raw traces with jq, not from this adapter
-(``tests/traces/expected/VERIFIED.md``).
+(``tests/formats/expected/VERIFIED.md``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from fixture_paths import REAL  # noqa: E402
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
-from streameval.traces import detect_format
-from streameval.traces.miniswe import (
+from streameval.formats import detect_format
+from streameval.formats.miniswe import (
     ELIDED_MARKER,
     DocumentBuffer,
     MiniSweAdapter,

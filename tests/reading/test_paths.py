@@ -7,7 +7,7 @@ from gitrepo import make_repo
 
 from streameval.errors import Reason
 from streameval.repo import GitRepo
-from streameval.traces.paths import PathMapper, display_path
+from streameval.reading.paths import PathMapper, display_path
 
 
 @pytest.fixture(scope="module")

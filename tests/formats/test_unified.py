@@ -9,8 +9,8 @@ import pytest
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, Step
-from streameval.traces import detect_format
-from streameval.traces.unified import (
+from streameval.formats import detect_format
+from streameval.formats.unified import (
     UnifiedAdapter,
     UnifiedError,
     UnifiedRecord,

@@ -11,8 +11,8 @@ from test_claude import EXPECTED, run, run_file, summarize
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
-from streameval.traces import detect_format
-from streameval.traces.codex import CodexAdapter
+from streameval.formats import detect_format
+from streameval.formats.codex import CodexAdapter
 
 
 def line(obj: dict) -> bytes:

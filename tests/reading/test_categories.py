@@ -7,14 +7,14 @@ import shlex
 import pytest
 
 from streameval.model import CATEGORIES, ToolCall
-from streameval.traces.categories import (
+from streameval.reading.categories import (
     SIGNIFICANCE,
     categorize,
     command_category,
     is_context_file,
     most_significant,
 )
-from streameval.traces.shell import analyze
+from streameval.reading.shell import analyze
 
 
 def call(tool: str, **inp: object) -> ToolCall:

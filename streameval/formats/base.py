@@ -1,7 +1,7 @@
 """What every trace adapter is: a detector and a line-at-a-time parser.
 
 Adapters know nothing about metrics, repos or files on disk. They turn raw lines into
-``model.TraceEvent``s; ``traces/infer.py`` turns ToolCalls into Reads/Edits and Steps.
+``model.TraceEvent``s; ``reading/infer.py`` turns ToolCalls into Reads/Edits and Steps.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SWE-agent ``.traj`` and ContextBench ``.checkpoints.jsonl``: golden summaries and edge cases.
 
-Expected files come from jq over the raw traces (``tests/traces/expected/VERIFIED.md``).
+Expected files come from jq over the raw traces (``tests/formats/expected/VERIFIED.md``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from test_miniswe import run_adapter, summarize
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
-from streameval.traces import detect_format
-from streameval.traces.sweagent import (
+from streameval.formats import detect_format
+from streameval.formats.sweagent import (
     SweAgentAdapter,
     SweAgentCheckpointsAdapter,
     editor_error,
