@@ -330,7 +330,7 @@ class BackgroundWatcher:
 
 
 def replay_files(paths: list[Path], res) -> tuple[float, int]:
-    from streameval.session import evaluate_trace
+    from streameval.tracefile import evaluate_trace
 
     t = time.perf_counter()
     calls = 0

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from streameval.live.watch import load_resources
 from streameval.plot import coverage_svg
-from streameval.session import evaluate_trace
+from streameval.tracefile import evaluate_trace
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 DOCS = Path(__file__).resolve().parent

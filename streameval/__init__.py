@@ -17,7 +17,7 @@ _LAZY = {
     "InstanceState": "streameval.state",
     "IntervalSet": "streameval.intervals",
     "Step": "streameval.model",
-    "evaluate_trace": "streameval.session",
+    "evaluate_trace": "streameval.tracefile",
 }
 
 

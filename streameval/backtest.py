@@ -69,7 +69,7 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     from .errors import StreamevalError
     from .identity import identify, patch_beside
     from .live.runs import LiveRun, run_key
-    from .session import (
+    from .tracefile import (
         TraceReader,
         iter_lines,
         land_file_patch,
@@ -229,7 +229,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from .errors import StreamevalError
     from .live.abort import AbortConfigError, AbortEngine, load_policies
-    from .session import load_resources
+    from .tracefile import load_resources
 
     try:
         config = load_policies(args.config)

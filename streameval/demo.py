@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .live.reenact import LiveTable, default_linger, reenact
-    from .session import load_resources
+    from .tracefile import load_resources
 
     ex = (args.examples or examples_dir()).resolve()
     traces = sorted((ex / "runs").glob("*/trace.jsonl"))

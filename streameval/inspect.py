@@ -59,15 +59,24 @@ def _fmt_ranges(ranges) -> str:
 
 
 def _describe_read(r) -> str:
+    """``file lines <proposed> -> base <credited>`` and what the text said: shown lines
+    that are the agent's own, or lines credited from the window alone."""
     name = r.repo_path or f"{r.trace_path} (not in repo)"
-    shown = _fmt_ranges([r.current]) if r.current else "all"
-    base = _fmt_ranges(r.base) if r.base else "-"
     if r.repo_path is None:
         return name
-    if r.current and not r.base:   # only with a repo: every line shown was the agent's
-        return f"{name} lines {shown} -> base - (written by the agent)"
-    return f"{name} lines {shown} -> base {base}" if r.base and shown != base else \
-        f"{name} lines {shown}"
+    shown = _fmt_ranges([r.current]) if r.current else "?"
+    base = _fmt_ranges(r.base) if r.base else "-"
+    text = f"{name} lines {shown}" + (f" -> base {base}" if base != shown else "")
+    notes = []
+    if r.agent:
+        notes.append(f"{r.agent} shown line(s) the agent's own")
+    if r.unaligned:
+        notes.append("window as asked, text not checked")
+    elif not r.base and r.by_text and not r.agent:
+        notes.append("text matched no line")
+    elif not r.base and not r.by_text:
+        notes.append("which lines is not known without the repository")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def describe_call(call: ToolCall | None, width: int) -> str:
@@ -182,6 +191,8 @@ def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> di
         "reads_outside_repo": sum(1 for _, r in reads if r.repo_path is None),
         "edits": ex.edits,
         "files_edited": sorted(edited),
+        "shown_lines": {"aligned": ex.lines_aligned, "agent_written": ex.lines_agent_written,
+                        "unaligned": ex.lines_unaligned},
         "context_file_reads": dict(sorted(ex.context_file_reads.items())),
         "unparsed_lines": dict(sorted(ex.bad_lines.items())),
         "problems": dict(sorted(ex.problems.items())),
@@ -195,12 +206,16 @@ def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> di
 
 
 def _read_json(n: int, r, with_base: bool) -> dict:
-    """``lines`` as shown (None: the whole file, extent unknown without a repo);
-    ``base`` (with a repo) the same lines at the base commit, after edit mapping."""
+    """``lines``: the window the call proposed, in current lines (None: not known, e.g.
+    a whole ``cat`` without a repo); ``base`` (with a repo): the base-commit lines its
+    text was aligned with; ``agent``: shown lines with no base counterpart;
+    ``unaligned``: lines credited from the window alone (no text, or no repo)."""
     d: dict[str, Any] = {"call": n, "file": r.repo_path,
                          "lines": list(r.current) if r.current else None}
     if with_base:
         d["base"] = [list(b) for b in r.base]
+        d["agent"] = r.agent
+        d["unaligned"] = r.unaligned
     return d
 
 
@@ -271,20 +286,22 @@ def _print_metrics(out: TextIO, m: dict) -> None:
 
 def _resources(args):
     from .gold import load_gold
+    from .reading.basetext import BaseTexts
     from .repo import RepoCache
-    from .session import Resources
     from .symbols import SymbolIndex
+    from .tracefile import Resources
 
     gold = load_gold(args.gold) if args.gold else None
     repos = RepoCache(args.repos, args.repo) if (args.repos or args.repo) else None
-    return Resources(gold, repos, SymbolIndex())
+    return Resources(gold, repos, SymbolIndex(), BaseTexts())
 
 
 def _session_factory(args, res, fmt: str, printer: _Printer, plain):
     """Sessions with gold and repo when both are given; else a plain view (``--repo``
     at ``--commit``) so that paths are still repo paths and lines are clamped."""
     from .identity import identify
-    from .session import RunSession, make_session, run_identity
+    from .session import RunSession
+    from .tracefile import make_session, run_identity
 
     identity = identify(args.trace, args.instance)
     n_runs = [0]
@@ -320,7 +337,7 @@ def _plain_view(args):
 def run(args: argparse.Namespace) -> int:
     from .errors import StreamevalError
     from .identity import patch_beside
-    from .session import TraceReader, iter_lines, land_file_patch, open_adapter
+    from .tracefile import TraceReader, iter_lines, land_file_patch, open_adapter
 
     to_stdout = args.json_out == "-"
     out = sys.stderr if to_stdout else sys.stdout

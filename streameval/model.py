@@ -81,6 +81,8 @@ class ToolCall:
     #: the trace does not record a cwd per call, but the agent's shell keeps a ``cd``
     #: between calls (Claude Code stream-json): the step builder carries it forward
     cwd_persists: bool = False
+    #: the call never got its result (the run ended or was cut first): it showed nothing
+    interrupted: bool = False
 
 
 @dataclass(slots=True)
@@ -149,6 +151,34 @@ TraceEvent = ToolCall | Usage | RunInfo | RunEnd | StatedContext | BadLine
 
 # --------------------------------------------------------------------------- reads / edits
 
+#: The line a harness puts where it cut the middle out of a long output (mini-swe-agent
+#: keeps a head and a tail): adapters write it, readers split the output at it.
+OUTPUT_CUT = "[... {n} characters elided ...]"
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """The text of one file that a tool result showed, line by line, in output order.
+
+    ``numbers`` are the line numbers printed beside the lines when the output numbers
+    them (``cat -n``, ``nl -ba``, Claude's Read, ``grep -n``): the file's numbers as it
+    was when the call ran. Without numbers, ``gaps`` says whether the lines are one
+    run of consecutive lines (``cat``, ``sed -n a,bp``) or lines in file order with
+    unknown gaps between them (``grep`` without ``-n``). ``cut_head``/``cut_tail``: the
+    first/last line may be only part of a line (a harness cut the output there).
+    ``base``: the text is the base commit's (``git show HEAD:f``), not the current file's.
+    ``loose``: the output may hold other text too (a transform such as ``sed s/x/y/``, a
+    script's own prints): lines that match nothing there are not the agent's writing.
+    """
+
+    lines: tuple[str, ...]
+    numbers: tuple[int, ...] | None = None
+    gaps: bool = False
+    cut_head: bool = False
+    cut_tail: bool = False
+    base: bool = False
+    loose: bool = False
+
 
 @dataclass(frozen=True, slots=True)
 class Read:
@@ -159,23 +189,40 @@ class Read:
     is ``start=-20``). ``listing=True`` means only the file's name was shown
     (``ls``, ``find``, ``grep -l``, Glob): file level only, no lines.
     ``path`` is as the trace wrote it (absolute, or relative to ``cwd``).
+
+    ``start``/``end`` are what the command or tool *proposed*; ``shown``, when the trace
+    kept the result, is the text that decides which base lines were really seen.
     """
 
     path: str
     start: int | None = None
     end: int | None = None
     listing: bool = False
+    #: not part of equality: two reads of the same window are the same read
+    shown: Shown | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SedScript:
+    """A ``sed -i`` program: its scripts (``-e`` each, or the one operand), ``-n``, ``-E``."""
+
+    scripts: tuple[str, ...]
+    quiet: bool = False
+    extended: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Edit:
     """One edit of one file, in whatever form the trace gives it.
 
-    Exactly one form is set: ``old``/``new`` text replacement (Claude Edit,
-    str_replace; ``replace_all`` for every occurrence), ``content`` for a whole
-    new file (Write, create), ``hunks`` for a structured diff as
-    ``(old_start, old_lines, new_start, new_lines)`` in current-file numbers,
-    ``insert_line``+``new`` for an insertion after that line.
+    One form is set: ``old``/``new`` text replacement (Claude Edit, str_replace;
+    ``replace_all`` for every occurrence), ``content`` for a whole new file (Write,
+    create), ``hunks`` for a structured diff as ``(old_start, old_lines, new_start,
+    new_lines)`` in current-file numbers (``hunk_text`` the new lines of each hunk when
+    known), ``insert_line``+``new`` for an insertion after that line, ``sed`` for a
+    ``sed -i`` program run on the current text. ``sed`` may come with ``hunks`` or
+    ``insert_line``: what a program at fixed line numbers does when the text is not
+    known. An edit with no form changed the file in a way nobody recorded.
     """
 
     path: str
@@ -185,6 +232,8 @@ class Edit:
     content: str | None = None
     hunks: tuple[tuple[int, int, int, int], ...] | None = None
     insert_line: int | None = None
+    sed: SedScript | None = None
+    hunk_text: tuple[tuple[str, ...], ...] | None = None
 
 
 # --------------------------------------------------------------------------- identity

@@ -25,10 +25,16 @@ from typing import IO, Any
 
 from . import config
 from .errors import Reason, StreamevalError
-from .model import Step
-from .session import Resources, evaluate_trace, load_resources, read_head, record_line
-from .reading.paths import resolve_step
-from .formats.unified import UnifiedError, UnifiedRecord, iter_unified_records
+from .formats.unified import UnifiedError, UnifiedRecord, iter_unified_records, record_events
+from .model import RunIdentity
+from .tracefile import (
+    Resources,
+    evaluate_trace,
+    load_resources,
+    make_session,
+    read_head,
+    record_line,
+)
 
 #: File names that may hold a trace when a directory is given.
 TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
@@ -134,7 +140,7 @@ def _run_live(args: argparse.Namespace, context: _Context) -> int:
         print("streameval replay --live: no trace files in " + " ".join(args.inputs),
               file=sys.stderr)
         return 1
-    res = Resources(context.gold, context.repos, context.symbols)
+    res = context.res
     listeners = [] if args.quiet else [LiveTable()]
     n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed,
                 linger=default_linger(args.linger),
@@ -313,17 +319,22 @@ def select_jobs(jobs: Iterable[Job], shard: tuple[int, int] | None,
 
 @dataclass(slots=True)
 class _Context:
-    """What every job needs, built once per process (gold, repos, symbol index)."""
+    """What every job needs, built once per process (gold, repositories, caches)."""
 
-    gold: Any
-    repos: Any
-    symbols: Any
+    res: Resources
     gold_path: str
+
+    @property
+    def gold(self) -> Any:
+        return self.res.gold
+
+    @property
+    def repos(self) -> Any:
+        return self.res.repos
 
     @classmethod
     def build(cls, gold_path: str, repos_dir: str | None, repo: str | None) -> _Context:
-        res = load_resources(gold_path, repos_dir, repo)
-        return cls(res.gold, res.repos, res.symbols, gold_path)
+        return cls(load_resources(gold_path, repos_dir, repo), gold_path)
 
 
 _WORKER_CONTEXT: _Context | None = None
@@ -370,8 +381,7 @@ def evaluate_job(job: Job, context: _Context) -> list[dict[str, Any]]:
         if isinstance(job, UnifiedRecord):
             return [evaluate_unified(job, context)]
         # never empty: a trace with no run in it is still one run (coverage 0)
-        return evaluate_trace(job.path, Resources(context.gold, context.repos, context.symbols),
-                              fmt=job.fmt, instance=job.instance)
+        return evaluate_trace(job.path, context.res, fmt=job.fmt, instance=job.instance)
     except StreamevalError as e:
         return [_error(_job_id(job), e.reason, str(e))]
     except Exception as e:  # a bug must not stop a batch of thousands; the record says it
@@ -392,43 +402,17 @@ def _job_id(job: Job) -> str | None:
 # --------------------------------------------------------------------------- unified
 
 
-def _is_empty(step: Step) -> bool:
-    return not (step.files or any(step.spans.values())
-                or any((step.symbols or {}).values()))
-
-
 def evaluate_unified(rec: UnifiedRecord, context: _Context) -> dict[str, Any]:
-    """One unified prediction record -> its METRICS.md section 5 record."""
-    from .state import InstanceState
-
-    gold = context.gold.get(rec.instance_id)
-    bad_row = context.gold.error_for(rec.instance_id)
-    if gold is None and bad_row:
-        return _error(rec.instance_id, Reason.BAD_GOLD,
-                      f"the gold row of {rec.instance_id!r} in {context.gold_path} is "
-                      f"unusable: {bad_row}")
-    if gold is None:
-        return _error(rec.instance_id, Reason.MISSING_GOLD,
-                      f"no gold context for instance {rec.instance_id!r} in "
-                      f"{context.gold_path}; check the instance id or pass the right --gold")
-    view = context.repos.view_for(gold)  # RepoError: an error record with its message
-    cache: dict[str, str | None] = {}
-    steps = [resolve_step(view, s, cache) for s in rec.steps]
-    final = resolve_step(view, rec.final, cache) if rec.final is not None else None
-    if not rec.has_steps:
-        # METRICS.md 4b: no pred_steps -> the final context is the trajectory's one step.
-        steps = [final if final is not None else Step()]
-    if (final is not None and _is_empty(final)) or (
-            final is None and all(_is_empty(s) for s in steps)):
-        # METRICS.md 4b: the public evaluator's answer, kept for this format.
-        return _error(rec.instance_id, Reason.NO_CONTEXT_EXTRACTED,
-                      Reason.NO_CONTEXT_EXTRACTED.value)
-    state = InstanceState(gold, view, context.symbols)
-    for step in steps:
-        state.add_step(step)
-    if final is not None:
-        state.set_final_context(final)
-    return state.record(rec.patch or None)
+    """One unified prediction record -> its METRICS.md section 5 record, through the same
+    session engine as every trace (the format's rules live in ``formats.unified`` and
+    ``session``)."""
+    identity = RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id)
+    session = make_session(context.res, identity, "unified")
+    if session.error is not None:
+        return {"instance_id": rec.instance_id, "error": session.error}
+    for event in record_events(rec):
+        session.handle(event)
+    return session.record()
 
 
 # --------------------------------------------------------------------------- progress

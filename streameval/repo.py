@@ -18,22 +18,17 @@ import re
 import subprocess
 import threading
 import weakref
-from array import array
-from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from itertools import accumulate, count
-from operator import add
+from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import Reason, RepoError
+from .filecache import DEFAULT_MAX_BYTES, LRU, FileCache, LineIndex
 
 if TYPE_CHECKING:
     from .gold import GoldInstance
 
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024      # file bytes kept in memory, all repos together
-DEFAULT_MAX_OFFSETS = 8 * 1024 * 1024     # line starts kept in LineIndex caches (8 bytes each)
 DEFAULT_MAX_REPOS = 16                    # open `git cat-file` processes
 DEFAULT_MAX_COMMITS = 8                   # file lists kept per repository
 
@@ -41,134 +36,6 @@ _REGULAR_MODES = (b"100644", b"100755")   # 120000 symlink and 160000 submodule 
 _BAD_PATH_CHARS = ("\n", "\r", "\0")      # cannot travel on cat-file's line protocol
 _INHERITED: list[Any] = []  # cat-file processes of a parent, kept untouched after a fork
 _HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")  # object ids (sha1, sha256)
-
-
-# --------------------------------------------------------------------------- line index
-
-class LineIndex:
-    """Line starts of one file's bytes (METRICS.md section 3, "Line range -> bytes").
-
-    ``off[k]`` is the byte where line k starts (line 1 at 0; a line starts after
-    every ``\\n``). ``size`` is the file's length in bytes.
-    """
-
-    __slots__ = ("_off", "_size")
-
-    def __init__(self, data: bytes):
-        self._size = len(data)
-        parts = data.split(b"\n")
-        parts.pop()  # the text after the last "\n" starts a line but ends none
-        # off[k] = bytes of the k lines before it + their k newlines; all C-level loops.
-        self._off = array("q", [0])
-        self._off.extend(map(add, accumulate(map(len, parts)), count(1)))
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    @property
-    def num_lines(self) -> int:
-        """Lines a reader sees: ``b"a\\nb"`` and ``b"a\\nb\\n"`` both have 2; ``b""`` has 0."""
-        # The "line" that starts at ``size`` after a final newline holds no byte.
-        return len(self._off) - (1 if self._off[-1] == self._size else 0)
-
-    def byte_range(self, start: int, end: int) -> tuple[int, int] | None:
-        """Inclusive byte interval of lines ``start..end`` per METRICS.md section 3.
-
-        ``start = max(1, start)``, ``end = max(start, end)``; a start past the last
-        line start gives None; an empty file gives ``(0, 0)``.
-
-        A file ending in ``\\n`` has a formal line start at ``size`` (``b"a\\nb\\n"``:
-        line 3 starts at byte 4). That line holds no byte, so it does not count as a
-        line start here: ``byte_range(3, 3)`` is None, not the inverted ``(4, 3)`` the
-        formula would give. Ranges that merely *end* past the file run to its last byte.
-        """
-        if self._size == 0:
-            return (0, 0)
-        start = max(1, start)
-        end = max(start, end)
-        off = self._off
-        n = len(off)
-        if start > n or off[start - 1] >= self._size:
-            return None
-        last = off[end] - 1 if end < n else self._size - 1
-        return (off[start - 1], last)
-
-    def line_of(self, byte: int) -> int:
-        """1-based line holding ``byte``; bytes before 0 / past the end clamp to the first / last line."""
-        return max(1, min(bisect_right(self._off, byte), self.num_lines))
-
-    def line_start(self, line: int) -> int | None:
-        """Byte where ``line`` starts, or None past the last line a reader sees."""
-        if 1 <= line <= self.num_lines:
-            return self._off[line - 1]
-        return None
-
-    @property
-    def weight(self) -> int:
-        return len(self._off)
-
-
-# --------------------------------------------------------------------------- caches
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class _LRU(Generic[K, V]):
-    """Least-recently-used map bounded by the total weight of its values; thread-safe."""
-
-    def __init__(self, max_weight: int, weigh: Callable[[V], int]):
-        self._max = max_weight
-        self._weigh = weigh
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._total = 0
-        self._lock = threading.Lock()
-        self.hits = 0     # read by the exporter (streameval_cache_hits_total)
-        self.misses = 0
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            self._items.move_to_end(key)
-            return hit[0]
-
-    def put(self, key: K, value: V) -> None:
-        w = self._weigh(value)
-        if w > self._max:
-            return  # larger than the whole cache: serve it, don't keep it
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._total -= old[1]
-            self._items[key] = (value, w)
-            self._total += w
-            while self._total > self._max:
-                _, (_, ow) = self._items.popitem(last=False)
-                self._total -= ow
-
-    @property
-    def total(self) -> int:
-        return self._total
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-class FileCache:
-    """File bytes and line indexes, shared by every repository of a RepoCache.
-
-    Keys carry (repo identity, commit, path, version) so an entry can never be served
-    for another commit or a changed file of a plain directory.
-    """
-
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, max_offsets: int = DEFAULT_MAX_OFFSETS):
-        self.data: _LRU[tuple, bytes] = _LRU(max_bytes, lambda b: len(b) + 1)
-        self.lines: _LRU[tuple, LineIndex] = _LRU(max_offsets, lambda li: li.weight)
 
 
 # --------------------------------------------------------------------------- views
@@ -202,6 +69,11 @@ class RepoView:
 
     def is_file(self, path: str) -> bool:
         return self._source._is_file(self.commit, path)
+
+    def version(self, path: str) -> Hashable:
+        """What changes when the file's bytes may have (a plain directory's mtime and
+        size; nothing for a commit, whose blobs never change): part of every cache key."""
+        return self._source._version(self.commit, path)
 
     def read(self, path: str) -> bytes | None:
         """Bytes of the regular file ``path`` (repo-relative), or None if it is not one."""
@@ -293,8 +165,8 @@ class GitRepo:
         self._lock = threading.Lock()
         self._proc_box: list[Any] = [None, os.getpid()]   # [process, pid of its owner]
         self._finalizer = weakref.finalize(self, _stop_process, self._proc_box)
-        self._trees: _LRU[str, frozenset[str]] = _LRU(max_commits, lambda _: 1)
-        self._commits: _LRU[str, str] = _LRU(4 * max_commits, lambda _: 1)
+        self._trees: LRU[str, frozenset[str]] = LRU(max_commits, lambda _: 1)
+        self._commits: LRU[str, str] = LRU(4 * max_commits, lambda _: 1)
 
     def __repr__(self) -> str:
         return f"GitRepo({self.identity!r})"

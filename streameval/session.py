@@ -1,12 +1,9 @@
 """One engine for every way a run is scored: trace events -> steps -> metrics.
 
 ``RunSession`` turns the events of one agent run into Steps (through
-``traces.steps.StepBuilder``) and feeds them to ``state.InstanceState``, keeping the
-live extras of METRICS.md section 7 beside. ``TraceReader`` turns one trace file's
-lines into events and routes them to sessions (a file may hold several runs, e.g.
-OpenHands ``output.jsonl``). ``streameval replay`` and ``streameval watch`` both go
-through these two classes, which is why a watched trace's final record is
-byte-for-byte the replayed one.
+``reading.steps.StepBuilder``) and feeds them to ``state.InstanceState``, keeping the
+live extras of METRICS.md section 7 beside. ``tracefile`` feeds it: replay, watch,
+inspect and unified predictions all score runs through this one class.
 
 The record carries only what the trace itself says (trace timestamps, never the
 time lines arrived), so it does not depend on how fast the file was read.
@@ -16,12 +13,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Reason, RepoError, StreamevalError
+from .errors import Reason
 from .intervals import IntervalSet
 from .model import (
     GRANULARITIES,
@@ -39,7 +35,6 @@ from .model import (
 
 log = logging.getLogger(__name__)
 
-HEAD_LINES = 8  # non-empty lines read to detect a trace's format
 
 
 @dataclass(slots=True)
@@ -53,6 +48,12 @@ class RunExtras:
     bad_lines: Counter = field(default_factory=Counter)
     problems: Counter = field(default_factory=Counter)
     edits: int = 0
+    #: shown lines by how they were credited (docs/metrics.md, "Alignment"): placed on a
+    #: base line by their text, the agent's own (no base counterpart), or credited from
+    #: the command's window without text (no output kept, no repository)
+    lines_aligned: int = 0
+    lines_agent_written: int = 0
+    lines_unaligned: int = 0
     tokens: TokenUsage = field(default_factory=TokenUsage)
     cost_usd: float | None = None
     first_gold_file_step: int | None = None
@@ -108,7 +109,8 @@ class RunSession:
     """
 
     def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
-                 fmt: str = "", include_sidechain: bool = False, error: str | None = None):
+                 fmt: str = "", include_sidechain: bool = False, error: str | None = None,
+                 texts=None):
         from .reading.steps import StepBuilder
 
         self.identity = identity
@@ -117,7 +119,7 @@ class RunSession:
         self.fmt = fmt
         self.include_sidechain = include_sidechain
         self.error = error
-        self.builder = StepBuilder(view)
+        self.builder = StepBuilder(view, texts=texts)
         self.state = None
         if gold is not None and view is not None and error is None:
             from .state import InstanceState
@@ -135,6 +137,9 @@ class RunSession:
         self.patch_source: str | None = None
         self._steps = 0
         self._resolved: dict[str, str | None] = {}  # stated path -> repo path
+        #: stated contexts, for the unified format's ``no_context_extracted`` rule
+        self._stated_final: Step | None = None
+        self._stated_any = False
         self._provisional_cache: tuple[int, dict | None] | None = None
         self._final_editloc: tuple[str, dict | None] | None = None
         #: bumped by every event and landed patch: a record built at one version is
@@ -197,7 +202,12 @@ class RunSession:
         self.last_call = call
         ex.tool_calls += 1
         ex.categories[outcome.category] += 1
-        ex.edits += len(outcome.edits)
+        ex.edits += len(outcome.edits) + len(
+            [p for p in outcome.found_edits if p not in outcome.edits])
+        for r in outcome.reads:
+            ex.lines_aligned += r.aligned
+            ex.lines_agent_written += r.agent
+            ex.lines_unaligned += r.unaligned
         for reason, _msg in outcome.problems:
             ex.problems[str(getattr(reason, "value", reason))] += 1
         for path in outcome.context_files:
@@ -213,9 +223,11 @@ class RunSession:
     def _on_stated(self, ev: StatedContext) -> None:
         step = self._resolve_stated(ev.step)
         if ev.final:
+            self._stated_final = step
             if self.state is not None:
                 self.state.set_final_context(step)
         else:
+            self._stated_any = self._stated_any or not _names_nothing(step)
             self._add_step(step, ev.step.timestamp)
 
     def _resolve_stated(self, step: Step) -> Step:
@@ -305,9 +317,8 @@ class RunSession:
         if self.error is not None or self.state is None:
             return {"instance_id": ident.instance_id, "error": self.error or "not evaluated",
                     "run_id": ident.run_id}
-        if self.fmt == "unified" and self.state.final_context_empty:
-            # METRICS.md 4b: unified predictions resolving to nothing, as replay says it
-            return {"instance_id": ident.instance_id, "error": Reason.NO_CONTEXT_EXTRACTED.value}
+        if self.fmt == "unified":
+            return self._unified_record()
         rec = self.state.record(self.final_patch)
         tokens, cost = self._tokens.totals()
         ex = self.extras
@@ -334,11 +345,30 @@ class RunSession:
             "patch_source": self.patch_source or ("trace" if self.trace_patch else None),
             "bad_lines": dict(sorted(ex.bad_lines.items())),
             "problems": dict(sorted(ex.problems.items())),
+            "edits": ex.edits,
+            "shown_lines": {"aligned": ex.lines_aligned,
+                            "agent_written": ex.lines_agent_written,
+                            "unaligned": ex.lines_unaligned},
         })
         return rec
 
     def tokens(self) -> tuple[TokenUsage, float | None]:
         return self._tokens.totals()
+
+    def _unified_record(self) -> dict:
+        """A unified prediction's record: the evaluator's shape, and its answer for a
+        stated context that resolves to nothing (METRICS.md 4b: ``no_context_extracted``
+        when no file, no range and no symbol name is left after path resolution)."""
+        final = self._stated_final
+        empty = _names_nothing(final) if final is not None else not self._stated_any
+        if empty:
+            return {"instance_id": self.identity.instance_id,
+                    "error": Reason.NO_CONTEXT_EXTRACTED.value}
+        return self.state.record(self.final_patch)
+
+
+def _names_nothing(step: Step) -> bool:
+    return not (step.files or any(step.spans.values()) or any((step.symbols or {}).values()))
 
 
 def _gold_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
@@ -353,226 +383,5 @@ def _gold_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
     return files, lines
 
 
-# ---------------------------------------------------------------------- reading files
 
-
-SessionFactory = Callable[[str | None], RunSession]
-
-
-class TraceReader:
-    """One trace file: lines -> adapter events -> one RunSession per run in the file.
-
-    A new session starts when the trace names a *different* instance id than the
-    current session's (OpenHands ``output.jsonl`` holds one instance per line);
-    a second ``init`` of the same run (Claude's auto-continue) stays in one session.
-    """
-
-    def __init__(self, adapter, factory: SessionFactory,
-                 on_bad: Callable[[BadLine], None] | None = None):
-        self.adapter = adapter
-        self.factory = factory
-        self.on_bad = on_bad  # process-wide counting (live exporter)
-        self.sessions: list[RunSession] = []
-        self.lines = 0
-
-    @property
-    def current(self) -> RunSession | None:
-        return self.sessions[-1] if self.sessions else None
-
-    def _session_for(self, event: TraceEvent) -> RunSession:
-        cur = self.current
-        if isinstance(event, RunInfo) and event.instance_id:
-            seen = cur.trace_info.instance_id if cur is not None else None
-            if cur is None or (seen and seen != event.instance_id):
-                cur = self.factory(event.instance_id)
-                self.sessions.append(cur)
-        if cur is None:
-            cur = self.factory(None)
-            self.sessions.append(cur)
-        return cur
-
-    def dispatch(self, events: Iterable[TraceEvent]) -> None:
-        for ev in events:
-            self._session_for(ev).handle(ev)
-            if self.on_bad is not None and isinstance(ev, BadLine):
-                self.on_bad(ev)
-
-    def feed_line(self, line: bytes, lineno: int) -> None:
-        self.lines += 1
-        try:
-            events = self.adapter.feed(line, lineno)
-        except Exception as exc:  # an adapter bug must not stop the stream
-            log.exception("adapter %s failed on line %d", type(self.adapter).__name__, lineno)
-            events = [BadLine(lineno, Reason.MALFORMED_JSON.value, f"adapter error: {exc!r}")]
-        self.dispatch(events)
-
-    def close(self) -> list[RunSession]:
-        try:
-            events = self.adapter.close()
-        except Exception as exc:
-            log.exception("adapter %s failed at close", type(self.adapter).__name__)
-            events = [BadLine(self.lines, Reason.MALFORMED_JSON.value, f"adapter error: {exc!r}")]
-        self.dispatch(events)
-        if not self.sessions:  # an empty trace is still a run: coverage 0
-            self.sessions.append(self.factory(None))
-        return self.sessions
-
-
-def read_head(path: Path, n: int = HEAD_LINES, limit: int = 4 << 20) -> list[bytes]:
-    """The first ``n`` non-empty lines, for format detection.
-
-    Lines are read whole (a one-line OpenHands instance or compact document can be
-    megabytes, and detection parses the line), and reading stops once ``limit``
-    bytes are behind, so a file of blank lines is not read to its end.
-    """
-    head: list[bytes] = []
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.strip():
-                head.append(line.rstrip(b"\r\n"))
-            if len(head) >= n or fh.tell() > limit:
-                break
-    return head
-
-
-def record_line(record: dict) -> bytes:
-    """The exact bytes a record is written as, by replay and the watcher alike."""
-    import orjson
-
-    return orjson.dumps(record) + b"\n"
-
-
-def iter_lines(path: Path, chunk: int = 1 << 20) -> Iterable[tuple[bytes, int]]:
-    """Whole lines of a file with 1-based numbers; a last line without newline included."""
-    lineno = 0
-    rest = b""
-    with open(path, "rb") as fh:
-        while True:
-            data = fh.read(chunk)
-            if not data:
-                break
-            data = rest + data
-            parts = data.split(b"\n")
-            rest = parts.pop()
-            for part in parts:
-                lineno += 1
-                yield part.rstrip(b"\r"), lineno
-    if rest:
-        yield rest.rstrip(b"\r"), lineno + 1
-
-
-# ---------------------------------------------------------------------- one-call API
-
-
-@dataclass(slots=True)
-class Resources:
-    """Gold, repos and the symbol cache shared by every session of a process."""
-
-    gold: Any  # gold.GoldSet
-    repos: Any  # repo.RepoCache
-    symbols: Any = None  # symbols.SymbolIndex
-
-    def lookup(self, instance_id: str | None):
-        return self.gold.get(instance_id) if (self.gold is not None and instance_id) else None
-
-
-def load_resources(gold: str, repos: str | None, repo: str | None) -> Resources:
-    """Gold, repositories (``--repos``/``--repo``) and a symbol index, as every command loads them."""
-    from .gold import load_gold
-    from .repo import RepoCache
-    from .symbols import SymbolIndex
-
-    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex())
-
-
-def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
-                 res: Resources, explicit: bool = False,
-                 trace: Path | None = None) -> RunIdentity:
-    """The identity of the ``index``-th run found in one trace file.
-
-    The file's own identity (meta.json, ``--instance``, directory name) names its first
-    run, except when that names no gold row, was not given explicitly, and the trace
-    says which instance it ran (or, failing that, the file name carries a gold id). Later runs of the same file (OpenHands holds one
-    instance per line) are the trace's own instances, their run ids suffixed.
-    """
-    if not trace_instance:
-        if explicit or index > 0 or trace is None or res.lookup(base.instance_id) is not None:
-            return base
-        from .identity import instance_candidates
-
-        # last resort: an id in the file name (``<agent>__<owner>__<repo>-<n>.traj``)
-        named = next((c for c in instance_candidates(trace) if res.lookup(c) is not None), None)
-        return replace(base, instance_id=named) if named else base
-    if index > 0:
-        return replace(base, instance_id=trace_instance,
-                       run_id=f"{base.run_id}/{trace_instance}")
-    if not explicit and res.lookup(base.instance_id) is None:
-        return replace(base, instance_id=trace_instance)
-    return base
-
-
-def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSession:
-    """A session with its gold and repo looked up; failures become an error record."""
-    gold = res.lookup(identity.instance_id)
-    if gold is None:
-        bad = res.gold.error_for(identity.instance_id) if res.gold is not None else None
-        if bad:
-            return RunSession(identity, fmt=fmt, error=f"{Reason.BAD_GOLD.value}: {bad}", **kw)
-        return RunSession(identity, fmt=fmt, error=(
-            f"{Reason.MISSING_GOLD.value}: no gold row for instance {identity.instance_id!r}; give the "
-            "trace a meta.json with instance_id, or pass --instance, or check --gold"), **kw)
-    try:
-        view = res.repos.view_for(gold)
-    except (RepoError, StreamevalError) as exc:
-        return RunSession(identity, gold, fmt=fmt, error=f"{exc.reason.value}: {exc}", **kw)
-    return RunSession(identity, gold, view, res.symbols, fmt=fmt, **kw)
-
-
-def open_adapter(path: Path, fmt: str | None = None):
-    """(format name, adapter instance) for a trace file; raises TraceFormatError."""
-    from .formats import adapter_class, detect_format
-
-    name = fmt or detect_format(read_head(path))
-    return name, adapter_class(name)()
-
-
-def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
-                   instance: str | None = None, patch: str | None = None) -> list[dict]:
-    """Score one recorded trace file; one record per run it holds.
-
-    The patch comes, in order, from ``patch`` (e.g. a predictions file), a
-    ``patch.diff``/``model.patch`` beside the trace, or the trace's own final event.
-    """
-    from .identity import identify, patch_beside
-
-    path = Path(path)
-    identity = identify(path, instance)
-    try:
-        name, adapter = open_adapter(path, fmt)
-    except StreamevalError as exc:
-        return [{"instance_id": identity.instance_id, "error": f"{exc.reason.value}: {exc}",
-                 "run_id": identity.run_id}]
-    side_patch = patch if patch is not None else patch_beside(path)
-    def factory(trace_instance: str | None) -> RunSession:
-        ident = run_identity(identity, trace_instance, len(reader.sessions), res,
-                             explicit=instance is not None, trace=path)
-        return make_session(res, ident, name)
-
-    reader = TraceReader(adapter, factory)
-    for line, lineno in iter_lines(path):
-        reader.feed_line(line, lineno)
-    sessions = reader.close()
-    land_file_patch(sessions, side_patch)
-    return [s.record() for s in sessions]
-
-
-def land_file_patch(sessions: list[RunSession], patch: str | None) -> None:
-    """A patch stored beside a trace is its run's only when the file holds one run:
-    never one of the many runs of an OpenHands ``output.jsonl``."""
-    if patch and len(sessions) == 1:
-        sessions[0].set_patch(patch, "file")
-
-
-__all__ = ["RunSession", "TraceReader", "Resources", "evaluate_trace", "make_session",
-           "open_adapter", "iter_lines", "read_head", "record_line", "land_file_patch", "load_resources",
-           "GRANULARITIES"]
+__all__ = ["RunExtras", "RunSession", "GRANULARITIES"]

@@ -6,7 +6,7 @@ import logging
 from streameval.gold import load_gold
 from streameval.identity import identify, instance_candidates, patch_beside, walk_files
 from streameval.model import RunIdentity
-from streameval.session import Resources, run_identity
+from streameval.tracefile import Resources, run_identity
 
 
 def gold_set(tmp_path, *ids):

@@ -352,8 +352,8 @@ def test_unified_through_the_adapter_and_session_gives_the_same_numbers(batch, t
     """Replay's direct path and the generic adapter -> session path agree (4b included)."""
     from streameval.gold import load_gold
     from streameval.repo import RepoCache
-    from streameval.session import Resources, evaluate_trace
     from streameval.symbols import SymbolIndex
+    from streameval.tracefile import Resources, evaluate_trace
 
     line = next(line for line in batch["preds"].read_bytes().splitlines()
                 if f'"instance_id":"{iid}"'.encode() in line)
@@ -390,7 +390,7 @@ def test_symbol_names_for_unresolvable_files_still_replace_the_span_symbols(tmp_
     only key, the empty dict read as "no names", and f came back (coverage 1.0).
     """
     from streameval.gold import GoldInstance, GoldSpan
-    from streameval.replay import resolve_step
+    from streameval.reading.paths import resolve_step
     from streameval.repo import GitRepo
     from streameval.state import InstanceState
     from streameval.symbols import SymbolIndex
@@ -416,8 +416,8 @@ def test_unified_steps_without_a_stated_final_use_their_union(batch):
     the union of the steps (METRICS.md 1), not ``no_context_extracted``. The union of
     STEPS: files notes, mod (2 of 2 gold files); lines notes 1-5 + mod 5-6 = 7, of which
     notes 3-4 are gold (2 of 4)."""
-    from streameval.replay import _Context, evaluate_unified
     from streameval.formats.unified import parse_record
+    from streameval.replay import _Context, evaluate_unified
 
     context = _Context.build(str(batch["gold"]), str(batch["repos"]), None)
     try:
@@ -432,8 +432,8 @@ def test_unified_steps_without_a_stated_final_use_their_union(batch):
 
 
 def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):
-    from streameval.session import read_head
     from streameval.formats import detect_format
+    from streameval.tracefile import read_head
 
     # one OpenHands instance per line; a real one runs to megabytes of history
     big = {"instance_id": "o__r-1", "history": [{"content": "x" * (2 << 20)}], "metadata": {}}

@@ -32,12 +32,12 @@ OpenAI's ``input_tokens`` include the cached ones; TokenUsage keeps them apart
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any, ClassVar
 
 import orjson
 
 from ..model import RunEnd, RunInfo, ToolCall, TraceEvent, Usage
+from ..reading.tools import command_text
 from .jsonl import (
     TypedJsonlAdapter,
     as_dict,
@@ -59,8 +59,6 @@ _BARE_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call
                          "custom_tool_call", "custom_tool_call_output", "local_shell_call",
                          "web_search_call"})
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
-_SCRIPT_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ilc"})
 _EXIT_CODE = re.compile(r"(?:exit code|exited with code)[:\s]+(-?\d+)", re.IGNORECASE)
 _FAILURE_TEXT = re.compile(r"^\s*(?:failed|error|patch rejected|aborted|execution error)",
                            re.IGNORECASE)
@@ -305,28 +303,13 @@ _CALL_INPUTS = {
 
 
 def _script_of(command: Any) -> str:
-    """The shell script a command stands for: ``["bash", "-lc", X]`` and
-    ``bash -lc "X"`` are X; any other argv is joined with shell quoting."""
-    if isinstance(command, list):
-        argv = [part if isinstance(part, str) else str(part) for part in command]
-        if _is_shell_wrapper(argv):
-            return argv[2]
-        return shlex.join(argv)
-    if not isinstance(command, str):
-        return "" if command is None else str(command)
-    if command.split(" ", 1)[0].rsplit("/", 1)[-1] in _SHELLS:
-        try:
-            argv = shlex.split(command)
-        except ValueError:
-            return command
-        if _is_shell_wrapper(argv):
-            return argv[2]
-    return command
-
-
-def _is_shell_wrapper(argv: list[str]) -> bool:
-    return (len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS
-            and argv[1] in _SCRIPT_FLAGS)
+    """The shell script a command stands for (``reading.tools.command_text``):
+    ``["bash", "-lc", X]`` and ``bash -lc "X"`` are X; any other argv is joined with
+    shell quoting."""
+    text = command_text(command)
+    if text is not None:
+        return text
+    return "" if command is None else str(command)
 
 
 def _output_of(output: Any) -> tuple[str | None, bool]:

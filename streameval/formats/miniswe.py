@@ -29,7 +29,17 @@ import re
 from typing import Any
 
 from ..errors import Reason
-from ..model import BadLine, RunEnd, RunInfo, StatedContext, Step, ToolCall, TraceEvent, Usage
+from ..model import (
+    OUTPUT_CUT,
+    BadLine,
+    RunEnd,
+    RunInfo,
+    StatedContext,
+    Step,
+    ToolCall,
+    TraceEvent,
+    Usage,
+)
 from .document import MAX_DOCUMENT_BYTES, DocumentAdapter, DocumentBuffer
 from .jsonl import (
     as_cost,
@@ -51,7 +61,7 @@ __all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BY
 
 #: Put between ``output_head`` and ``output_tail`` when mini-swe-agent elided the middle
 #: of a long output, so a reader of ``ToolCall.output`` knows lines are missing there.
-ELIDED_MARKER = "\n[... {n} characters elided ...]\n"
+ELIDED_MARKER = "\n" + OUTPUT_CUT + "\n"
 
 _ACTION_RE = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _EXPLORE_RE = re.compile(r"<EXPLORE_CONTEXT>(.*?)</EXPLORE_CONTEXT>", re.DOTALL)

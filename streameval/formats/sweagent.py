@@ -8,9 +8,9 @@ The checkpoints file written by ContextBench's fork has one JSON line per step
 (``{tool, action, state, observation, step}``) and is read line by line.
 
 An action is the command line the agent's tool ran. ``str_replace_editor`` actions are
-parsed like the tool's own argument parser would see them after the shell: quoted
-arguments may span lines, and SWE-agent escapes a quote inside single quotes as
-``'"'"'``. A malformed call (``view f [1060, 1220]``) still is a tool call: its
+parsed by ``reading.editor.parse_editor_command`` (the one reader of that command line),
+as the tool's own argument parser would see them after the shell: quoted arguments may
+span lines, and SWE-agent escapes a quote inside single quotes as ``'"'"'``. A malformed call (``view f [1060, 1220]``) still is a tool call: its
 ``input`` keeps the stray words in ``extra_args`` and its output is the usage error
 (``is_error=True``). Nothing is ever executed.
 """
@@ -18,13 +18,14 @@ arguments may span lines, and SWE-agent escapes a quote inside single quotes as
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any
 
 import orjson
 
 from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
+from ..reading.editor import parse_editor_command
+from ..reading.tools import SWE_AGENT_COMMANDS
 from .base import Adapter
 from .document import DocumentAdapter
 from .jsonl import (
@@ -39,16 +40,9 @@ from .jsonl import (
     token_usage,
 )
 
-__all__ = ["SweAgentAdapter", "SweAgentCheckpointsAdapter", "parse_action",
-           "parse_editor_command", "editor_error"]
+__all__ = ["SweAgentAdapter", "SweAgentCheckpointsAdapter", "parse_action", "editor_error"]
 
 _EDITOR = "str_replace_editor"
-_EDITOR_OPTIONS = ("file_text", "view_range", "old_str", "new_str", "insert_line")
-#: SWE-agent's own (non-shell) tools that may appear as the first word of an action
-_AGENT_TOOLS = frozenset({
-    "submit", "find_file", "search_dir", "search_file", "open", "goto", "scroll_up",
-    "scroll_down", "create", "edit", "filemap",
-})
 #: How str_replace_editor (and argparse, in front of it) report a call that did nothing
 _EDITOR_ERROR_RE = re.compile(
     r"^(?:usage: str_replace_editor|str_replace_editor: error|ERROR|Error|"
@@ -60,87 +54,14 @@ _EDITOR_ERROR_RE = re.compile(
 # --------------------------------------------------------------------------- actions
 
 
-def _split(text: str) -> tuple[list[str], str | None]:
-    """Shell words of ``text`` (POSIX quoting), or a whitespace split and why not."""
-    try:
-        lexer = shlex.shlex(text, posix=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        return list(lexer), None
-    except ValueError as exc:  # an unterminated quote
-        return text.split(), f"could not split the command line: {exc}"
-
-
-def _int(word: str) -> int | None:
-    try:
-        return int(word)
-    except ValueError:
-        return None
-
-
-def parse_editor_command(action: str) -> dict[str, Any]:
-    """``str_replace_editor <command> <path> [--option value...]`` -> the tool's input.
-
-    Keys: command, path, view_range ([a, b] or None), old_str, new_str, file_text,
-    insert_line (int or None); ``extra_args`` (words the tool's parser would reject)
-    and ``parse_error`` only when there are any.
-    """
-    words, error = _split(action)
-    out: dict[str, Any] = {"command": None, "path": None, "view_range": None, "old_str": None,
-                           "new_str": None, "file_text": None, "insert_line": None}
-    positional: list[str] = []
-    extra: list[str] = []
-    i = 1 if words and words[0] == _EDITOR else 0
-    while i < len(words):
-        word = words[i]
-        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
-        if name in _EDITOR_OPTIONS:
-            i = _take_option(out, name, inline if eq else None, words, i + 1, extra)
-            continue
-        (positional if len(positional) < 2 else extra).append(word)
-        i += 1
-    out["command"], out["path"] = (positional + [None, None])[:2]
-    if extra:
-        out["extra_args"] = extra
-    if error:
-        out["parse_error"] = error
-    return out
-
-
-def _take_option(out: dict, name: str, inline: str | None, words: list[str], i: int,
-                 extra: list[str]) -> int:
-    """Store option ``name``'s value(s) from ``words[i:]``; return the next index."""
-    if name == "view_range":
-        values = [inline] if inline is not None else []
-        while len(values) < 2 and i < len(words):
-            values.append(words[i])
-            i += 1
-        ints = [_int(v) for v in values]
-        if len(ints) == 2 and None not in ints:
-            out["view_range"] = ints
-        else:
-            extra.extend(["--view_range", *values])
-        return i
-    if inline is None:
-        if i >= len(words):
-            extra.append("--" + name)
-            return i
-        inline, i = words[i], i + 1
-    out[name] = _int(inline) if name == "insert_line" else inline
-    if name == "insert_line" and out[name] is None:
-        extra.extend(["--insert_line", inline])
-    return i
-
-
 def parse_action(action: str) -> tuple[str, dict[str, Any]]:
     """(tool, input) of one SWE-agent action string."""
     text = action.strip()
     first = text.split(None, 1)[0] if text else ""
     if first == _EDITOR:
         return _EDITOR, parse_editor_command(text)
-    if first in _AGENT_TOOLS:
-        words, _ = _split(text)
-        return first, {"command": text, "args": words[1:]}
+    if first in SWE_AGENT_COMMANDS:
+        return first, {"command": text}
     return "bash", {"command": _strip_tool_word(text)}
 
 

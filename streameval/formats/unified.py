@@ -27,7 +27,7 @@ from ..model import BadLine, RunEnd, RunInfo, StatedContext, Step, TraceEvent
 from .base import Adapter
 
 __all__ = ["UnifiedAdapter", "UnifiedError", "UnifiedRecord", "iter_unified_records",
-           "parse_unified", "parse_record"]
+           "parse_unified", "parse_record", "record_events"]
 
 _KEYS = (b'"traj_data"', b'"pred_steps"', b'"pred_files"', b'"pred_spans"')
 _ID_KEYS = ("instance_id", "inst_id", "original_inst_id")
@@ -239,13 +239,19 @@ class UnifiedAdapter(Adapter):
                 lineno = self._first_lineno + max(item.lineno - 1, 0)
                 events.append(BadLine(lineno, item.reason, item.message))
                 continue
-            events.append(RunInfo(instance_id=item.instance_id))
-            events.extend(StatedContext(step) for step in item.steps)
-            if not item.has_steps:
-                # METRICS.md 4b, a rule of this format: without pred_steps the final
-                # context is the trajectory's one step.
-                events.append(StatedContext(item.final or Step()))
-            if item.final is not None:
-                events.append(StatedContext(item.final, final=True))
-            events.append(RunEnd(reason="end", patch=item.patch))
+            events.extend(record_events(item))
         return events
+
+
+def record_events(item: UnifiedRecord) -> list[TraceEvent]:
+    """One record as trace events, for the session engine (replay and watch alike):
+    ``RunInfo(instance_id)``, a ``StatedContext`` per step (without ``pred_steps`` the
+    final context is the one step, METRICS.md 4b), the stated final context, ``RunEnd``."""
+    events: list[TraceEvent] = [RunInfo(instance_id=item.instance_id)]
+    events.extend(StatedContext(step) for step in item.steps)
+    if not item.has_steps:
+        events.append(StatedContext(item.final or Step()))
+    if item.final is not None:
+        events.append(StatedContext(item.final, final=True))
+    events.append(RunEnd(reason="end", patch=item.patch))
+    return events

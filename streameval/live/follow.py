@@ -19,15 +19,8 @@ from pathlib import Path
 from ..errors import Reason, TraceFormatError
 from ..identity import identify, patch_beside
 from ..model import RunIdentity
-from ..session import (
-    HEAD_LINES,
-    Resources,
-    RunSession,
-    TraceReader,
-    make_session,
-    record_line,
-    run_identity,
-)
+from ..session import RunSession
+from ..tracefile import HEAD_LINES, Resources, TraceReader, make_session, record_line, run_identity
 from .runs import LiveRun, RunTable, run_key
 from .tail import READ_CHUNK, FileTail
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..identity import META_NAME, PATCH_NAMES, identify
 from ..formats.jsonl import parse_timestamp
+from ..identity import META_NAME, PATCH_NAMES, identify
 
 _TS = re.compile(rb'"timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)"')
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..inspect import describe_call
 from ..model import GRANULARITIES
-from ..session import Resources
+from ..tracefile import Resources
 
 
 def default_linger(linger: float | None) -> float | None:

@@ -29,7 +29,7 @@ import orjson
 from .. import config
 from ..errors import Reason
 from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
-from ..session import Resources, load_resources, record_line
+from ..tracefile import Resources, load_resources, record_line
 from .follow import TraceFollower
 from .runs import RunTable
 

@@ -2,7 +2,8 @@
 
 Every tool call gets exactly one of ``model.CATEGORIES``. Native tools are named by
 their tool; shell commands by the programs they run (``shell.analyze`` calls
-``command_category`` once per simple command and keeps the most significant).
+``command_category`` once per simple command and keeps the most significant, and the
+reader hands that category to ``categorize``: this module never parses a command).
 
 Significance, most first: edit > test > build > quality > env > git > run > read >
 search > other. Why this order: a command that changes the repo is an edit whatever
@@ -13,7 +14,7 @@ control. ``run`` (a script of the agent's own) outranks plain reading, and readi
 file outranks searching for one; ``cd``/``echo``/``sleep`` add nothing (other).
 
 A command the shell parser rejects still gets a category from all the programs a plain
-scan of its text finds (``shell._scan_commands``: command positions after ``&&``,
+scan of its text finds (``shell.scan``: command positions after ``&&``,
 ``;``, ``|``, newlines or a literal ``\\n``, inside ``bash -lc '...'``, heredoc bodies
 skipped), with the same significance order; ``cat >f`` there writes f (edit for a repo
 file, other for a scratch file), it reads nothing. ``git checkout -- f`` and ``git
@@ -24,12 +25,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import TYPE_CHECKING, Any
 
 from ..model import CATEGORIES, ToolCall
-
-if TYPE_CHECKING:
-    from .shell import ShellAnalysis
+from .tools import SHELL_PROGRAMS, is_script_flag, kind_of
 
 __all__ = ["categorize", "command_category", "most_significant", "is_context_file"]
 
@@ -66,36 +64,20 @@ for _cat, _names in {
     for _n in _names:
         _NATIVE[_n] = _cat
 
-#: tools whose input is a shell command
-_SHELL_TOOLS = {"Bash", "bash", "shell", "run", "execute_bash", "command_execution",
-                "exec_command", "local_shell", "run_shell_command", "exec", "terminal",
-                "run_terminal_cmd", "container.exec", "execute_command"}
+def categorize(call: ToolCall, shell_category: str | None = None) -> str:
+    """Category of one tool call (one of ``model.CATEGORIES``).
 
-
-def _command_text(inp: dict[str, Any]) -> str | None:
-    cmd = inp.get("command", inp.get("cmd", inp.get("script")))
-    if isinstance(cmd, list) and all(isinstance(x, str) for x in cmd):
-        import shlex
-
-        return shlex.join(cmd)
-    return cmd if isinstance(cmd, str) else None
-
-
-def categorize(call: ToolCall, shell: ShellAnalysis | None = None) -> str:
-    """Category of one tool call (one of ``model.CATEGORIES``)."""
+    A shell call's category is that of its command (``shell_category``, from the shell
+    analysis the reader already made); without one it is ``other``.
+    """
     tool = call.tool or ""
     inp = call.input if isinstance(call.input, dict) else {}
-    if tool == "str_replace_editor" or (tool in ("edit", "file_editor") and "command" in inp):
-        return "read" if inp.get("command") == "view" else "edit"
-    if tool in _SHELL_TOOLS or shell is not None:
-        if shell is None:
-            text = _command_text(inp)
-            if text is None:
-                return "other"
-            from .shell import analyze
-
-            shell = analyze(text, call.output, call.cwd)
-        return shell.category
+    kind = kind_of(tool, inp)
+    if kind == "editor":
+        viewing = inp.get("command") == "view" or (tool.lower() == "read" and not inp.get("command"))
+        return "read" if viewing else "edit"
+    if kind == "shell" or shell_category is not None:
+        return shell_category if shell_category in CATEGORIES else "other"
     if tool in _NATIVE:
         return _NATIVE[tool]
     low = tool.lower()
@@ -145,8 +127,7 @@ def command_category(argv: list[str]) -> str:
     args = argv[1:]
     if _SCRIPT_TEST.search(prog):
         return "test"
-    if name in ("bash", "sh", "zsh", "dash", "ksh") and any(
-            re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", a) for a in args):
+    if name in SHELL_PROGRAMS and any(is_script_flag(a) for a in args):
         return "other"   # the inner command string is categorized on its own
     if name == "sed":
         return "edit" if any(a.startswith(("-i", "--in-place")) for a in args) else "read"

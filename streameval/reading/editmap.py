@@ -1,16 +1,13 @@
 """The agent's edits, replayed on the base text, and current -> base-commit line mapping.
 
 METRICS.md section 6 ("Edits"): once the agent has edited a file, the line numbers it
-is shown differ from the base commit's. Gold spans are base-commit lines, so every
-later read must be mapped back through the edits seen so far. This module keeps, per
-repo file, the current text and a mapping from current lines to base lines.
+is shown differ from the base commit's. Every later read must be placed through the
+edits seen so far; this module keeps, per repo file, a ``LineMap`` (the current text
+and which base line each current line is).
 
-The mapping is a list of *runs* ``[length, base_start]``: ``length`` consecutive
-current lines that are base lines ``base_start, base_start+1, ...``, or lines the
-agent wrote itself (``base_start is None``). An edit splices the runs around the lines
-it touched, so its cost is proportional to the edit plus the number of runs (which
-grows by at most two per edit), not to the file. Finding an ``old`` string is a C-speed
-``str.find`` over the file; that is the one part that is linear in the file.
+Two sources move the map: the edits the trace records, replayed here, and what later
+reads show (``observe``): a script that edited a file invisibly is found when the next
+read shows the file's text elsewhere than the map expected, and the map follows.
 
 Line identity rules (what "the agent wrote" means):
 
@@ -18,205 +15,34 @@ Line identity rules (what "the agent wrote" means):
   blocks are compared line by line (``difflib``), so the context lines agents put in
   ``old_string``/``new_string`` stay base lines; changed lines become agent-written,
   even when only one character changed (they no longer show the base line);
-- ``Write``/``create`` of an existing file is compared with the current text the same
-  way; a file not in the base starts empty, so all its lines are agent-written;
-- an edit we cannot replay (``sed -i`` other than one command at fixed line numbers,
-  a redirect, Codex ``file_change`` without a diff, ``undo_edit``) leaves the mapping
-  as it was and marks the file ``uncertain``: that is identity through the unknown
-  edit, which is exact when the edit did not move lines and off by the edit's line
-  delta below it otherwise. It is the honest choice without the text;
-  ``uncertain_files()`` lets reports say so;
-- structured hunks with no text (numbers only) are trusted: their new lines are
+- ``Write``/``create`` of an existing file, and a ``sed -i`` program run on the current
+  text (``reading.sed``), are compared with the current text the same way; a file not
+  in the base starts empty, so all its lines are agent-written;
+- an edit we cannot replay (a redirect, a script, Codex ``file_change`` without a diff,
+  ``undo_edit``) leaves the mapping as it was and marks the file ``uncertain`` until a
+  read shows what it became;
+- structured hunks are trusted; their new lines are the hunk's text when given, else
   agent-written placeholders whose text we do not know.
-
-For the provisional EditLoc (METRICS.md 7), ``deleted_base_lines`` and
-``provisional_patch`` are read off the same runs: a base line no current line maps to
-was deleted, so the patch and the mapping can never disagree.
 """
 
 from __future__ import annotations
 
 import copy
-import difflib
-from bisect import bisect_right
-from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from ..errors import Reason
 from ..intervals import merge_ranges
 from ..model import Edit
+from .linemap import LineMap, block_ids, compress, decode_text, patch_of, split_lines
+from .sed import run_sed
 
 if TYPE_CHECKING:
     from ..repo import RepoView
 
-__all__ = ["EditMap", "split_lines", "decode_text"]
+__all__ = ["EditMap"]
 
 #: length of the identity run used for files whose base text is unknown (no repo)
 _UNBOUNDED = 1 << 40
-
-
-def decode_text(data: bytes) -> str:
-    """Bytes -> str without ever failing: UTF-8, undecodable bytes kept as surrogates.
-
-    ``surrogateescape`` keeps every byte (and so every newline) where it was, so line
-    numbers are those of the raw file whatever its encoding.
-    """
-    return data.decode("utf-8", errors="surrogateescape")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their ``\\n`` kept; only ``\\n`` ends a line (as in ``repo.LineIndex``).
-
-    ``"a\\nb"`` and ``"a\\nb\\n"`` both have two lines; ``""`` has none. ``str.splitlines``
-    is not used: it also breaks on ``\\r``, form feeds and Unicode separators.
-    """
-    if not text:
-        return []
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-@dataclass(slots=True)
-class _File:
-    """One edited file: current lines, runs current -> base, what we know about it."""
-
-    base: list[str] | None            # base-commit lines (None: unknown, no repo)
-    lines: list[str] | None           # current lines (None: unknown)
-    runs: list[list]                  # [length, base_start | None], in current order
-    uncertain: bool = False
-    edited: bool = False
-    _starts: list[int] | None = field(default=None, repr=False)   # cached run starts
-    _text: str | None = field(default=None, repr=False)           # cached joined text
-    _offsets: list[int] | None = field(default=None, repr=False)  # cached line offsets
-
-    # ---------------------------------------------------------------- derived caches
-    def changed(self) -> None:
-        self._starts = self._text = self._offsets = None
-        self.edited = True
-
-    def starts(self) -> list[int]:
-        """0-based current line where each run starts (cached until the next edit)."""
-        if self._starts is None:
-            self._starts = [0, *accumulate(r[0] for r in self.runs)][:-1]
-        return self._starts
-
-    def text(self) -> str:
-        if self._text is None:
-            self._text = "".join(self.lines or ())
-        return self._text
-
-    def offsets(self) -> list[int]:
-        """Character offset where each current line starts."""
-        if self._offsets is None:
-            self._offsets = [0, *accumulate(len(s) for s in self.lines or ())]
-        return self._offsets
-
-    def line_at(self, offset: int) -> int:
-        """0-based index of the current line holding character ``offset``."""
-        return bisect_right(self.offsets(), offset) - 1
-
-    def num_lines(self) -> int | None:
-        if self.lines is None:
-            return None
-        return len(self.lines)
-
-    # ---------------------------------------------------------------- mapping
-    def ids(self, start: int, count: int) -> list[int | None]:
-        """Base line (or None) of each current line ``start .. start+count-1`` (0-based)."""
-        out: list[int | None] = []
-        if count <= 0:
-            return out
-        starts = self.starts()
-        i = max(0, bisect_right(starts, start) - 1)
-        pos = start
-        end = start + count
-        while pos < end and i < len(self.runs):
-            length, base = self.runs[i]
-            run_end = starts[i] + length
-            take = min(end, run_end) - pos
-            if take > 0:
-                off = pos - starts[i]
-                out.extend(range(base + off, base + off + take) if base is not None
-                           else [None] * take)
-                pos += take
-            i += 1
-        return out
-
-    def splice(self, start: int, count: int, new_ids: list[int | None]) -> None:
-        """Replace the mapping of current lines ``start .. start+count-1`` by ``new_ids``."""
-        starts = self.starts()
-        runs = self.runs
-        i = max(0, bisect_right(starts, start) - 1) if runs else 0
-        # runs fully before the block stay; the run holding `start` may be cut
-        head = runs[:i]
-        tail: list[list] = []
-        j = i
-        end = start + count
-        while j < len(runs) and starts[j] < end:
-            j += 1
-        # pieces of runs i..j-1 outside [start, end)
-        for k in range(i, j):
-            length, base = runs[k]
-            s = starts[k]
-            if s < start:
-                head.append([start - s, base])
-            if s + length > end:
-                cut = end - s
-                tail.append([s + length - end, None if base is None else base + cut])
-        middle = _compress(new_ids)
-        self.runs = _merge([*head, *middle, *tail, *runs[j:]], len(head) - 1,
-                           len(head) + len(middle) + len(tail))
-        self.changed()
-
-
-def _continues(last: list, base: int | None) -> bool:
-    """Does a run starting at ``base`` extend run ``last``? (both unmapped, or adjacent)"""
-    if base is None or last[1] is None:
-        return base is None and last[1] is None
-    return last[1] + last[0] == base
-
-
-def _compress(ids: list[int | None]) -> list[list]:
-    """Per-line ids -> runs."""
-    runs: list[list] = []
-    for b in ids:
-        if runs and _continues(runs[-1], b):
-            runs[-1][0] += 1
-        else:
-            runs.append([1, b])
-    return runs
-
-
-def _merge(runs: list[list], lo: int, hi: int) -> list[list]:
-    """Merge touching runs between indexes ``lo`` and ``hi`` (the spliced zone)."""
-    lo = max(lo, 0)
-    out = runs[:lo]
-    for r in runs[lo:hi + 1]:
-        if r[0] <= 0:
-            continue
-        if out and _continues(out[-1], r[1]):
-            out[-1][0] += r[0]
-        else:
-            out.append(list(r))
-    out.extend(runs[hi + 1:])
-    return out
-
-
-def _block_ids(old_lines: list[str], old_ids: list[int | None],
-               new_lines: list[str]) -> list[int | None]:
-    """Ids of ``new_lines``: unchanged lines keep their id, the rest are agent-written."""
-    new_ids: list[int | None] = [None] * len(new_lines)
-    if not old_lines or not new_lines:
-        return new_ids
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=len(old_lines) > 2000)
-    for tag, i1, i2, j1, _j2 in matcher.get_opcodes():
-        if tag == "equal":
-            new_ids[j1:j1 + (i2 - i1)] = old_ids[i1:i2]
-    return new_ids
 
 
 class EditMap:
@@ -229,29 +55,29 @@ class EditMap:
 
     def __init__(self, view: RepoView | None = None):
         self._view = view
-        self._files: dict[str, _File] = {}
+        self._files: dict[str, LineMap] = {}
         self._patch_cache: dict[str, str] = {}
         self._placeholders = 0
         #: (path, message) of the last failed ``apply``, for callers that report it
         self.last_problem: tuple[Reason, str] | None = None
         #: edited files saved by ``git stash``, newest last
-        self._stashes: list[dict[str, _File]] = []
+        self._stashes: list[dict[str, LineMap]] = []
 
     # ------------------------------------------------------------------ state
-    def _file(self, path: str) -> _File:
+    def _file(self, path: str) -> LineMap:
         f = self._files.get(path)
         if f is None:
             f = self._load(path)
             self._files[path] = f
         return f
 
-    def _load(self, path: str) -> _File:
+    def _load(self, path: str) -> LineMap:
         if self._view is None:
-            return _File(base=None, lines=None, runs=[[_UNBOUNDED, 1]])
+            return LineMap(base=None, lines=None, runs=[[_UNBOUNDED, 1]])
         data = self._view.read(path)
         base = split_lines(decode_text(data)) if data is not None else []
         runs = [[len(base), 1]] if base else []
-        return _File(base=base, lines=list(base), runs=runs)
+        return LineMap(base=base, lines=list(base), runs=runs)
 
     def edited_files(self) -> list[str]:
         return [p for p, f in self._files.items() if f.edited]
@@ -296,6 +122,66 @@ class EditMap:
                 out.append((b, b))
         return merge_ranges(out)
 
+    def base_of(self, path: str, first: int, count: int) -> list[int | None]:
+        """The base line of each current line ``first .. first+count-1`` (1-based), as
+        the map has it: where a read's lines are expected in the base."""
+        f = self._files.get(path)
+        if f is None or not f.edited:
+            return list(range(first, first + count))
+        ids = f.ids(first - 1, count)
+        return ids + [None] * (count - len(ids))
+
+    # ------------------------------------------------------------------ reads correct it
+    def observe(self, path: str, first: int, ids: list[int | None],
+                texts: list[str] | None = None, whole: bool = False) -> bool:
+        """A read showed current lines ``first .. first+len(ids)-1`` to be base lines
+        ``ids`` (None: a line of the agent's). When the map said otherwise, the file was
+        changed by something the trace did not record: the map follows the read.
+
+        The lines before the window keep their places (an id the window now holds is
+        dropped from them: the change happened before the window); the lines after
+        continue from the window's last base line. ``whole``: the read showed the whole
+        file, so nothing follows it. Returns True when the map changed.
+        """
+        m = len(ids)
+        if m == 0 or first < 1 or self._view is None:
+            return False
+        f = self._files.get(path)
+        if f is None and not whole and ids == list(range(first, first + m)):
+            return False
+        f = self._file(path)
+        if f.lines is None or f.base is None:
+            return False
+        n = len(f.lines)
+        if not whole and f.ids(first - 1, m) == ids and first - 1 + m <= n:
+            return False
+        if whole and f.ids(0, n) == ids and first == 1 and m == n:
+            return False
+        self._patch_cache.pop(path, None)
+        known = [b for b in ids if b is not None]
+        low = min(known) if known else None
+        head_ids = f.ids(0, min(first - 1, n))
+        head_lines = list(f.lines[:len(head_ids)])
+        if low is not None:
+            head_ids = [b if b is None or b < low else None for b in head_ids]
+        while len(head_ids) < first - 1:           # the file grew: lines not seen yet
+            head_ids.append(None)
+            head_lines.append(self._placeholder())
+        window_lines = [f.base[b - 1] if b is not None else
+                        ((texts[j] if texts is not None else "") + "\n")
+                        for j, b in enumerate(ids)]
+        tail_ids: list[int | None] = []
+        tail_lines: list[str] = []
+        if not whole:
+            at = f.position_after(max(known)) if known else first - 1 + m
+            if at is not None:
+                tail_ids = f.ids(at, n - at)
+                tail_lines = f.lines[at:]
+        f.lines = head_lines + window_lines + tail_lines
+        f.runs = compress(head_ids + list(ids) + tail_ids)
+        f.changed()
+        return True
+
     # ------------------------------------------------------------------ edits
     def revert(self, path: str) -> None:
         """The file is back at the base commit (``git checkout -- f``): every
@@ -327,14 +213,19 @@ class EditMap:
         f = self._file(path)
         if edit.content is not None:
             return self._write(f, edit.content)
+        if edit.sed is not None and f.lines is not None:
+            new = run_sed(f.lines, edit.sed.scripts, edit.sed.quiet, edit.sed.extended)
+            if new is not None:
+                self._replace_lines(f, 0, len(f.lines), new)
+                return True
         if edit.old is not None:
             if self._replace(f, edit):
                 return True
             if edit.hunks:
-                return self._hunks(f, path, edit.hunks)
+                return self._hunks(f, path, edit.hunks, edit.hunk_text)
             return self._fail(path, "the text to replace was not found in the current file")
         if edit.hunks:
-            return self._hunks(f, path, edit.hunks)
+            return self._hunks(f, path, edit.hunks, edit.hunk_text)
         if edit.insert_line is not None and edit.new is not None:
             return self._insert(f, path, edit.insert_line, edit.new)
         f.uncertain = True
@@ -350,26 +241,42 @@ class EditMap:
         self.last_problem = (Reason.EDIT_NOT_LOCATED, f"{path}: {why}")
         return False
 
-    def _write(self, f: _File, content: str) -> bool:
+    def _write(self, f: LineMap, content: str) -> bool:
         new_lines = split_lines(content)
         if f.lines is None:   # unknown base: nothing to compare with
             f.lines = new_lines
-            f.runs = _compress([None] * len(new_lines))
+            f.runs = compress([None] * len(new_lines))
             f.uncertain = True
             f.changed()
             return True
         self._replace_lines(f, 0, len(f.lines), new_lines)
         return True
 
-    def _replace_lines(self, f: _File, start: int, count: int, new_lines: list[str]) -> None:
-        """Current lines ``start .. start+count-1`` (0-based) become ``new_lines``."""
+    def _replace_lines(self, f: LineMap, start: int, count: int, new_lines: list[str]) -> None:
+        """Current lines ``start .. start+count-1`` (0-based) become ``new_lines``.
+
+        Lines equal at both ends are kept as they are first, so a whole-file rewrite
+        that changed three lines costs a diff of three lines, not of the file.
+        """
         assert f.lines is not None
         old_lines = f.lines[start:start + count]
-        new_ids = _block_ids(old_lines, f.ids(start, count), new_lines)
-        f.lines[start:start + count] = new_lines
-        f.splice(start, count, new_ids)
+        lo = 0
+        top = min(len(old_lines), len(new_lines))
+        while lo < top and old_lines[lo] == new_lines[lo]:
+            lo += 1
+        hi = 0
+        while hi < top - lo and old_lines[-1 - hi] == new_lines[-1 - hi]:
+            hi += 1
+        if lo == len(old_lines) == len(new_lines):
+            return
+        old_mid = old_lines[lo:len(old_lines) - hi]
+        new_mid = new_lines[lo:len(new_lines) - hi]
+        at = start + lo
+        new_ids = block_ids(old_mid, f.ids(at, len(old_mid)), new_mid)
+        f.lines[at:at + len(old_mid)] = new_mid
+        f.splice(at, len(old_mid), new_ids)
 
-    def _replace(self, f: _File, edit: Edit) -> bool:
+    def _replace(self, f: LineMap, edit: Edit) -> bool:
         """Text replacement: first occurrence (nearest the hunks, if any) or all of them."""
         old, new = edit.old or "", edit.new or ""
         if f.lines is None:
@@ -390,7 +297,7 @@ class EditMap:
             self._replace_at(f, i, i + len(old), new)
         return True
 
-    def _replace_at(self, f: _File, i: int, j: int, new: str) -> None:
+    def _replace_at(self, f: LineMap, i: int, j: int, new: str) -> None:
         text = f.text()
         la = f.line_at(i)
         lb = f.line_at(j - 1) if j > i else la
@@ -399,7 +306,7 @@ class EditMap:
         block = text[a:i] + new + text[j:b]
         self._replace_lines(f, la, lb - la + 1, split_lines(block))
 
-    def _insert(self, f: _File, path: str, after: int, new: str) -> bool:
+    def _insert(self, f: LineMap, path: str, after: int, new: str) -> bool:
         """``insert_line`` semantics: the new text goes after current line ``after`` (0 = top)."""
         n = f.num_lines()
         if after < 0 or (n is not None and after > n):
@@ -414,20 +321,29 @@ class EditMap:
         f.splice(after, 0, [None] * len(new_lines))
         return True
 
-    def _hunks(self, f: _File, path: str, hunks) -> bool:
+    def _hunks(self, f: LineMap, path: str, hunks, texts=None) -> bool:
         """Structured diff hunks, unified-diff convention, numbers trusted as given.
 
-        Without the hunk text the new lines are agent-written placeholders; applied
-        bottom-up so each hunk's old numbers still hold when it is applied.
+        The new lines are the hunk's text when ``texts`` gives it, else agent-written
+        placeholders; applied bottom-up so each hunk's old numbers still hold. A hunk
+        claims its sizes: they never allocate more than the file and the text given.
         """
         n = f.num_lines()
-        for old_start, old_lines, _new_start, new_lines in sorted(hunks, reverse=True):
+        order = sorted(range(len(hunks)), key=lambda h: hunks[h], reverse=True)
+        for h in order:
+            old_start, old_lines, _new_start, new_lines = hunks[h]
             start = old_start - 1 if old_lines > 0 else old_start  # 0-based first old line
+            text = texts[h] if texts is not None and h < len(texts) else None
             if start < 0 or old_lines < 0 or new_lines < 0 or (
-                    n is not None and start + old_lines > n):
-                return self._fail(path, f"hunk -{old_start},{old_lines} is outside the file")
+                    n is not None and start + old_lines > n) or (
+                    text is not None and len(text) != new_lines) or (
+                    text is None and new_lines > max(n or 0, 1) * 4 + 10_000):
+                return self._fail(path, f"hunk -{old_start},{old_lines} +{new_lines} "
+                                        "does not fit the file")
             if f.lines is not None:
-                f.lines[start:start + old_lines] = [self._placeholder() for _ in range(new_lines)]
+                f.lines[start:start + old_lines] = (
+                    [t + "\n" for t in text] if text is not None
+                    else [self._placeholder() for _ in range(new_lines)])
             f.splice(start, old_lines, [None] * new_lines)
         return True
 
@@ -462,48 +378,10 @@ class EditMap:
                 continue
             cached = self._patch_cache.get(path)
             if cached is None:
-                cached = _patch_from_runs(path, f)
+                cached = patch_of(path, f)
                 self._patch_cache[path] = cached
             parts.append(cached)
         return "".join(parts)
-
-
-def _nl(line: str) -> str:
-    """A diff body line; a last line without newline gets git's marker after it."""
-    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-
-
-def _patch_from_runs(path: str, f: _File) -> str:
-    """Hunks between kept base runs: missing base lines are '-', agent lines are '+'."""
-    assert f.base is not None and f.lines is not None
-    base, cur = f.base, f.lines
-    hunks: list[str] = []
-    next_base, pos = 1, 0          # next base line expected, 0-based current line
-    added: list[int] = []          # 0-based current lines of the pending hunk
-
-    def flush(upto_base: int) -> None:
-        deleted = range(next_base, upto_base)
-        if not deleted and not added:
-            return
-        old_start = next_base if deleted else next_base - 1
-        new_start = added[0] + 1 if added else pos
-        body = [f"@@ -{old_start},{len(deleted)} +{new_start},{len(added)} @@\n"]
-        body += ["-" + _nl(base[k - 1]) for k in deleted]
-        body += ["+" + _nl(cur[k]) for k in added]
-        hunks.append("".join(body))
-        added.clear()
-
-    for length, b in f.runs:
-        if b is None:
-            added.extend(range(pos, pos + length))
-        else:
-            flush(b)
-            next_base = b + length
-        pos += length
-    flush(len(base) + 1)
-    if not hunks:
-        return ""
-    return f"--- a/{path}\n+++ b/{path}\n" + "".join(hunks)
 
 
 def _occurrences(text: str, old: str, limit: int | None) -> list[int]:
@@ -516,7 +394,7 @@ def _occurrences(text: str, old: str, limit: int | None) -> list[int]:
     return hits
 
 
-def _nearest(f: _File, hits: list[int], hunks) -> int:
+def _nearest(f: LineMap, hits: list[int], hunks) -> int:
     """The occurrence whose first line is nearest the first hunk's old start."""
     target = min(h[0] for h in hunks) - 1
     return min(hits, key=lambda i: abs(f.line_at(i) - target))

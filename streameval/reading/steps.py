@@ -1,9 +1,9 @@
 """Tool calls -> Steps in repo terms: repo paths and base-commit line ranges (METRICS.md 6).
 
 Per call: ``infer`` says what the result showed and what it changed; edits are
-replayed on the ``EditMap`` in call order; every read's path is mapped to the repo,
-its lines clamped to what the file really had (a 2000-line ``Read`` of a 120-line file
-shows 1-120) and mapped back through the edits to base-commit lines. A call is a
+replayed on the ``EditMap`` in call order; every read's path is mapped to the repo and
+its shown text is aligned with the base commit (``credit``), or, without text, its
+window is clamped to what the file really had and mapped through the edits. A call is a
 *step* only when it showed at least one repo file: edits, failed calls, test runs and
 reads outside the repo are counted (category, problems) but are not steps.
 
@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING
 from ..errors import Reason
 from ..intervals import merge_ranges
 from ..model import Edit, Read, Step, ToolCall
+from .basetext import BaseTexts
 from .categories import is_context_file
+from .credit import Creditor
 from .editmap import EditMap
-from .infer import infer
+from .infer import Inference, ReaderState, infer
 from .paths import PathMapper
 from .shell import WHOLE_TREE
 
@@ -42,13 +44,18 @@ __all__ = ["CallOutcome", "ResolvedRead", "StepBuilder"]
 
 @dataclass(frozen=True, slots=True)
 class ResolvedRead:
-    """One read as ``inspect`` prints it: trace path, repo path, current and base lines."""
+    """One read as ``inspect`` prints it: trace path, repo path, the window proposed (in
+    current lines), the base lines credited, and the shown lines by outcome."""
 
     trace_path: str
     repo_path: str | None
     current: tuple[int, int] | None
     base: list[tuple[int, int]]
     listing: bool
+    aligned: int = 0
+    agent: int = 0
+    unaligned: int = 0
+    by_text: bool = False
 
 
 @dataclass(slots=True)
@@ -61,10 +68,15 @@ class CallOutcome:
     edits: list[str] = field(default_factory=list)
     problems: list[tuple[Reason, str]] = field(default_factory=list)
     context_files: list[str] = field(default_factory=list)
+    #: files a read showed changed by something the trace did not record
+    found_edits: list[str] = field(default_factory=list)
 
 
 #: cached: a grep over a tree names the same few files hundreds of times
 _is_context_file = lru_cache(maxsize=4096)(is_context_file)
+#: the scripts a run wrote that are remembered for a later ``python fix.py`` (bounded)
+_MAX_SCRIPTS = 64
+_MAX_SCRIPT_CHARS = 1 << 20
 
 
 class StepBuilder:
@@ -72,13 +84,17 @@ class StepBuilder:
 
     ``view`` is the repository at the base commit (None: no repo, paths are only
     normalized and lines not mapped, for ``inspect``); ``roots`` are absolute
-    directories known to be the repo root in the run (``add_root`` adds more later).
+    directories known to be the repo root in the run (``add_root`` adds more later);
+    ``texts`` the process's cache of base-commit texts.
     """
 
-    def __init__(self, view: RepoView | None = None, roots: Iterable[str] = ()):
+    def __init__(self, view: RepoView | None = None, roots: Iterable[str] = (),
+                 texts: BaseTexts | None = None):
         self.view = view
         self.paths = PathMapper(view, roots)
         self.edits = EditMap(view)
+        self.creditor = Creditor(view, self.edits, texts)
+        self.state = ReaderState()
         self._cwd: str | None = None
         #: where an earlier `cd` left the agent's persistent shell (ToolCall.cwd_persists)
         self._shell_cwd: str | None = None
@@ -98,19 +114,12 @@ class StepBuilder:
         if call.cwd:
             self._cwd = call.cwd
         cwd = call.cwd or self._cwd
-        inf = infer(call)
+        inf = infer(call, self.state)
+        self._bound_scripts()
         if call.cwd_persists and inf.cwd_after and inf.cwd_after.startswith("/"):
             self._shell_cwd = inf.cwd_after
         out = CallOutcome(category=inf.category, problems=list(inf.problems))
-        for edit in inf.edits:
-            self._apply_edit(edit, cwd, out)
-        for path in inf.reverted:
-            self._revert(path, cwd)
-        for op in inf.stash:
-            if op == "push":
-                self.edits.stash()
-            else:
-                self.edits.unstash(keep=op == "apply")
+        self._apply_changes(inf, cwd, out)
         files: dict[str, list[tuple[int, int]]] = {}
         # a search call shows many lines of the same few files: their length is
         # looked up once per call (edits of this call are already applied)
@@ -118,10 +127,12 @@ class StepBuilder:
         # with no output (or an empty one) lines past the end were not shown at all; a
         # non-empty output that our file is too short for means our copy is off
         printed = isinstance(call.output, str) and bool(call.output.strip())
+        for read in inf.observed:
+            self._resolve_read(read, cwd, out, lengths, printed, observe_only=True)
         for read in inf.reads:
             resolved = self._resolve_read(read, cwd, out, lengths, printed)
             if resolved is None:
-                continue   # lines wholly past the end: nothing of the file was shown
+                continue   # nothing of the file was shown
             out.reads.append(resolved)
             if resolved.repo_path is not None:
                 files.setdefault(resolved.repo_path, []).extend(resolved.base)
@@ -136,6 +147,23 @@ class StepBuilder:
                             timestamp=call.started_at if call.started_at is not None
                             else call.ended_at)
         return out
+
+    def _apply_changes(self, inf: Inference, cwd: str | None, out: CallOutcome) -> None:
+        """The call's edits, reverts and stashes, in that order, before its reads."""
+        for edit in inf.edits:
+            self._apply_edit(edit, cwd, out)
+        for path in inf.reverted:
+            self._revert(path, cwd)
+        for op in inf.stash:
+            if op == "push":
+                self.edits.stash()
+            else:
+                self.edits.unstash(keep=op == "apply")
+
+    def _bound_scripts(self) -> None:
+        scripts = self.state.scripts
+        while len(scripts) > _MAX_SCRIPTS or sum(map(len, scripts.values())) > _MAX_SCRIPT_CHARS:
+            scripts.pop(next(iter(scripts)))
 
     # ------------------------------------------------------------------ pieces
     def _apply_edit(self, edit: Edit, cwd: str | None, out: CallOutcome) -> None:
@@ -170,49 +198,28 @@ class StepBuilder:
         return any(d == r or f"{r}/{repo_path}".startswith(d + "/") for r in roots)
 
     def _resolve_read(self, read: Read, cwd: str | None, out: CallOutcome,
-                      lengths: dict[str, int], printed: bool = True) -> ResolvedRead | None:
-        """None when the read asked only for lines past the end of a non-empty file and
-        the call printed nothing: it showed nothing (METRICS.md 6), so it is no read.
-        Where the output did print something (an edit we could not replay made the file
-        longer), the file still counts, at file level."""
-        repo, reason = self.paths.lookup(read.path, cwd)
+                      lengths: dict[str, int], printed: bool = True,
+                      observe_only: bool = False) -> ResolvedRead | None:
+        """None when the read showed nothing of the file (an empty output of a non-empty
+        file, or lines wholly past its end with nothing printed)."""
+        repo, reason = self.paths.lookup(read.path, cwd, count=not observe_only)
         if repo is None:
             # Listings name directories and build output too; only a read of file
             # contents outside the repo is worth a counted problem.
-            if reason is not None and not read.listing:
+            if reason is not None and not read.listing and not observe_only:
                 out.problems.append((reason, read.path))
             return ResolvedRead(read.path, None, None, [], read.listing)
         if read.listing:
             return ResolvedRead(read.path, repo, None, [], True)
-        if self.view is None:
-            cur = (read.start or 1, read.end) if read.end is not None else None
-            return ResolvedRead(read.path, repo, cur, [cur] if cur else [], False)
         n = lengths.get(repo)
         if n is None:
             n = lengths[repo] = self.edits.num_lines(repo) or 0
-        current = self._clamp(read, repo, n, out)
-        if current is None and n and not printed:
+        credit = self.creditor.credit(read, repo, n, printed, out.problems, observe_only)
+        if credit is None or credit.nothing:
             return None
-        base = self.edits.to_base(repo, *current) if current else []
-        return ResolvedRead(read.path, repo, current, base, False)
-
-    def _clamp(self, read: Read, repo: str, n: int, out: CallOutcome) -> tuple[int, int] | None:
-        """Lines the file really had (``n`` now; METRICS.md 6): None end or past EOF ->
-        last line; negative start counts from the end; start > end is swapped (4b)."""
-        start, end = read.start, read.end
-        if start is not None and end is not None and start > 0 and end > 0 and start > end:
-            start, end = end, start
-        if start is None or start == 0:
-            start = 1
-        elif start < 0:
-            start = max(1, n + start + 1)
-        if end is not None and end < 0:
-            end = n + end + 1
-        if end is None or end > n:
-            end = n
-        if start > end:
-            if n and start > n:
-                out.problems.append((Reason.BAD_LINE_RANGE,
-                                     f"{repo}: line {start} is past the end ({n} lines)"))
-            return None
-        return start, end
+        if credit.map_changed:
+            lengths.pop(repo, None)
+            if repo not in out.found_edits:
+                out.found_edits.append(repo)
+        return ResolvedRead(read.path, repo, credit.current, credit.base, False,
+                            credit.aligned, credit.agent, credit.unaligned, credit.by_text)

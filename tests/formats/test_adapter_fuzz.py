@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
 from streameval.formats.claude import ClaudeAdapter
 from streameval.formats.codex import CodexAdapter
+from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
 
 REASONS = {r.value for r in Reason}
 EVENT_TYPES = (ToolCall, Usage, RunInfo, RunEnd, StatedContext, BadLine)

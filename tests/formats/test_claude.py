@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 from streameval.formats import detect_format
 from streameval.formats.claude import ClaudeAdapter
+from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
@@ -363,8 +363,8 @@ def test_timestamp_parsing_of_the_shared_jsonl_helper():
 def test_stream_calls_carry_their_cwd_forward_session_calls_record_it(real_fixtures):
     """stream-json stamps only the init cwd (the shell's `cd`s must be carried forward);
     session transcripts write the shell's cwd on every line."""
-    from streameval.model import ToolCall
     from streameval.formats.claude import ClaudeAdapter
+    from streameval.model import ToolCall
 
     def calls(path):
         a = ClaudeAdapter()

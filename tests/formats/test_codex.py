@@ -10,9 +10,9 @@ import pytest
 from test_claude import EXPECTED, run, run_file, summarize
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 from streameval.formats import detect_format
 from streameval.formats.codex import CodexAdapter
+from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 
 
 def line(obj: dict) -> bytes:

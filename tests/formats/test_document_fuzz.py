@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
 from streameval.formats.miniswe import MiniSweAdapter
 from streameval.formats.openhands import OpenHandsAdapter
 from streameval.formats.sweagent import SweAgentAdapter, SweAgentCheckpointsAdapter
+from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
 
 ADAPTERS = (MiniSweAdapter, SweAgentAdapter, SweAgentCheckpointsAdapter, OpenHandsAdapter)
 REASONS = {r.value for r in Reason}

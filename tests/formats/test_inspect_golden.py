@@ -140,8 +140,8 @@ def test_with_gold_and_repo_scores_like_replay(tmp_path: Path):
     repo files with base lines, and the patch beside the trace gives EditLoc."""
     from streameval.gold import load_gold
     from streameval.repo import RepoCache
-    from streameval.session import Resources, evaluate_trace
     from streameval.symbols import SymbolIndex
+    from streameval.tracefile import Resources, evaluate_trace
 
     ex = HERE.parent.parent / "examples"
     trace = ex / "runs" / "example-run-1" / "trace.jsonl"
@@ -203,13 +203,16 @@ def test_repo_without_gold_maps_lines_to_base(tmp_path: Path):
                  "--json", str(out)]) == 0
     run = json.loads(out.read_text())["runs"][0]
     assert run["repo"] is True and run["steps"] == 2
-    assert run["first_reads"] == [{"call": 2, "file": "a.py", "lines": [2, 5], "base": [[2, 3]]}]
+    assert run["first_reads"] == [{"call": 2, "file": "a.py", "lines": [2, 5], "base": [[2, 3]],
+                                   "agent": 2, "unaligned": 0}]
+    assert run["shown_lines"] == {"aligned": 2, "agent_written": 2, "unaligned": 0}
     assert run["files_read"] == {"count": 1, "files": ["a.py"]}
     assert run["files_listed"]["count"] == 0            # sub, /etc/..., hosts text: no files
     assert run["files_edited"] == ["a.py"]
-    # at HEAD the file has one line: the read is clamped to it
+    # at HEAD the file is one other line: the text shown is nowhere in it
     assert main(["inspect", str(trace), "--quiet", "--repo", str(repo), "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["runs"][0]["first_reads"][0]["lines"] != [2, 5]
+    first = json.loads(out.read_text())["runs"][0]["first_reads"][0]
+    assert first["base"] == [] and first["agent"] == 4
 
 
 def test_bad_repo_is_a_clear_error(tmp_path: Path, capsys):

@@ -12,9 +12,9 @@ import pytest
 from test_miniswe import run_adapter, summarize
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 from streameval.formats import detect_format
 from streameval.formats.openhands import OpenHandsAdapter
+from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 NAME = "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl"

@@ -12,7 +12,6 @@ import pytest
 from test_miniswe import run_adapter, summarize
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 from streameval.formats import detect_format
 from streameval.formats.sweagent import (
     SweAgentAdapter,
@@ -21,6 +20,7 @@ from streameval.formats.sweagent import (
     parse_action,
     parse_editor_command,
 )
+from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 TRAJS = ["sweagent__anonymousUser2026__ContextBench__verified__pydata__xarray-4075.traj",
@@ -120,9 +120,9 @@ def test_insert_view_range_and_odd_shapes():
 
 def test_other_actions():
     assert parse_action("grep -Rn foo /testbed\n") == ("bash", {"command": "grep -Rn foo /testbed"})
-    assert parse_action("submit") == ("submit", {"command": "submit", "args": []})
+    assert parse_action("submit") == ("submit", {"command": "submit"})
     tool, args = parse_action("open /testbed/a.py 120")
-    assert tool == "open" and args["args"] == ["/testbed/a.py", "120"]
+    assert tool == "open" and args["command"] == "open /testbed/a.py 120"
 
 
 def test_editor_error_messages():

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from streameval.errors import Reason
-from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, Step
 from streameval.formats import detect_format
 from streameval.formats.unified import (
     UnifiedAdapter,
@@ -17,6 +16,7 @@ from streameval.formats.unified import (
     iter_unified_records,
     parse_unified,
 )
+from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, Step
 
 REC = {
     "instance_id": "django__django-12125",
@@ -173,7 +173,7 @@ def test_unified_through_the_session_reports_no_context_extracted_like_replay(tm
 
     from streameval.gold import load_gold
     from streameval.repo import RepoCache
-    from streameval.session import Resources, evaluate_trace
+    from streameval.tracefile import Resources, evaluate_trace
 
     sha = make_repo(tmp_path / "r", {"mod.py": "def f():\n    return 1\n"})[-1]
     gold = tmp_path / "gold.jsonl"

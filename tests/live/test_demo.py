@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from streameval.live.watch import load_resources
-from streameval.session import evaluate_trace
+from streameval.tracefile import evaluate_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 
 from streameval.live.watch import load_resources
-from streameval.session import evaluate_trace
+from streameval.tracefile import evaluate_trace
 
 pytestmark = pytest.mark.slow
 

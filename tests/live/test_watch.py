@@ -11,7 +11,7 @@ import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
 from streameval.live.watch import Watcher
-from streameval.session import evaluate_trace
+from streameval.tracefile import evaluate_trace
 
 
 def run_dir(runs: Path, name: str = "demo__demo-1", meta: dict | None = None) -> Path:

@@ -14,6 +14,7 @@ from streameval.reading.categories import (
     is_context_file,
     most_significant,
 )
+from streameval.reading.infer import infer
 from streameval.reading.shell import analyze
 
 
@@ -67,7 +68,7 @@ NATIVE = [
 
 @pytest.mark.parametrize("tool,inp,expected", NATIVE, ids=[f"{t}-{e}" for t, _, e in NATIVE])
 def test_native_tools(tool: str, inp: dict, expected: str) -> None:
-    assert categorize(call(tool, **inp)) == expected
+    assert infer(call(tool, **inp)).category == expected
 
 
 SHELL = [
@@ -194,23 +195,23 @@ SHELL = [
 
 @pytest.mark.parametrize("cmd,expected", SHELL, ids=[c[:40] for c, _ in SHELL])
 def test_shell_commands(cmd: str, expected: str) -> None:
-    assert categorize(call("Bash", command=cmd)) == expected
+    assert infer(call("Bash", command=cmd)).category == expected
     assert analyze(cmd).category == expected
 
 
 def test_shell_tools_and_precomputed_analysis() -> None:
-    assert categorize(call("shell", command=["bash", "-lc", "pytest -q"])) == "test"
-    assert categorize(call("command_execution", command="bash -lc 'cat a.py'")) == "read"
-    assert categorize(call("exec_command", cmd="git status")) == "git"
+    assert infer(call("shell", command=["bash", "-lc", "pytest -q"])).category == "test"
+    assert infer(call("command_execution", command="bash -lc 'cat a.py'")).category == "read"
+    assert infer(call("exec_command", cmd="git status")).category == "git"
     # a precomputed analysis is used as it is
-    assert categorize(call("Bash", command="ls"), analyze("make")) == "build"
-    assert categorize(call("Bash")) == "other"
+    assert categorize(call("Bash", command="ls"), analyze("make").category) == "build"
+    assert infer(call("Bash")).category == "other"
 
 
 def test_output_is_used_when_categorizing() -> None:
     tc = ToolCall(call_id="x", tool="Bash", input={"command": "cat a.py"},
                   output="cat: a.py: No such file or directory")
-    assert categorize(tc) == "read"
+    assert infer(tc).category == "read"
 
 
 @pytest.mark.parametrize("argv,expected", [
@@ -279,7 +280,7 @@ def test_is_context_file(path: str, expected: bool) -> None:
 def test_shell_join_roundtrip() -> None:
     # Codex gives argv lists; joining and re-parsing keeps the category
     argv = ["bash", "-lc", "sed -n '1,200p' 'apps/x (y)/a.ts'"]
-    assert categorize(call("shell", command=argv)) == "read"
+    assert infer(call("shell", command=argv)).category == "read"
     assert analyze(shlex.join(argv)).reads[0].path == "apps/x (y)/a.ts"
 
 
@@ -294,9 +295,9 @@ def test_unparsable_cat_heredoc_then_python_is_run() -> None:
     out = ("bash: line 1: warning: here-document at line 1 delimited by end-of-file "
            "(wanted `PYnimport')\nbash: -c: line 1: syntax error near unexpected token `('\n")
     tc = ToolCall(call_id="c11", tool="bash", input={"command": cmd}, output=out)
-    assert categorize(tc) == "run"
+    assert infer(tc).category == "run"
     # the same text with real newlines parses, and is the same run
-    assert categorize(call("bash", command=cmd.replace("\\n", "\n"))) == "run"
+    assert infer(call("bash", command=cmd.replace("\\n", "\n"))).category == "run"
 
 
 @pytest.mark.parametrize("cmd,expected", [
@@ -305,4 +306,4 @@ def test_unparsable_cat_heredoc_then_python_is_run() -> None:
     ("git restore a.py && pytest -q", "test"),
 ])
 def test_scratch_writes_and_reverts(cmd: str, expected: str) -> None:
-    assert categorize(call("Bash", command=cmd)) == expected
+    assert infer(call("Bash", command=cmd)).category == expected

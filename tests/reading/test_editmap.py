@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from streameval.errors import Reason
 from streameval.model import Edit
-from streameval.repo import GitRepo
 from streameval.reading.editmap import EditMap, split_lines
+from streameval.repo import GitRepo
 
 BASE50 = "".join(f"line {i}\n" for i in range(1, 51))
 

@@ -6,17 +6,20 @@ import pytest
 
 from streameval.errors import Reason
 from streameval.model import Edit, Read, ToolCall
-from streameval.reading.infer import (
-    grep_content_reads,
-    infer,
-    numbered_runs,
-    parse_editor_command,
-    structured_hunks,
-)
+from streameval.reading import native
+from streameval.reading.editor import parse_editor_command
+from streameval.reading.infer import infer
+from streameval.reading.native import structured_hunks
+from streameval.reading.output.numbered import numbered_runs, parse_numbered
 
 
 def call(tool, inp, output=None, **kw) -> ToolCall:
     return ToolCall(call_id="c1", tool=tool, input=inp, output=output, **kw)
+
+
+def grep_content_reads(output: str, path: str | None) -> list[Read]:
+    inp = {"pattern": "x", "output_mode": "content", **({"path": path} if path else {})}
+    return native.claude_grep(call("Grep", inp, output=output)).reads
 
 
 def numbered(start: int, end: int, sep: str = "→") -> str:
@@ -73,9 +76,12 @@ def test_notebook_read_is_the_whole_file():
 
 def test_numbered_runs_splits_at_gaps():
     out = "header\n     1\tA\n     2\tB\n    10\tC\n    11\tD\n"
-    assert numbered_runs(out) == [(1, 2), (10, 11)]
-    assert numbered_runs("    12 text") == []
-    assert numbered_runs("    12 text", loose=True) == [(12, 12)]
+    assert numbered_runs(parse_numbered(out).numbers) == [(1, 2), (10, 11)]
+    assert parse_numbered("    12 text").numbers == []
+    assert parse_numbered("    12 text", "loose").numbers == [12]
+    # SWE-agent's abbreviated view: an elision marker shows no line
+    assert parse_numbered("   101 x\n   102 ... eliding lines 102-108 ...\n   109 y",
+                          "loose").numbers == [101, 109]
 
 
 # --------------------------------------------------------------------------- Grep / Glob / LS
@@ -109,9 +115,11 @@ def test_grep_single_file_line_that_looks_like_a_path_match():
                                                    Read("pkg/m.py", 20, 20)]
 
 
-def test_grep_content_without_numbers_counts_files_only():
+def test_grep_content_without_numbers_keeps_the_text_for_alignment():
     reads = grep_content_reads("src/a.py:def f():\nsrc/b.py:  f()\n", None)
-    assert reads == [Read("src/a.py", listing=True), Read("src/b.py", listing=True)]
+    assert reads == [Read("src/a.py"), Read("src/b.py")]
+    assert reads[0].shown.lines == ("def f():",) and reads[0].shown.gaps
+    assert reads[1].shown.lines == ("  f()",) and reads[1].shown.numbers is None
 
 
 def test_grep_files_with_matches_is_file_level():
@@ -149,7 +157,8 @@ def test_claude_edit_with_structured_patch_keeps_only_changed_lines():
              output="The file /r/a.tsx has been updated.",
              structured={"filePath": "/r/a.tsx", "structuredPatch": patch})
     inf = infer(c)
-    assert inf.edits == [Edit("/r/a.tsx", old="old", new="new1\nnew2", hunks=((67, 1, 67, 2),))]
+    assert inf.edits == [Edit("/r/a.tsx", old="old", new="new1\nnew2", hunks=((67, 1, 67, 2),),
+                              hunk_text=(("new1", "new2"),))]
     assert inf.reads == [] and inf.category == "edit"
 
 
@@ -158,8 +167,9 @@ def test_structured_hunks_split_at_inner_context_and_pure_insertions():
               "lines": [" a", "-b", " c", "+n", " d", " e"]}]
     # b deleted at old 11; n inserted after old line 12, as new line 12
     # (unified convention: a side with 0 lines names the line before the change)
-    assert structured_hunks({"structuredPatch": patch}) == ((11, 1, 10, 0), (12, 0, 12, 1))
-    assert structured_hunks({"structuredPatch": "nope"}) is None
+    assert structured_hunks({"structuredPatch": patch}) == (
+        ((11, 1, 10, 0), (12, 0, 12, 1)), ((), ("n",)))
+    assert structured_hunks({"structuredPatch": "nope"}) == (None, None)
 
 
 def test_multiedit_write_and_notebook_edit():
@@ -249,7 +259,11 @@ def test_openhands_edit_error_changes_nothing():
 
 def test_editor_command_line_is_parsed_when_it_comes_through_bash():
     assert parse_editor_command("str_replace_editor view /t/a.py --view_range 3 9") == {
-        "command": "view", "path": "/t/a.py", "view_range": ["3", "9"]}
+        "command": "view", "path": "/t/a.py", "view_range": [3, 9], "old_str": None,
+        "new_str": None, "file_text": None, "insert_line": None}
+    # one parser: `--view_range=3 9` is the same call
+    assert parse_editor_command("str_replace_editor view /t/a.py --view_range=3 9")[
+        "view_range"] == [3, 9]
     out = "Here's the result of running `cat -n` on /t/a.py:\n" + numbered(3, 9, "\t")
     inf = infer(call("bash", {"command": "str_replace_editor view /t/a.py --view_range 3 9"},
                      output=out))
@@ -261,15 +275,18 @@ def test_editor_command_line_is_parsed_when_it_comes_through_bash():
 
 def test_shell_cd_then_cat_reads_the_joined_path():
     inf = infer(call("Bash", {"command": "cd sub && cat -n f.py"}, output="     1\tx", cwd="/r"))
-    assert inf.reads == [Read("sub/f.py")]   # relative to the call's cwd, after the cd
+    assert inf.reads == [Read("sub/f.py", 1, 1)]   # relative to the call's cwd, after the cd
     assert inf.category == "read"
 
 
 def test_codex_argv_command_and_failed_shell_call():
     inf = infer(call("shell", {"command": ["bash", "-lc", "sed -n '1,40p' src/x.py"]}))
     assert inf.reads == [Read("src/x.py", 1, 40)]
+    # a failed command is not all-or-nothing: what it printed decides (here text shared
+    # with pytest's, so lines matching nothing there are nobody's writing)
     failed = infer(call("Bash", {"command": "cat a.py && pytest"}, output="boom", is_error=True))
-    assert failed.reads == [] and failed.failed
+    assert [r.path for r in failed.reads] == ["a.py"] and failed.reads[0].shown.loose
+    assert not failed.failed
 
 
 def test_apply_patch_tool_gives_edits():

@@ -6,8 +6,8 @@ import pytest
 from gitrepo import make_repo
 
 from streameval.errors import Reason
-from streameval.repo import GitRepo
 from streameval.reading.paths import PathMapper, display_path
+from streameval.repo import GitRepo
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ from gitrepo import make_repo
 
 from streameval.errors import Reason
 from streameval.model import Step, ToolCall
-from streameval.repo import GitRepo
 from streameval.reading.steps import CallOutcome, StepBuilder
+from streameval.repo import GitRepo
 
 T = "/testbed"
 A = f"{T}/src/a.py"
@@ -221,8 +221,6 @@ def test_failed_calls_read_nothing(b):
     nothing(b.consume(call("Read", {"file_path": A}, is_error=True,
                            output="<tool_use_error>File does not exist.</tool_use_error>")))
     nothing(b.consume(call("Read", {"file_path": A}, output="File does not exist.")))
-    # is_error wins even when the output shows lines (a command that failed later)
-    nothing(b.consume(bash("cat -n src/a.py && false", output=cat_n(1, 120), is_error=True)))
     nothing(b.consume(call("Grep", {"pattern": "a1", "path": f"{T}/src",
                                     "output_mode": "content", "-n": True},
                            output="src/a.py:11:a11", is_error=True)))
@@ -266,9 +264,9 @@ def test_a_grep_filter_that_printed_nothing_read_nothing(b):
     ``grep x f`` with no match was none; neither showed any of f."""
     nothing(b.consume(bash("cat src/a.py | grep zzz", output="")))
     nothing(b.consume(bash("cat src/a.py | grep -i zzz | head -5", output="")))
-    # a match with no line numbers still shows the file (lines unknown)
+    # a match with no line numbers: the text says which lines
     s = step(b, bash("cat src/a.py | grep a11", output="a11\na110\n"))
-    assert s.files == ("src/a.py",) and s.spans == {}
+    assert s.files == ("src/a.py",) and s.spans == {"src/a.py": [(11, 11), (110, 110)]}
 
 
 # --------------------------------------------------------------------------- clamping
@@ -394,7 +392,8 @@ READS_AFTER = [
      [(42, 61)]),
     ("Read, no limit", lambda: call("Read", {"file_path": A}), [(1, 120)]),
     ("Read shown", lambda: call("Read", {"file_path": A, "offset": 9, "limit": 8},
-                                output="\n".join(f"{i:6d}→x" for i in range(9, 17))), [(9, 13)]),
+                                output="\n".join(f"{i:6d}→{t}" for i, t in zip(
+                                    range(9, 17), AFTER.split("\n")[8:16]))), [(9, 13)]),
     ("head -20", lambda: bash("head -20 src/a.py"), [(1, 17)]),
     ("head -n 20", lambda: bash("head -n 20 src/a.py"), [(1, 17)]),
     ("tail -n 20", lambda: bash("tail -n 20 src/a.py"), [(101, 120)]),
@@ -446,15 +445,25 @@ def test_sed_i_at_line_numbers_is_replayed(b, edit, read, base):
     assert spans(b, bash("grep -n a src/a.py | head -1", output=read)) == {"src/a.py": base}
 
 
-@pytest.mark.parametrize("edit", [
-    lambda: bash("sed -i 's/a5/A5/' src/a.py", output=""),
-    lambda: bash("sed -i '/a5/d' src/a.py", output=""),
-    lambda: bash("sed -i '5d;7d' src/a.py", output=""),
-    lambda: bash("cd src && sed -i.bak -e 's/a5/A5/' a.py", output=""),
-    lambda: call("file_change", {"changes": [{"path": A, "kind": "update"}]}),
+@pytest.mark.parametrize("edit, window", [
+    # /a5/ is every line holding "a5": a5 and a50..a59 (the interpreter runs the regex)
+    (lambda: bash("sed -i 's/a5/A5/' src/a.py", output=""), [(45, 49), (60, 64)]),
+    (lambda: bash("sed -i '/a5/d' src/a.py", output=""), [(46, 49), (60, 75)]),
+    (lambda: bash("sed -i '5d;7d' src/a.py", output=""), [(47, 66)]),
+    (lambda: bash("cd src && sed -i.bak -e 's/a5/A5/' a.py", output=""), [(45, 49), (60, 64)]),
 ])
-def test_edits_without_their_text_keep_the_mapping_and_say_so(b, edit):
+def test_sed_programs_are_run_on_the_current_text(b, edit, window):
+    """Regex addresses, several commands: the program is run on the text we have."""
     out = b.consume(edit())
+    assert out.edits == ["src/a.py"] and out.step is None
+    assert b.edits.uncertain_files() == []
+    assert spans(b, call("Read", {"file_path": A, "offset": 45, "limit": 20})) == \
+        {"src/a.py": window}
+    assert spans(b, bash("tail -n 20 src/a.py")) == {"src/a.py": [(101, 120)]}
+
+
+def test_edits_without_their_text_keep_the_mapping_and_say_so(b):
+    out = b.consume(call("file_change", {"changes": [{"path": A, "kind": "update"}]}))
     assert out.edits == ["src/a.py"] and out.step is None
     assert b.edits.uncertain_files() == ["src/a.py"]
     assert spans(b, call("Read", {"file_path": A, "offset": 45, "limit": 20})) == \
@@ -471,12 +480,18 @@ def test_edit_then_read_past_the_new_end_reads_nothing(b):
 
 # --------------------------------------------------------------------------- reverts
 
-def _insert_then(b: StepBuilder, *calls: ToolCall) -> dict[str, list[tuple[int, int]]]:
-    """Insert 3 lines after a10, run ``calls``, then show lines 20-24 of the file."""
+def _insert_then(b: StepBuilder, *calls: ToolCall,
+                 shown: tuple[int, int] = (20, 24)) -> dict[str, list[tuple[int, int]]]:
+    """Insert 3 lines after a10, run ``calls``, then show lines 20-24 of the file: by
+    the map alone (no output), and by the text the file then had (``shown``: which base
+    lines those are), which must agree."""
     b.consume(EDIT_KINDS["claude Edit"]())
     for c in calls:
         b.consume(c)
-    return spans(b, bash("sed -n '20,24p' src/a.py", output=plain(20, 24)))
+    by_map = spans(b, bash("sed -n '20,24p' src/a.py"))
+    by_text = spans(b, bash("sed -n '20,24p' src/a.py", output=plain(*shown)))
+    assert by_map == by_text
+    return by_text
 
 
 @pytest.mark.parametrize("command, cwd", [
@@ -498,7 +513,8 @@ def test_reverting_a_directory_or_the_tree_puts_its_files_back(b, command, cwd):
     ("git reset --hard HEAD~1", T), ("git reset HEAD src/a.py", T),
 ])
 def test_reverting_something_else_keeps_the_edits(b, command, cwd):
-    assert _insert_then(b, bash(command, output="", cwd=cwd)) == {"src/a.py": [(17, 21)]}
+    assert _insert_then(b, bash(command, output="", cwd=cwd), shown=(17, 21)) == \
+        {"src/a.py": [(17, 21)]}
     assert b.edits.edited_files() == ["src/a.py"]
 
 
@@ -537,8 +553,8 @@ def test_cd_in_one_claude_stream_bash_call_holds_for_the_next(tmp_path):
     from gitrepo import make_repo
 
     from streameval.model import ToolCall
-    from streameval.repo import GitRepo
     from streameval.reading.steps import StepBuilder
+    from streameval.repo import GitRepo
 
     sha = make_repo(tmp_path / "r", {"f": "top\n", "sub/f": "a\nb\n"})[-1]
     b = StepBuilder(GitRepo(tmp_path / "r").at(sha), roots=["/ws"])

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.model import CATEGORIES, Edit, Read
+from streameval.model import CATEGORIES, Edit, Read, SedScript
 from streameval.reading.shell import analyze
 
 
@@ -26,6 +26,9 @@ def R(path: str, start: int | None = None, end: int | None = None) -> Read:
 
 def L(path: str) -> Read:
     return Read(path, listing=True)
+
+
+SED_XY = SedScript(("s/x/y/",))
 
 
 def bash_lc(cmd: str) -> str:
@@ -62,10 +65,11 @@ READ_CASES = [
       R("apps/spectora-labs/src/app/(protected)/contacts/hooks/useContacts.ts", 1, 1)]),
     ("real-codex-rg-one-hit", bash_lc('rg "interface TeamWithStats" -n'),
      f"{GTWS}:35:export interface TeamWithStats {{\n", [R(GTWS, 35, 35)]),
-    ("real-codex-rg-no-n-file-level", bash_lc('rg "TeamSheet"'),
+    # without -n the lines are kept as text, for alignment with the file (R(), no window)
+    ("real-codex-rg-no-n-text", bash_lc('rg "TeamSheet"'),
      f'{DASH}:import {{ TeamSheet }} from "../settings/teams/components/TeamSheet";\n'
      f'{DASH}:  const [isTeamSheetOpen, setIsTeamSheetOpen] = useState(false);\n',
-     [L(DASH)]),
+     [R(DASH)]),
     ("real-codex-rg-single-file", bash_lc(f"rg -n \"handleTeamSheetOpenChange\" '{DASH}'"),
      "64:  const handleTeamSheetOpenChange = (open: boolean) => {\n"
      "202:        onOpenChange={handleTeamSheetOpenChange}\n",
@@ -145,14 +149,14 @@ READ_CASES = [
      '<returncode>0</returncode>\n<output>\n   137\t    def _sum_of_weights(\n   138\t        self,\n'
      '   139\t    ) -> "DataArray":\n   140\t        """ Calculate """\n</output>',
      [R("xarray/core/weighted.py", 137, 140)]),
-    ("real-mini-cat-grep-file-level",
+    ("real-mini-cat-grep-text",
      'cat xarray/core/weighted.py | grep -A 10 "def _sum_of_weights"\n',
-     "    def _sum_of_weights(\n", [L("xarray/core/weighted.py")]),
+     "    def _sum_of_weights(\n", [R("xarray/core/weighted.py")]),
     ("real-mini-grep-r-pipe-grep", 'grep -r "weighted" xarray | grep "def"\n',
      "grep: xarray/core/__pycache__/weighted.cpython-310.pyc: binary file matches\n"
      "xarray/core/weighted.py:    def _weighted_sum(\nxarray/core/weighted.py:    def _weighted_mean(\n"
      "xarray/core/common.py:    def weighted(self, weights):\n",
-     [L("xarray/core/weighted.py"), L("xarray/core/common.py")]),
+     [R("xarray/core/weighted.py"), R("xarray/core/common.py")]),
     ("real-mini-nl-sed", "nl -ba xarray/core/weighted.py | sed -n '137,155p'\n", None,
      [R("xarray/core/weighted.py", 137, 155)]),
     ("real-mini-find-xargs-grep-l", 'find astropy -name "*.py" | xargs grep -l "class SlicedLowLevelWCS"\n',
@@ -165,7 +169,7 @@ READ_CASES = [
     ("real-mini-two-greps-r", 'grep -r "class Avg" django && grep -r "class Sum" django\n',
      "django/db/models/aggregates.py:class Avg(FixDurationInputMixin, NumericOutputFieldMixin, Aggregate):\n"
      "django/db/models/aggregates.py:class Sum(FixDurationInputMixin, Aggregate):\n",
-     [L("django/db/models/aggregates.py")]),
+     [R("django/db/models/aggregates.py")]),
     ("real-mini-grep-n-many", 'grep -n "def deconstruct" django/db/models/fields/__init__.py\n',
      "414:    def deconstruct(self):\n1142:    def deconstruct(self):\n1477:    def deconstruct(self):\n",
      [R("django/db/models/fields/__init__.py", 414, 414),
@@ -174,7 +178,7 @@ READ_CASES = [
     ("real-mini-sed-n", "sed -n '414,450p' django/db/models/fields/__init__.py\n", None,
      [R("django/db/models/fields/__init__.py", 414, 450)]),
     ("real-mini-grep-r-single-file-no-n", 'grep -r "rcParams =" lib/matplotlib/__init__.py\n',
-     "rcParams = RcParams()  # The global instance.\n", [L("lib/matplotlib/__init__.py")]),
+     "rcParams = RcParams()  # The global instance.\n", [R("lib/matplotlib/__init__.py")]),
     ("real-mini-ls-file", "ls xarray/tests/test_weighted.py\n", None,
      [L("xarray/tests/test_weighted.py")]),
     ("real-mini-pytest-not-read", "pytest xarray/tests/test_weighted.py\n", "1 passed", []),
@@ -332,18 +336,21 @@ EDIT_CASES = [
      [Edit(TS, old='import { useMemo } from "react";', new="")]),
     ("real-oh-sed-i", "sed -i '317s/^/\t      /' /workspace/ponylang__ponyc__0.1/src/libponyc/expr/match.c",
      [Edit("/workspace/ponylang__ponyc__0.1/src/libponyc/expr/match.c",
-           hunks=((317, 1, 317, 1),))]),           # line 317 rewritten, nothing moves
+           hunks=((317, 1, 317, 1),), sed=SedScript(("317s/^/\t      /",)))]),
     ("real-oh-echo-redirect", 'echo "int main() { return 0; }" > /workspace/test.c',
      [Edit("/workspace/test.c", content="int main() { return 0; }\n")]),
     ("real-mini-sed-i-double-quotes",
      "sed -i \"s/'reproduce_issue',/'reproduce_issue', 'other_app',/\" reproduce_script.py\n",
-     [Edit("reproduce_script.py")]),
+     [Edit("reproduce_script.py",
+           sed=SedScript(("s/'reproduce_issue',/'reproduce_issue', 'other_app',/",)))]),
     ("real-mini-two-sed-i",
      "sed -i '222a\\    print(f\"DEBUG: {newbackend!r}\")' lib/matplotlib/pyplot.py\n"
      "sed -i '223a\\    print(1)' lib/matplotlib/pyplot.py\n",
      [Edit("lib/matplotlib/pyplot.py", insert_line=222,
-           new='    print(f"DEBUG: {newbackend!r}")\n'),
-      Edit("lib/matplotlib/pyplot.py", insert_line=223, new="    print(1)\n")]),
+           new='    print(f"DEBUG: {newbackend!r}")\n',
+           sed=SedScript(('222a\\    print(f"DEBUG: {newbackend!r}")',))),
+      Edit("lib/matplotlib/pyplot.py", insert_line=223, new="    print(1)\n",
+           sed=SedScript(("223a\\    print(1)",)))]),
     ("real-mini-heredoc-after-continuations",
      "mkdir -p other_app && \\\ntouch other_app/__init__.py && \\\ncat <<'EOF' > other_app/fields.py\n"
      "from django.db import models\n\nclass MyField(models.CharField):\n    pass\nEOF\n",
@@ -360,9 +367,10 @@ EDIT_CASES = [
     ("cat-heredoc-unquoted-dollar", "cat > f.sh <<EOF\necho $HOME\nEOF", [Edit("f.sh")]),
     ("append-unknown", "echo hi >> notes.md", [Edit("notes.md")]),
     ("cat-append-heredoc", "cat >> f.py <<'EOF'\nx = 1\nEOF", [Edit("f.py")]),
-    ("sed-i-suffix-two-files", "sed -i.bak 's/x/y/' a.py b.py", [Edit("a.py"), Edit("b.py")]),
-    ("sed-i-bsd-empty-suffix", "sed -i '' 's/x/y/' a.py", [Edit("a.py")]),
-    ("sed-in-place-e", "sed --in-place -e 's/x/y/' a.py", [Edit("a.py")]),
+    ("sed-i-suffix-two-files", "sed -i.bak 's/x/y/' a.py b.py",
+     [Edit("a.py", sed=SED_XY), Edit("b.py", sed=SED_XY)]),
+    ("sed-i-bsd-empty-suffix", "sed -i '' 's/x/y/' a.py", [Edit("a.py", sed=SED_XY)]),
+    ("sed-in-place-e", "sed --in-place -e 's/x/y/' a.py", [Edit("a.py", sed=SED_XY)]),
     ("redirect-tmp-and-devnull-ignored", "echo x > /tmp/a.txt; echo y > /dev/null", []),
     ("cd-edit-joined", "cd pkg && echo x > a.txt", [Edit("pkg/a.txt", content="x\n")]),
     ("apply-patch-delete", "apply_patch <<'P'\n*** Begin Patch\n*** Delete File: old.py\n*** End Patch\nP",
@@ -518,10 +526,10 @@ def test_every_real_fixture_command_is_analyzed(real_fixtures: Path) -> None:
 
 
 def test_parser_is_cached() -> None:
-    from streameval.reading import shell
+    from streameval.reading.shell import syntax
 
     analyze("ls")
-    assert shell._parser() is shell._parser()
+    assert syntax._parser() is syntax._parser()
 
 
 def test_output_none_vs_empty() -> None:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from streameval.errors import Reason
 from streameval.model import Step, ToolCall
-from streameval.repo import GitRepo
 from streameval.reading.steps import StepBuilder
+from streameval.repo import GitRepo
 
 A50 = "".join(f"line {i}\n" for i in range(1, 51))
 B120 = "".join(f"b{i}\n" for i in range(1, 121))
@@ -118,11 +118,11 @@ def test_apply_patch_through_the_shell_then_read(builder):
     _check_insert_3_at_10(builder)
 
 
-def test_sed_in_place_is_an_unknown_edit_with_identity_mapping(builder):
-    out = builder.consume(call("Bash", {"command": "sed -i 's/line/LINE/' src/a.py"}))
+def test_sed_in_place_is_run_on_the_current_text(builder):
+    out = builder.consume(call("Bash", {"command": "sed -i '/line 5$/d' src/a.py"}))
     assert out.edits == ["src/a.py"] and out.step is None
-    assert builder.edits.uncertain_files() == ["src/a.py"]
-    assert spans(builder, read(f"{T}/src/a.py", 20, 5)) == {"src/a.py": [(20, 24)]}
+    assert builder.edits.uncertain_files() == []
+    assert spans(builder, read(f"{T}/src/a.py", 20, 5)) == {"src/a.py": [(21, 25)]}
 
 
 def test_str_replace_editor_str_replace_then_view(builder):
@@ -383,8 +383,8 @@ def test_real_openhands_run_replay_matches_what_the_agent_was_shown(real_fixture
     with the same text, or to nothing for lines the agent inserted."""
     import re
 
-    from streameval.model import RunInfo
     from streameval.formats.openhands import OpenHandsAdapter
+    from streameval.model import RunInfo
 
     path = real_fixtures / "openhands" / \
         "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl"
@@ -469,8 +469,8 @@ def test_git_checkout_puts_a_file_back_to_its_base_lines(tmp_path):
     from gitrepo import make_repo
 
     from streameval.model import ToolCall
-    from streameval.repo import GitRepo
     from streameval.reading.steps import StepBuilder
+    from streameval.repo import GitRepo
 
     text = "".join(f"line {i}\n" for i in range(1, 51))
     sha = make_repo(tmp_path / "r", {"a.py": text})[-1]

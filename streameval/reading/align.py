@@ -1,0 +1,231 @@
+"""Which base-commit lines a tool result showed: its text, aligned with the base text.
+
+The command proposes the file and the window; the text decides (docs/metrics.md,
+"Alignment"). Each shown line is given the base line it is, or none: a line whose text
+has no base counterpart at the aligned place is the agent's own and credits nothing.
+
+How, for k shown lines (cost about O(k log k) plus the index of the file, built once):
+
+1. **Expected places first.** The edit map says where each shown line should be
+   (``expect``: its current number mapped to the base). When every shown line has that
+   text there, that is the answer: the common case costs k string comparisons.
+2. **Anchors.** Otherwise every line whose text occurs once in the base file is an
+   anchor candidate, and so is every line found at its expected place. The longest chain
+   of candidates increasing in both shown order and base line (a longest increasing
+   subsequence) is kept: lines that moved together stay together, a stray match far
+   away is dropped.
+3. **Between anchors**, lines are matched with the base lines between them: one to one
+   when the counts agree and the texts match, else by a longest-common-subsequence
+   match of the two short runs. Repeated lines (blank lines, braces, ``return None``)
+   are placed here, in order, between distinctive neighbours.
+4. **Before the first and after the last anchor** the run is extended outwards in the
+   same way, over a bounded stretch of the base file.
+5. **Cut edges.** A first (last) line a harness cut is the end (start) of the base
+   line next to its aligned neighbour.
+
+Without any anchor, lines with an expected place are matched near it, and lines of
+scattered output (``grep`` without ``-n``) are placed in order at their first possible
+base line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+
+from .basetext import BaseText, norm
+
+__all__ = ["align"]
+
+#: base lines searched beyond an edge anchor (insertions and deletions near the edge)
+_SLACK = 64
+#: a gap larger than this (shown x base lines) is matched greedily from both ends
+_MAX_GAP_WORK = 250_000
+
+
+def align(lines: Sequence[str], base: BaseText, expect: Sequence[int | None] | None = None,
+          adjacent: Sequence[bool] | None = None, cut_head: bool = False,
+          cut_tail: bool = False) -> list[int | None]:
+    """The base line of each shown line, or None.
+
+    ``expect[i]``: where the edit map says line i is in the base (None: not known);
+    ``adjacent[i]``: line i directly follows line i-1 in the file (``adjacent[0]`` is
+    ignored); None means all lines are one run.
+    """
+    k = len(lines)
+    if not k:
+        return []
+    texts = [norm(x) for x in lines]
+    if adjacent is None:
+        adjacent = [True] * k
+    if expect is not None and _all_expected(texts, base, expect, cut_head, cut_tail):
+        return list(expect)
+    out: list[int | None] = [None] * k
+    chain = _anchors(texts, base, expect)
+    for i, b in chain:
+        out[i] = b
+    bounds = [(-1, 0)] + chain + [(k, len(base) + 1)]
+    for (i1, b1), (i2, b2) in zip(bounds, bounds[1:]):
+        if i2 - i1 > 1:
+            _fill(texts, base, out, i1, i2, b1, b2, expect, adjacent, bool(chain))
+    _cut_edges(texts, base, out, adjacent, cut_head, cut_tail)
+    return out
+
+
+def _all_expected(texts: list[str], base: BaseText, expect: Sequence[int | None],
+                  cut_head: bool, cut_tail: bool) -> bool:
+    last = len(texts) - 1
+    for i, (t, e) in enumerate(zip(texts, expect)):
+        if e is None:
+            return False
+        if base.line(e) == t:
+            continue
+        if (i == 0 and cut_head and base.ends_with(e, t)) or (
+                i == last and cut_tail and base.starts_with(e, t)):
+            continue
+        return False
+    return True
+
+
+def _anchors(texts: list[str], base: BaseText, expect: Sequence[int | None] | None,
+             ) -> list[tuple[int, int]]:
+    """Anchor candidates (unique texts, confirmed expected places), then the longest
+    chain increasing in both coordinates."""
+    cands: list[tuple[int, int]] = []
+    for i, t in enumerate(texts):
+        e = expect[i] if expect is not None else None
+        if e is not None and base.line(e) == t:
+            cands.append((i, e))
+            continue
+        if t.strip():
+            pos = base.positions(t)
+            if len(pos) == 1:
+                cands.append((i, pos[0]))
+    return _increasing_chain(cands)
+
+
+def _increasing_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Longest subsequence strictly increasing in both coordinates (pairs come sorted by
+    the first, which is distinct): patience sorting on the second, O(n log n)."""
+    tails: list[int] = []          # smallest end value of a chain of each length
+    tail_at: list[int] = []        # index (in pairs) of that end
+    back: list[int] = [-1] * len(pairs)
+    for n, (_, b) in enumerate(pairs):
+        j = bisect_left(tails, b)
+        if j > 0:
+            back[n] = tail_at[j - 1]
+        if j == len(tails):
+            tails.append(b)
+            tail_at.append(n)
+        else:
+            tails[j] = b
+            tail_at[j] = n
+    chain: list[tuple[int, int]] = []
+    n = tail_at[-1] if tail_at else -1
+    while n >= 0:
+        chain.append(pairs[n])
+        n = back[n]
+    chain.reverse()
+    return chain
+
+
+def _fill(texts: list[str], base: BaseText, out: list[int | None], i1: int, i2: int,
+          b1: int, b2: int, expect: Sequence[int | None] | None, adjacent: Sequence[bool],
+          anchored: bool) -> None:
+    """Shown lines strictly between i1 and i2 against base lines strictly between b1 and
+    b2 (the chain's neighbours, or the file's ends with the edges' slack)."""
+    lo_i, hi_i = i1 + 1, i2            # shown lines lo_i .. hi_i-1
+    run = all(adjacent[i] for i in range(lo_i + 1, hi_i))
+    if not anchored:
+        lo_b, hi_b = _unanchored_range(texts, base, expect, lo_i, hi_i, b1, b2)
+    else:
+        lo_b, hi_b = b1 + 1, b2        # base lines lo_b .. hi_b-1
+        if i1 < 0:
+            lo_b = max(lo_b, b2 - (hi_i - lo_i) - _SLACK)
+        if i2 >= len(texts):
+            hi_b = min(hi_b, b1 + (hi_i - lo_i) + _SLACK + 1)
+    if hi_b <= lo_b:
+        return
+    if run:
+        _match_run(texts, base, out, lo_i, hi_i, lo_b, hi_b, i1 < 0 and anchored)
+    else:
+        _place_each(texts, base, out, lo_i, hi_i, lo_b, hi_b, expect)
+
+
+def _unanchored_range(texts: list[str], base: BaseText, expect: Sequence[int | None] | None,
+                      lo_i: int, hi_i: int, b1: int, b2: int) -> tuple[int, int]:
+    """Where to look when no line anchors the text: near the expected places, or
+    the whole file."""
+    known = [e for e in (expect[lo_i:hi_i] if expect is not None else ()) if e is not None]
+    if known:
+        return max(b1 + 1, min(known) - _SLACK), min(b2, max(known) + _SLACK + 1)
+    return b1 + 1, b2
+
+
+def _match_run(texts: list[str], base: BaseText, out: list[int | None], lo_i: int, hi_i: int,
+               lo_b: int, hi_b: int, toward_end: bool) -> None:
+    """A run of consecutive shown lines against a stretch of base lines."""
+    n_s, n_b = hi_i - lo_i, hi_b - lo_b
+    if n_s == n_b and all(base.line(lo_b + j) == texts[lo_i + j] for j in range(n_s)):
+        for j in range(n_s):
+            out[lo_i + j] = lo_b + j
+        return
+    if n_s * n_b > _MAX_GAP_WORK:
+        _greedy_ends(texts, base, out, lo_i, hi_i, lo_b, hi_b)
+        return
+    shown = texts[lo_i:hi_i]
+    stretch = [base.line(b) or "" for b in range(lo_b, hi_b)]
+    if toward_end:
+        # before the first anchor: match nearest the anchor (reverse, then map back)
+        sm = difflib.SequenceMatcher(None, shown[::-1], stretch[::-1], autojunk=False)
+        for a, b, size in sm.get_matching_blocks():
+            for j in range(size):
+                out[hi_i - 1 - (a + j)] = hi_b - 1 - (b + j)
+        return
+    sm = difflib.SequenceMatcher(None, shown, stretch, autojunk=False)
+    for a, b, size in sm.get_matching_blocks():
+        for j in range(size):
+            out[lo_i + a + j] = lo_b + b + j
+
+
+def _greedy_ends(texts: list[str], base: BaseText, out: list[int | None], lo_i: int,
+                 hi_i: int, lo_b: int, hi_b: int) -> None:
+    """Match equal lines forward from the start and backward from the end."""
+    i, b = lo_i, lo_b
+    while i < hi_i and b < hi_b and base.line(b) == texts[i]:
+        out[i] = b
+        i, b = i + 1, b + 1
+    j, c = hi_i - 1, hi_b - 1
+    while j >= i and c >= b and base.line(c) == texts[j]:
+        out[j] = c
+        j, c = j - 1, c - 1
+
+
+def _place_each(texts: list[str], base: BaseText, out: list[int | None], lo_i: int, hi_i: int,
+                lo_b: int, hi_b: int, expect: Sequence[int | None] | None) -> None:
+    """Scattered lines (grep hits): each at a base line with its text, in order,
+    nearest its expected place when it has one, else the first free one."""
+    floor = lo_b
+    for i in range(lo_i, hi_i):
+        pos = base.positions(texts[i])
+        a = bisect_left(pos, floor)
+        z = bisect_right(pos, hi_b - 1)
+        if a >= z:
+            continue
+        e = expect[i] if expect is not None else None
+        pick = pos[a] if e is None else min(pos[a:z], key=lambda p: abs(p - e))
+        out[i] = pick
+        floor = pick + 1
+
+
+def _cut_edges(texts: list[str], base: BaseText, out: list[int | None],
+               adjacent: Sequence[bool], cut_head: bool, cut_tail: bool) -> None:
+    """A line a harness cut in two is the end (start) of its neighbour's base line."""
+    k = len(texts)
+    if cut_head and out[0] is None and k > 1 and out[1] is not None and adjacent[1] \
+            and base.ends_with(out[1] - 1, texts[0]):
+        out[0] = out[1] - 1
+    if cut_tail and out[-1] is None and k > 1 and out[-2] is not None and adjacent[-1] \
+            and base.starts_with(out[-2] + 1, texts[-1]):
+        out[-1] = out[-2] + 1

@@ -1,0 +1,105 @@
+"""The base commit's text of a file, line by line, with an index from text to lines.
+
+Alignment asks two things of a file at the base commit: "is line k's text this?" (the
+fast path: a read where the agent's own edits moved nothing) and "which lines have this
+text?" (to place text that moved). The first needs only the lines; the index for the
+second is built on first use. Both are cached per (repository, commit, path) in a
+bounded LRU, shared by every run of a process, like the symbol index.
+
+Texts are compared *normalized*: trailing white space and the line end dropped, tabs
+expanded, because tools print lines that way (SWE-agent's editor expands tabs, harnesses
+strip trailing blanks).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..filecache import LRU
+
+if TYPE_CHECKING:
+    from ..repo import RepoView
+
+__all__ = ["BaseText", "BaseTexts", "norm"]
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def norm(line: str) -> str:
+    """A line as compared: no line end, no trailing white space, tabs expanded."""
+    if "\t" in line:
+        line = line.expandtabs()
+    return line.rstrip()
+
+
+class BaseText:
+    """One file's base-commit lines (1-based), normalized on demand."""
+
+    __slots__ = ("_raw", "_norm", "_index", "size")
+
+    def __init__(self, data: bytes):
+        text = data.decode("utf-8", "replace")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()   # the "line" after a final newline holds nothing
+        self._raw = lines
+        self._norm: list[str | None] = [None] * len(lines)
+        self._index: dict[str, list[int]] | None = None
+        self.size = len(data)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def line(self, k: int) -> str | None:
+        """Normalized text of line ``k`` (1-based), None past the ends."""
+        if not 1 <= k <= len(self._raw):
+            return None
+        got = self._norm[k - 1]
+        if got is None:
+            got = self._norm[k - 1] = norm(self._raw[k - 1])
+        return got
+
+    def positions(self, text: str) -> list[int]:
+        """Sorted line numbers whose normalized text is ``text`` (already normalized)."""
+        if self._index is None:
+            index: dict[str, list[int]] = {}
+            for k in range(1, len(self._raw) + 1):
+                index.setdefault(self.line(k) or "", []).append(k)
+            self._index = index
+        return self._index.get(text, [])
+
+    def ends_with(self, k: int, tail: str) -> bool:
+        got = self.line(k)
+        return got is not None and bool(tail) and got.endswith(tail)
+
+    def starts_with(self, k: int, head: str) -> bool:
+        got = self.line(k)
+        return got is not None and bool(head) and got.startswith(head)
+
+
+class BaseTexts:
+    """Bounded cache of ``BaseText`` per (repository, commit, path, version)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES):
+        self._cache: LRU[tuple, BaseText] = LRU(max_bytes, lambda t: t.size + 1)
+
+    @property
+    def hits(self) -> int:     # read by the exporter (streameval_cache_hits_total)
+        return self._cache.hits
+
+    @property
+    def misses(self) -> int:
+        return self._cache.misses
+
+    def get(self, view: RepoView, path: str) -> BaseText | None:
+        """The base text of a repository file; None when ``path`` is not one."""
+        key = (view.key, path, view.version(path))
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        data = view.read(path)
+        if data is None:
+            return None
+        text = BaseText(data)
+        self._cache.put(key, text)
+        return text

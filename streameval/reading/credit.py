@@ -1,0 +1,206 @@
+"""One read -> the base-commit lines it credits, and how sure that is.
+
+With a repository and the shown text, the text decides (``align``): the read proposes
+where its lines are (its window or printed numbers, through the edit map), alignment
+says which base line each shown line is, and the map then follows what was seen
+(``EditMap.observe``). A blank line at the very edge of a window that the output could
+not show (trailing newlines trimmed by a harness) follows the window.
+
+Without the text (a format that keeps no results) or without a repository (``inspect``
+alone), the window the command asked for is credited, clamped to the file, and those
+lines are counted as *unaligned*, so users can see how much of a run was read by text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import Reason
+from ..intervals import merge_ranges
+from ..model import Read, Shown
+from .align import align
+from .basetext import BaseText, BaseTexts
+from .editmap import EditMap
+
+if TYPE_CHECKING:
+    from ..repo import RepoView
+
+__all__ = ["Credit", "Creditor"]
+
+
+@dataclass(frozen=True, slots=True)
+class Credit:
+    """What one read credits: base ranges, and its shown lines by outcome."""
+
+    current: tuple[int, int] | None        # the window proposed, current numbers
+    base: list[tuple[int, int]]
+    aligned: int = 0          # shown lines placed on a base line
+    agent: int = 0            # shown lines with no base counterpart (the agent's own)
+    unaligned: int = 0        # lines credited from the window, without text
+    map_changed: bool = False  # the read showed an edit nobody recorded
+    nothing: bool = False      # the read showed no line of the file at all
+    by_text: bool = False      # the shown text was compared with the base text
+
+
+class Creditor:
+    """Credits reads of one run against the base commit, keeping its edit map honest."""
+
+    def __init__(self, view: RepoView | None, edits: EditMap, texts: BaseTexts | None = None):
+        self.view = view
+        self.edits = edits
+        self.texts = texts if texts is not None else BaseTexts(16 << 20)
+
+    # ------------------------------------------------------------------ entry
+    def credit(self, read: Read, repo: str, n: int, printed: bool,
+               problems: list[tuple[Reason, str]], observe_only: bool = False) -> Credit | None:
+        """``n``: the file's current length as the map has it; ``printed``: the call
+        printed something. None when the read showed nothing of the file."""
+        shown = read.shown
+        base = self.texts.get(self.view, repo) if (shown is not None and self.view is not None) \
+            else None
+        if shown is None or base is None:
+            return None if observe_only else self._window(read, repo, n, printed, problems)
+        return self._aligned(read, shown, repo, base, n, observe_only)
+
+    # ------------------------------------------------------------------ by text
+    def _aligned(self, read: Read, shown: Shown, repo: str, base: BaseText, n: int,
+                 observe_only: bool) -> Credit | None:
+        lines = list(shown.lines)
+        if not lines:
+            # an empty output: a file of no lines was shown; any other showed nothing
+            return Credit(None, [], nothing=len(base) > 0, by_text=True)
+        numbers = list(shown.numbers) if shown.numbers is not None else None
+        first = self._first_line(read, shown, n, len(lines))
+        if numbers is not None:
+            adjacent = [True] + [b == a + 1 for a, b in zip(numbers, numbers[1:])]
+            expect = self._expected_numbers(repo, numbers, shown.base)
+        elif shown.gaps:
+            adjacent, expect = [False] * len(lines), None
+        else:
+            adjacent = [True] * len(lines)
+            expect = None if first is None else (
+                list(range(first, first + len(lines))) if shown.base
+                else self.edits.base_of(repo, first, len(lines)))
+        ids = align(lines, base, expect, adjacent, shown.cut_head, shown.cut_tail)
+        if numbers is None and first is not None and not shown.gaps and not shown.cut_tail:
+            ids = ids + self._blank_edge(read, base, ids, first)
+        changed = False
+        if not shown.base and not shown.loose and not shown.gaps:
+            changed = self._observe(repo, read, numbers, first, ids, lines)
+        placed = [b for b in ids if b is not None]
+        shown_count = len(lines)
+        agent = 0 if shown.loose else sum(1 for j in range(shown_count) if ids[j] is None)
+        current = self._current(read, numbers, first, shown_count)
+        if observe_only:
+            return Credit(current, [], map_changed=changed)
+        if not placed and shown.loose:
+            return None    # a guessed file whose text is nowhere in the output
+        ranges = merge_ranges((b, b) for b in placed)
+        return Credit(current, ranges, aligned=len(set(placed)), agent=agent,
+                      map_changed=changed, by_text=True)
+
+    def _first_line(self, read: Read, shown: Shown, n: int, k: int) -> int | None:
+        """Current number of the first shown line of a run of lines, when known."""
+        if shown.numbers is not None or shown.gaps:
+            return None
+        start = read.start
+        if start is None:
+            return None if shown.cut_head else 1
+        if start < 0:
+            return max(1, n + start + 1) if n else None
+        return start
+
+    def _expected_numbers(self, repo: str, numbers: list[int], at_base: bool) -> list[int | None]:
+        if at_base:
+            return list(numbers)
+        out: list[int | None] = []
+        i = 0
+        while i < len(numbers):     # one map lookup per run of consecutive numbers
+            j = i + 1
+            while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
+                j += 1
+            out.extend(self.edits.base_of(repo, numbers[i], j - i))
+            i = j
+        return out
+
+    def _blank_edge(self, read: Read, base: BaseText, ids: list[int | None],
+                    first: int) -> list[int | None]:
+        """Blank lines at the end of the window that the output could not show."""
+        end = read.end
+        last = next((j for j in range(len(ids) - 1, -1, -1) if ids[j] is not None), None)
+        if end is None or last is None or last != len(ids) - 1:
+            return []
+        extra: list[int | None] = []
+        cur, b = first + len(ids), ids[last] + 1
+        while cur <= end and base.line(b) == "":
+            extra.append(b)
+            cur, b = cur + 1, b + 1
+        return extra
+
+    def _observe(self, repo: str, read: Read, numbers: list[int] | None, first: int | None,
+                 ids: list[int | None], lines: list[str]) -> bool:
+        """Let the map follow what the read showed (runs of known current numbers)."""
+        if numbers is not None:
+            changed = False
+            i = 0
+            while i < len(numbers):
+                j = i + 1
+                while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
+                    j += 1
+                changed |= self.edits.observe(repo, numbers[i], ids[i:j], lines[i:j])
+                i = j
+            return changed
+        if first is None:
+            return False
+        whole = read.start is None and read.end is None and not (
+            read.shown and (read.shown.cut_head or read.shown.cut_tail))
+        return self.edits.observe(repo, first, ids[:len(lines)], lines, whole=whole)
+
+    @staticmethod
+    def _current(read: Read, numbers: list[int] | None, first: int | None,
+                 k: int) -> tuple[int, int] | None:
+        if numbers:
+            return (min(numbers), max(numbers))
+        if first is not None:
+            return (first, first + k - 1)
+        if read.start is not None and read.end is not None and read.start > 0:
+            return (read.start, read.end)
+        return None
+
+    # ------------------------------------------------------------------ by window
+    def _window(self, read: Read, repo: str, n: int, printed: bool,
+                problems: list[tuple[Reason, str]]) -> Credit | None:
+        """The window as asked (no text, or no repository): clamped, mapped, unaligned."""
+        if self.view is None:
+            cur = (read.start or 1, read.end) if read.end is not None else None
+            base = [cur] if cur else []
+            return Credit(cur, base, unaligned=sum(b - a + 1 for a, b in base))
+        current = _clamp(read, repo, n, problems)
+        if current is None and n and not printed:
+            return None
+        base = self.edits.to_base(repo, *current) if current else []
+        return Credit(current, base, unaligned=sum(b - a + 1 for a, b in base))
+
+
+def _clamp(read: Read, repo: str, n: int,
+           problems: list[tuple[Reason, str]]) -> tuple[int, int] | None:
+    """Lines the file really had (``n`` now; METRICS.md 6): None end or past EOF ->
+    last line; negative start counts from the end; start > end is swapped (4b)."""
+    start, end = read.start, read.end
+    if start is not None and end is not None and start > 0 and end > 0 and start > end:
+        start, end = end, start
+    if start is None or start == 0:
+        start = 1
+    elif start < 0:
+        start = max(1, n + start + 1)
+    if end is not None and end < 0:
+        end = n + end + 1
+    if end is None or end > n:
+        end = n
+    if start > end:
+        if n and start > n:
+            problems.append((Reason.BAD_LINE_RANGE,
+                             f"{repo}: line {start} is past the end ({n} lines)"))
+        return None
+    return start, end

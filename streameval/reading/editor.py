@@ -1,0 +1,279 @@
+"""File editors agents call as tools: the Anthropic-style text editor and SWE-agent 0.x.
+
+``str_replace_editor`` (SWE-agent 1.x, OpenHands' ``read``/``edit``, Claude's API tool):
+``view`` shows a file as ``cat -n`` (or an abbreviated view of a large one, whose
+``... eliding lines a-b ...`` markers show nothing) or a directory listing;
+``create``/``str_replace``/``insert`` edit. SWE-agent runs it as a shell command
+(``str_replace_editor view /p --view_range 1 20``): ``parse_editor_command`` is the one
+reader of that command line, for the SWE-agent adapter and for us.
+
+SWE-agent 0.x has commands of its own in its shell: ``open f [line]``, ``goto``,
+``scroll_up/down`` print a window ``[File: /p (N lines total)]`` of ``N:text`` lines;
+``search_file`` prints ``Line N:text``; ``search_dir``/``find_file`` list files;
+``edit a:b`` replaces lines a..b of the open file with the text that follows, up to
+``end_of_edit``; ``create f`` makes a file.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Edit, Read, Shown, ToolCall
+from .output.numbered import numbered_runs, parse_numbered
+from .tools import EDITOR_TOOLS
+
+__all__ = ["parse_editor_command", "editor_call", "sweagent_call", "view_reads",
+           "EditorResult"]
+
+_OPTIONS = ("file_text", "view_range", "old_str", "new_str", "insert_line")
+_LISTING = "files and directories up to"
+_FILE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
+_SEARCH_LINE = re.compile(r"^Line (\d+):(.*)$")
+_EDIT_RANGE = re.compile(r"^edit\s+(\d+):(\d+)\s*\n(.*?)(?:\nend_of_edit\s*)?$", re.S)
+
+
+@dataclass(slots=True)
+class EditorResult:
+    """What an editor call showed and changed, paths as written."""
+
+    reads: list[Read] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+    category: str = "other"
+    #: the file SWE-agent 0.x now has open (its window's header), if the call says
+    open_file: str | None = None
+    #: lines an edit's result printed (the edited snippet): they correct the line map,
+    #: but an edit is no retrieval step
+    observed: list[Read] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _split(text: str) -> tuple[list[str], str | None]:
+    """Shell words of ``text`` (POSIX quoting), or a whitespace split and why not."""
+    try:
+        lexer = shlex.shlex(text, posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer), None
+    except ValueError as exc:  # an unterminated quote
+        return text.split(), f"could not split the command line: {exc}"
+
+
+def _int(word: Any) -> int | None:
+    if isinstance(word, bool):
+        return None
+    if isinstance(word, int):
+        return word
+    try:
+        return int(str(word).strip())
+    except ValueError:
+        return None
+
+
+def parse_editor_command(action: str) -> dict[str, Any]:
+    """``str_replace_editor <command> <path> [--option value...]`` -> the tool's input.
+
+    Keys: command, path, view_range ([a, b] or None), old_str, new_str, file_text,
+    insert_line (int or None); ``extra_args`` (words the tool's parser would reject)
+    and ``parse_error`` only when there are any. ``--view_range=10 20`` and
+    ``--view_range 10 20`` are the same.
+    """
+    words, error = _split(action)
+    out: dict[str, Any] = {"command": None, "path": None, "view_range": None, "old_str": None,
+                           "new_str": None, "file_text": None, "insert_line": None}
+    positional: list[str] = []
+    extra: list[str] = []
+    i = 1 if words and words[0] in EDITOR_TOOLS else 0
+    while i < len(words):
+        word = words[i]
+        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if name in _OPTIONS:
+            i = _take_option(out, name, inline if eq else None, words, i + 1, extra)
+            continue
+        (positional if len(positional) < 2 else extra).append(word)
+        i += 1
+    out["command"], out["path"] = (positional + [None, None])[:2]
+    if extra:
+        out["extra_args"] = extra
+    if error:
+        out["parse_error"] = error
+    return out
+
+
+def _take_option(out: dict, name: str, inline: str | None, words: list[str], i: int,
+                 extra: list[str]) -> int:
+    """Store option ``name``'s value(s) from ``words[i:]``; return the next index."""
+    if name == "view_range":
+        values = [inline] if inline is not None else []
+        while len(values) < 2 and i < len(words):
+            values.append(words[i])
+            i += 1
+        ints = [_int(v) for v in values]
+        if len(ints) == 2 and None not in ints:
+            out["view_range"] = ints
+        else:
+            extra.extend(["--view_range", *values])
+        return i
+    if inline is None:
+        if i >= len(words):
+            extra.append("--" + name)
+            return i
+        inline, i = words[i], i + 1
+    out[name] = _int(inline) if name == "insert_line" else inline
+    if name == "insert_line" and out[name] is None:
+        extra.extend(["--insert_line", inline])
+    return i
+
+
+def editor_input(call: ToolCall) -> dict[str, Any]:
+    """The editor's arguments: as given (function calling), or parsed from a command line."""
+    inp = call.input if isinstance(call.input, dict) else {}
+    command = inp.get("command")
+    if "path" not in inp and isinstance(command, str) and " " in command.strip():
+        return parse_editor_command(command)
+    return inp
+
+
+# --------------------------------------------------------------------------- views
+
+
+def view_reads(path: str, output: str) -> list[Read]:
+    """What a ``view`` result showed: numbered lines (runs, with their text), or the
+    names of a directory listing."""
+    if _LISTING in output[:300]:
+        return [Read(name.strip(), listing=True) for name in output.splitlines()[1:]
+                if name.strip() and not name.strip().startswith(("<", "Here's"))]
+    abbreviated = any(mark in output[:600] for mark in ("too large to display", "abbreviated")) \
+        or "eliding lines" in output
+    parsed = parse_numbered(output, "loose" if abbreviated else "tab")
+    return numbered_reads(path, parsed.numbers, parsed.lines)
+
+
+def numbered_reads(path: str, numbers: list[int], lines: list[str]) -> list[Read]:
+    """Numbered lines as reads, one per run of consecutive numbers, text kept;
+    the file at file level when no line was shown."""
+    if not numbers:
+        return [Read(path, listing=True)]
+    by_number = dict(zip(numbers, lines))
+    reads = []
+    for a, b in numbered_runs(numbers):
+        nums = tuple(range(a, b + 1))
+        reads.append(Read(path, a, b, shown=Shown(tuple(by_number[n] for n in nums), nums)))
+    return reads
+
+
+def editor_call(call: ToolCall, inp: dict[str, Any], failed: bool) -> EditorResult:
+    """``str_replace_editor`` / OpenHands ``read``/``edit`` (``oh_aci``)."""
+    res = EditorResult()
+    path = inp.get("path") if isinstance(inp.get("path"), str) and inp["path"].strip() else None
+    command = inp.get("command") if isinstance(inp.get("command"), str) else None
+    if command is None and call.tool.lower() == "read":
+        command = "view"
+    res.category = "read" if command == "view" else "edit"
+    if path is None or failed:
+        return res
+    if command == "view":
+        if isinstance(call.output, str):
+            res.reads.extend(view_reads(path, call.output))
+        elif not call.interrupted:
+            res.reads.append(_asked_view(path, inp))
+    elif command == "create":
+        text = inp.get("file_text")
+        res.edits.append(Edit(path, content=text) if isinstance(text, str) else Edit(path))
+    elif command == "str_replace" and isinstance(inp.get("old_str"), str):
+        new = inp.get("new_str")
+        res.edits.append(Edit(path, old=inp["old_str"], new=new if isinstance(new, str) else ""))
+    elif command == "insert" and _int(inp.get("insert_line")) is not None:
+        new = inp.get("new_str")
+        res.edits.append(Edit(path, insert_line=_int(inp.get("insert_line")),
+                              new=new if isinstance(new, str) else ""))
+    else:   # undo_edit, OpenHands LLM-based edit, anything we cannot replay
+        res.edits.append(Edit(path))
+    res.observed.extend(edited_snippet(path, call.output))
+    return res
+
+
+def edited_snippet(path: str, output: str | None) -> list[Read]:
+    """The numbered snippet an edit tool prints after editing ("Here's the result of
+    running `cat -n` on a snippet of ..."): the file's new numbers, for the line map."""
+    if not isinstance(output, str) or "snippet" not in output[:400]:
+        return []
+    parsed = parse_numbered(output)
+    return numbered_reads(path, parsed.numbers, parsed.lines) if parsed.numbers else []
+
+
+def _asked_view(path: str, inp: dict[str, Any]) -> Read:
+    """The window asked for, when the trace kept no result."""
+    rng = inp.get("view_range")
+    start = end = None
+    if isinstance(rng, (list, tuple)) and len(rng) == 2:
+        a, b = _int(rng[0]), _int(rng[1])
+        if a is not None and b is not None:
+            start, end = max(a, 1), (None if b == -1 else b)
+    elif _int(inp.get("start")) and _int(inp.get("start")) > 0:
+        start, end = _int(inp.get("start")), _int(inp.get("end"))
+    return Read(path, start, end if end is None or end > 0 else None)
+
+
+# --------------------------------------------------------------------------- SWE-agent 0.x
+
+
+def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> EditorResult:
+    """One SWE-agent 0.x command (``call.tool`` is its name, ``input["command"]`` the
+    whole action)."""
+    name = call.tool.strip().lower()
+    action = call.input.get("command") if isinstance(call.input, dict) else None
+    action = action if isinstance(action, str) else ""
+    out = call.output if isinstance(call.output, str) else ""
+    res = EditorResult(category={"open": "read", "goto": "read", "scroll_up": "read",
+                                 "scroll_down": "read", "edit": "edit", "create": "edit",
+                                 "submit": "other"}.get(name, "search"))
+    header = _FILE_HEADER.search(out)
+    res.open_file = header.group(1).strip() if header else None
+    if failed or call.interrupted:
+        return res
+    if name in ("open", "goto", "scroll_up", "scroll_down") and header:
+        parsed = parse_numbered(out[header.end():], "colon")
+        res.reads.extend(numbered_reads(res.open_file, parsed.numbers, parsed.lines))
+    elif name == "search_file":
+        target = _search_file_path(action, out) or open_file
+        hits = [m for m in map(_SEARCH_LINE.match, out.splitlines()) if m]
+        if target and hits:
+            res.reads.extend(numbered_reads(target, [int(m.group(1)) for m in hits],
+                                            [m.group(2) for m in hits]))
+    elif name in ("search_dir", "find_file"):
+        for ln in out.splitlines():
+            name_part = re.sub(r"\s+\(\d+ matches?\)$", "", ln.strip())
+            if name_part.startswith("/") or (name_part.startswith("./") and " " not in name_part):
+                res.reads.append(Read(name_part, listing=True))
+    elif name == "edit":
+        target = res.open_file or open_file
+        m = _EDIT_RANGE.match(action.strip())
+        if target and m:
+            a, b, text = int(m.group(1)), int(m.group(2)), m.group(3)
+            new = text.split("\n") if text else []
+            res.edits.append(Edit(target, hunks=((a, b - a + 1, a, len(new)),),
+                                  hunk_text=(tuple(new),)))
+        elif target:
+            res.edits.append(Edit(target))
+        if header:   # the window after the edit, in the file's new numbers
+            parsed = parse_numbered(out[header.end():], "colon")
+            res.observed.extend(numbered_reads(target or res.open_file, parsed.numbers,
+                                               parsed.lines))
+    elif name == "create":
+        words = action.split()
+        if len(words) > 1:
+            res.edits.append(Edit(words[1], content=""))
+    return res
+
+
+def _search_file_path(action: str, output: str) -> str | None:
+    m = re.search(r'^Found \d+ matches for ".*?" in (.+?):?$', output, re.M)
+    if m:
+        return m.group(1).strip()
+    words = _split(action)[0]
+    return words[2] if len(words) > 2 else None

@@ -1,0 +1,268 @@
+"""Agents' own file tools: Claude Code's Read/Grep/Glob/LS/Edit/MultiEdit/Write/Notebook*,
+Codex's ``file_change``.
+
+Claude's Read shows numbered lines (``   12→text`` before Code 2.1, ``12\\ttext`` since);
+its result's ``toolUseResult.file`` says which lines (``startLine``, ``numLines``). An
+``offset`` past the end shows only a warning. Grep prints what ripgrep prints (files,
+counts, or ``path:N:text`` content). Edits carry their text (``old_string`` /
+``new_string``) and, in a result's ``structuredPatch``, the hunks they made.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..diffs import changed_runs, hunk_from_lines
+from ..errors import Reason
+from ..model import Edit, Read, ToolCall
+from .editor import numbered_reads
+from .output import grep as grep_out
+from .output.listing import claude_ls
+from .output.numbered import has_numbered_lines, parse_numbered
+from .shell.search import grep_reads
+
+__all__ = ["NativeResult", "claude_read", "claude_grep", "claude_glob", "claude_ls_call",
+           "claude_edit", "file_change", "structured_hunks", "CLAUDE_READ_LIMIT"]
+
+#: Claude Code's Read shows at most this many lines when no ``limit`` is given
+CLAUDE_READ_LIMIT = 2000
+_PAST_END = "shorter than the provided offset"
+_COUNT_TAIL = re.compile(r":\d+$")
+
+
+@dataclass(slots=True)
+class NativeResult:
+    reads: list[Read] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
+    problems: list[tuple[Reason, str]] = field(default_factory=list)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,9}\s*", value):
+        return int(value)
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def claude_path(inp: dict[str, Any]) -> str | None:
+    return _str(inp.get("file_path")) or _str(inp.get("notebook_path")) or _str(inp.get("path"))
+
+
+# --------------------------------------------------------------------------- Read
+
+
+def _file_info(call: ToolCall) -> dict | None:
+    """``toolUseResult.file`` of a Claude Read: which lines the result really showed."""
+    st = call.structured
+    file = st.get("file") if isinstance(st, dict) else None
+    return file if isinstance(file, dict) else None
+
+
+def _past_end(call: ToolCall) -> bool:
+    """An ``offset`` past the file's last line: Claude shows only a warning, no line of
+    the file (``file.numLines`` 0 from a ``startLine`` after ``totalLines``). That reads
+    nothing (METRICS.md 6); an empty file (``startLine`` 1) is still a file shown."""
+    file = _file_info(call)
+    if file is not None:
+        start, num = _int(file.get("startLine")), _int(file.get("numLines"))
+        total = _int(file.get("totalLines"))
+        if num == 0 and start is not None and start > 1 and (total is None or start > total):
+            return True
+    return isinstance(call.output, str) and _PAST_END in call.output[:400] \
+        and not has_numbered_lines(call.output)
+
+
+def claude_read(call: ToolCall, path: str) -> NativeResult:
+    res = NativeResult()
+    inp = call.input
+    if call.tool.lower() == "notebookread" or path.endswith(".ipynb"):
+        res.reads.append(Read(path))
+        return res
+    if _past_end(call):
+        res.problems.append((Reason.BAD_LINE_RANGE,
+                             f"{path}: offset {inp.get('offset')} is past the end of the file"))
+        return res
+    if isinstance(call.output, str):
+        parsed = parse_numbered(call.output)
+        if parsed.numbers:
+            res.reads.extend(numbered_reads(path, parsed.numbers, parsed.lines))
+            return res
+        shown = _shown_by_structure(call, path)
+        if shown is not None:
+            res.reads.extend(shown)
+        elif call.output.strip():
+            res.reads.append(Read(path, listing=True))
+        else:
+            res.reads.append(Read(path, listing=True))   # an empty file, shown
+        return res
+    if call.interrupted:
+        return res
+    offset, limit = _int(inp.get("offset")), _int(inp.get("limit"))
+    start = offset if offset and offset > 0 else 1
+    count = limit if limit and limit > 0 else CLAUDE_READ_LIMIT
+    res.reads.append(Read(path, start, start + count - 1))
+    return res
+
+
+def _shown_by_structure(call: ToolCall, path: str) -> list[Read] | None:
+    """Lines named by ``toolUseResult.file`` when the text itself is not numbered."""
+    file = _file_info(call)
+    if file is None:
+        return None
+    start, num = _int(file.get("startLine")), _int(file.get("numLines"))
+    content = file.get("content")
+    if start is None or num is None or num <= 0:
+        return None
+    start = max(start, 1)
+    if isinstance(content, str):
+        lines = content.split("\n")[:num]
+        return numbered_reads(path, list(range(start, start + len(lines))), lines)
+    return [Read(path, start, start + num - 1)]
+
+
+# --------------------------------------------------------------------------- Grep / Glob / LS
+
+
+def _output_lines(call: ToolCall) -> list[str]:
+    if not isinstance(call.output, str):
+        return []
+    return [ln for ln in call.output.splitlines() if ln.strip()]
+
+
+def _listed(call: ToolCall) -> list[str]:
+    st = call.structured
+    names = st.get("filenames") if isinstance(st, dict) else None
+    if isinstance(names, list) and names:
+        return [n for n in names if isinstance(n, str) and n]
+    return [ln.strip() for ln in _output_lines(call)
+            if not re.match(r"^(Found \d+ files?|No files found|\(Results are truncated)", ln)]
+
+
+def claude_grep(call: ToolCall) -> NativeResult:
+    res = NativeResult()
+    inp = call.input
+    st = call.structured if isinstance(call.structured, dict) else {}
+    mode = _str(st.get("mode")) or _str(inp.get("output_mode")) or "files_with_matches"
+    path = _str(inp.get("path"))
+    if mode == "content":
+        lines = _output_lines(call)
+        numbered = bool(inp.get("-n")) or any(grep_out.looks_like_hit(ln, True) for ln in lines[:20])
+        single = path if path and _single_file(lines, path) else None
+        hits = grep_out.parse_grep(lines, grep_out.GrepShape("rg", numbered, single))
+        res.reads.extend(grep_reads(hits, lambda raw: raw))
+    elif mode == "count":
+        for ln in _output_lines(call):
+            name = ln.rsplit(":", 1)[0] if _COUNT_TAIL.search(ln) else None
+            if name:
+                res.reads.append(Read(name, listing=True))
+            elif path:
+                res.reads.append(Read(path, listing=True))
+                break
+    else:
+        res.reads.extend(Read(p, listing=True) for p in _listed(call))
+    return res
+
+
+def _single_file(lines: list[str], path: str) -> bool:
+    """Did Grep search one file (its lines carry no path)? The majority of lines decides;
+    a named single path wins ties."""
+    multi = sum(1 for ln in lines if grep_out.looks_like_hit(ln, False)
+                and not re.match(r"^\d+[:-]", ln))
+    single = sum(1 for ln in lines if re.match(r"^\d+[:-]", ln))
+    return single >= multi and "." in path.rsplit("/", 1)[-1]
+
+
+def claude_glob(call: ToolCall) -> NativeResult:
+    return NativeResult(reads=[Read(p, listing=True) for p in _listed(call)])
+
+
+def claude_ls_call(call: ToolCall) -> NativeResult:
+    return NativeResult(reads=claude_ls(call.output) if isinstance(call.output, str) else [])
+
+
+# --------------------------------------------------------------------------- edits
+
+
+def claude_edit(call: ToolCall, path: str) -> NativeResult:
+    res = NativeResult()
+    inp = call.input
+    tool = call.tool.lower()
+    if tool == "write":
+        content = inp.get("content")
+        res.edits.append(Edit(path, content=content) if isinstance(content, str) else Edit(path))
+    elif tool == "multiedit":
+        edits = inp.get("edits")
+        for e in edits if isinstance(edits, list) else [None]:
+            if isinstance(e, dict) and isinstance(e.get("old_string"), str):
+                res.edits.append(Edit(path, old=e["old_string"], new=_text(e.get("new_string")),
+                                      replace_all=bool(e.get("replace_all"))))
+            else:
+                res.edits.append(Edit(path))
+    elif tool == "edit" and isinstance(inp.get("old_string"), str):
+        hunks, texts = structured_hunks(call.structured)
+        res.edits.append(Edit(path, old=inp["old_string"], new=_text(inp.get("new_string")),
+                              replace_all=bool(inp.get("replace_all")), hunks=hunks,
+                              hunk_text=texts))
+    else:   # NotebookEdit, or an Edit without its text
+        res.edits.append(Edit(path))
+    return res
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def structured_hunks(structured: Any) -> tuple[tuple[tuple[int, int, int, int], ...] | None,
+                                               tuple[tuple[str, ...], ...] | None]:
+    """Claude's ``structuredPatch`` -> (hunks of changed lines only, their new text).
+
+    Each hunk carries ~3 context lines on each side; they are cut away (and a hunk is
+    split at inner context, ``diffs.changed_runs``) so that only lines the agent changed
+    are located by number. A hunk without its lines is taken by its numbers alone.
+    """
+    patch = structured.get("structuredPatch") if isinstance(structured, dict) else None
+    if not isinstance(patch, list) or not patch:
+        return None, None
+    hunks: list[tuple[int, int, int, int]] = []
+    texts: list[tuple[str, ...]] | None = []
+    for h in patch:
+        if not isinstance(h, dict):
+            return None, None
+        nums = [_int(h.get(k)) for k in ("oldStart", "oldLines", "newStart", "newLines")]
+        if None in nums:
+            return None, None
+        os_, on, ns, nn = nums
+        lines = h.get("lines")
+        if isinstance(lines, list) and all(isinstance(x, str) for x in lines):
+            for run in changed_runs(hunk_from_lines(os_, ns, lines)):
+                hunks.append((run.old_start, run.old_count, run.new_start, run.new_count))
+                if texts is not None:
+                    texts.append(tuple(run.new_lines))
+        else:
+            hunks.append((os_, on, ns, nn))
+            texts = None
+    return (tuple(hunks) or None), (tuple(texts) if texts else None)
+
+
+def file_change(call: ToolCall) -> NativeResult:
+    """Codex ``file_change {changes: [{path, kind}]}``: files edited, text not given."""
+    res = NativeResult()
+    changes = call.input.get("changes")
+    for change in changes if isinstance(changes, list) else ():
+        if isinstance(change, dict) and _str(change.get("path")):
+            kind = change.get("kind")
+            kind = kind.get("type") if isinstance(kind, dict) else kind
+            res.edits.append(Edit(change["path"], content="") if kind == "delete"
+                             else Edit(change["path"]))
+    return res

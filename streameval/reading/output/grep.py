@@ -1,0 +1,164 @@
+"""grep / rg / ag / ``git grep`` and Claude's Grep output: which lines of which files it showed.
+
+Shapes (one parser for every tool that prints them):
+
+- several files: ``path:N:text`` (a match) and ``path-N-text`` (``-A/-B/-C`` context), or
+  without ``-n`` ``path:text`` / ``path-text``;
+- one file searched: ``N:text`` / ``N-text``, or the bare text lines without ``-n``;
+- rg's heading mode: a path line, then ``N:text`` lines until a blank line;
+- ``--`` between groups of context.
+
+A context line is matched against the file names already seen on match lines, since a
+name may itself contain ``-``; context lines before their file's first match wait for it.
+A "path" must look like one: no white space unless it has a ``/``, so ``log: 12:30:01``
+is a line of text, not line 30 of a file called ``log: 12``.
+
+The text of each line is kept: it is what ``reading.align`` matches with the base
+commit. Without numbers the lines of one file are in file order, gaps unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["GrepHits", "GrepShape", "parse_grep", "is_error_line", "looks_like_hit"]
+
+_MATCH = re.compile(r"^(.+?):(\d+):")
+_CONTEXT = re.compile(r"^(.+?)-(\d+)-")
+_NUM_HEAD = re.compile(r"^(\d+)([:-])")
+_AFTER_PATH = re.compile(r"([:-])(\d+)\1")             # ``:N:`` / ``-N-`` after a known path
+_DASH_NUM = re.compile(r"-(\d+)-")
+_SPACE = re.compile(r"\s")
+_NOISE = re.compile(r"^(?:Found \d+ (?:files?|lines?|matches)|No (?:files|matches) found|"
+                    r"\[Showing results|\(Results are truncated)")
+
+
+@dataclass(slots=True)
+class GrepShape:
+    """How the output is laid out, from the command's options.
+
+    ``single``: the one file operand as written (its lines carry no path prefix);
+    ``numbered``: ``-n`` was given.
+    """
+
+    tool: str = "grep"
+    numbered: bool = True
+    single: str | None = None
+
+
+@dataclass(slots=True)
+class GrepHits:
+    """Per file (raw name as printed, or the single operand): (number or None, text)."""
+
+    lines: dict[str, list[tuple[int | None, str]]] = field(default_factory=dict)
+    #: for outputs without numbers: where a ``--`` separated two groups, per file
+    #: (indexes into that file's lines where a new group starts)
+    breaks: dict[str, list[int]] = field(default_factory=dict)
+
+
+def is_error_line(line: str, tool: str = "grep") -> bool:
+    return line.startswith((f"{tool}: ", "grep: ", "rg: ", "Binary file "))
+
+
+def parse_grep(lines: list[str], shape: GrepShape) -> GrepHits:
+    """The lines each file showed (see the module docstring for the shapes)."""
+    parser = _Parser(shape)
+    for line in lines:
+        parser.feed(line)
+    parser.flush()
+    return parser.hits
+
+
+class _Parser:
+    def __init__(self, shape: GrepShape):
+        self.shape = shape
+        self.hits = GrepHits()
+        self.cur: str | None = None
+        self.heading: str | None = None
+        self.pending: list[str] = []     # context lines before their file's first match
+        self.group_break = False
+
+    def feed(self, ln: str) -> None:
+        shape = self.shape
+        if not ln.strip() or ln == "--":
+            self.flush()
+            if not ln.strip():
+                self.heading = None
+            self.group_break = True
+            return
+        if _NOISE.match(ln) or is_error_line(ln, shape.tool):
+            return
+        if (shape.numbered and self.heading is None
+                and (shape.single is None or ln.startswith(shape.single + "/"))
+                and not _MATCH.match(ln) and not (self.cur and ln.startswith(self.cur))
+                and _CONTEXT.match(ln)):
+            self.pending.append(ln)
+            return
+        path, num, text = self._line(ln)
+        if path is None:
+            if shape.numbered and not shape.single and _looks_like_path(ln.strip()):
+                self.heading = ln.strip()
+            return
+        self.cur = path
+        self.flush()
+        self._add(path, num, text)
+
+    def _add(self, path: str, num: int | None, text: str) -> None:
+        rows = self.hits.lines.setdefault(path, [])
+        if self.group_break and rows and num is None:
+            self.hits.breaks.setdefault(path, []).append(len(rows))
+        self.group_break = False
+        rows.append((num, text))
+
+    def flush(self) -> None:
+        """Context lines belong to the file of the match next to them."""
+        cur = self.cur
+        for ln in self.pending:
+            m = _DASH_NUM.match(ln, len(cur)) if cur and ln.startswith(cur) else None
+            if m and cur:
+                self._add(cur, int(m.group(1)), ln[m.end():])
+                continue
+            m = _CONTEXT.match(ln)
+            if m and _looks_like_path(m.group(1)):
+                self._add(m.group(1), int(m.group(2)), ln[m.end():])
+        self.pending.clear()
+
+    def _line(self, ln: str) -> tuple[str | None, int | None, str]:
+        """(raw path, line number, text) of one output line; path None = not a hit."""
+        shape = self.shape
+        single = shape.single
+        if single is not None and not ln.startswith(single + "/"):
+            if not shape.numbered:
+                return single, None, ln
+            m = _NUM_HEAD.match(ln)
+            return (single, int(m.group(1)), ln[m.end():]) if m else (None, None, "")
+        if shape.numbered:
+            if self.heading is not None:
+                m = _NUM_HEAD.match(ln)
+                if m:
+                    return self.heading, int(m.group(1)), ln[m.end():]
+            if self.cur is not None and ln.startswith(self.cur):
+                m = _AFTER_PATH.match(ln, len(self.cur))
+                if m:
+                    return self.cur, int(m.group(2)), ln[m.end():]
+            m = _MATCH.match(ln) or _CONTEXT.match(ln)
+            if m and _looks_like_path(m.group(1)):
+                return m.group(1), int(m.group(2)), ln[m.end():]
+            return None, None, ""
+        path, sep, text = ln.partition(":")
+        if not sep or not _looks_like_path(path):
+            return None, None, ""
+        return path, None, text
+
+
+def _looks_like_path(name: str) -> bool:
+    """Not a number, not empty, no white space unless a ``/`` says it is a path."""
+    if not name or name.isdigit() or name != name.strip():
+        return False
+    return "/" in name or _SPACE.search(name) is None
+
+
+def looks_like_hit(line: str, single: bool) -> bool:
+    """A ``path:N:``/``path-N-`` line, or ``N:``/``N-`` when one file was searched."""
+    return bool(_MATCH.match(line) or _CONTEXT.match(line) or (single and _NUM_HEAD.match(line)))

@@ -1,0 +1,42 @@
+"""What agent harnesses add to an output, or cut out of it.
+
+Harnesses wrap a command's output in their own lines (``<returncode>0</returncode>``,
+``[The command completed with exit code 0.]``, ``[Python Interpreter: ...]``) and colour
+it with ANSI escapes; those are not the program's text. A long output is cut: the middle
+is replaced by the ``model.OUTPUT_CUT`` line (mini-swe-agent keeps a head and a tail),
+so the line before it may be only the start of a line and the line after it only the end.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...model import OUTPUT_CUT
+
+__all__ = ["clean_lines", "cut_parts", "is_cut_line"]
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]")
+_WRAPPER = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|\[The command completed.*\]"
+                      r"|\[Python Interpreter: .*\]|\[Command finished with exit code.*\])$")
+_CUT = re.compile("^" + re.escape(OUTPUT_CUT).replace(re.escape("{n}"), r"\d+") + "$")
+
+
+def clean_lines(output: str) -> list[str]:
+    """Output lines without ANSI escapes, CR, or the harness's own wrapper lines."""
+    text = _ANSI.sub("", output).replace("\r\n", "\n").replace("\r", "\n")
+    return [ln for ln in text.split("\n") if not _WRAPPER.match(ln)]
+
+
+def is_cut_line(line: str) -> bool:
+    return _CUT.match(line) is not None
+
+
+def cut_parts(lines: list[str]) -> list[list[str]]:
+    """The lines before and after each harness cut (one part when nothing was cut)."""
+    parts: list[list[str]] = [[]]
+    for ln in lines:
+        if is_cut_line(ln):
+            parts.append([])
+        else:
+            parts[-1].append(ln)
+    return parts

@@ -1,0 +1,75 @@
+"""Numbered file lines: ``cat -n``, ``nl -ba``, Claude's Read, editor views, SWE-agent windows.
+
+Shapes, each anchored at the start of a line:
+
+- ``"    12\\ttext"``: ``cat -n``, ``nl -ba``, ``str_replace_editor view``, Claude Code 2.1's
+  Read (``"4\\tdef sub(...)"``);
+- ``"    12→text"``: Claude Code's Read before 2.1;
+- ``"12:text"``: SWE-agent 0.x's ``open``/``goto``/``scroll`` window;
+- ``"    12 text"``: SWE-agent's abbreviated view of a large file (``loose``), where a line
+  ``"   102 ... eliding lines 102-108 ..."`` stands for lines that were *not* shown.
+
+The text after the number is the file's line as the tool printed it. Lines of the output
+that are not numbered file lines (a header such as "Here's the result of running `cat -n`",
+a note, a ``(12 more lines below)`` footer) are not part of the file and are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Numbered", "parse_numbered", "numbered_runs", "has_numbered_lines"]
+
+_TAB = re.compile(r"^[ \t]*(\d{1,9})(?:\t|→)(.*)$")
+_COLON = re.compile(r"^(\d{1,9}):(.*)$")
+_LOOSE = re.compile(r"^[ \t]*(\d{1,9})(?:\t|→| |$)(.*)$")
+#: SWE-agent's abbreviated view: the body of a definition that was left out
+ELISION = re.compile(r"^\s*\d{1,9} \.\.\. eliding lines \d+-\d+ \.\.\.\s*$")
+_SEARCH = re.compile(r"^[ \t]*\d{1,9}(?:\t|→)", re.M)
+
+
+@dataclass(slots=True)
+class Numbered:
+    """Numbered lines in output order: ``numbers[i]`` is printed beside ``lines[i]``."""
+
+    numbers: list[int]
+    lines: list[str]
+
+
+def has_numbered_lines(text: str) -> bool:
+    """Does the output hold at least one ``N<tab>`` / ``N→`` line?"""
+    return _SEARCH.search(text) is not None
+
+
+def parse_numbered(text: str, style: str = "tab") -> Numbered:
+    """The numbered lines of an output, in order. ``style``: ``tab`` (tab or arrow),
+    ``colon`` (SWE-agent 0.x windows) or ``loose`` (also a plain space: SWE-agent's
+    abbreviated view, whose elision markers are left out)."""
+    pattern = {"tab": _TAB, "colon": _COLON, "loose": _LOOSE}[style]
+    numbers: list[int] = []
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        if style == "loose" and ELISION.match(line):
+            continue
+        m = pattern.match(line)
+        if m is None:
+            continue
+        n = int(m.group(1))
+        if n <= 0:
+            continue
+        numbers.append(n)
+        lines.append(m.group(2))
+    return Numbered(numbers, lines)
+
+
+def numbered_runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """Sorted runs of consecutive numbers (the lines shown, as ranges)."""
+    runs: list[tuple[int, int]] = []
+    for n in sorted(set(numbers)):
+        if runs and runs[-1][1] + 1 == n:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs

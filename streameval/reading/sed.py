@@ -1,0 +1,470 @@
+"""A small ``sed`` for replaying ``sed -i`` edits on the text the agent had.
+
+Agents edit with ``sed -i`` all the time, with regex addresses (``/def f(/a\\ ...``),
+ranges, several ``-e`` scripts and ``;``-separated commands. Run on the current text of
+the file (which the edit map keeps), the program gives the new text exactly, so the line
+mapping stays right without waiting for the next read to correct it.
+
+Supported: addresses ``N``, ``$``, ``/re/`` (``\\%re%``, ``I``), ranges ``a,b`` (``b`` a
+number, ``$``, a regex or ``+N``), ``!``, blocks ``{...}``; commands ``s`` (flags ``g``,
+``p``, ``N``, ``I``), ``d``, ``p``, ``q``, ``Q``, ``a``, ``i``, ``c``, ``y``. Basic
+regular expressions are translated to Python's (``\\(`` groups, ``\\{n\\}``, ``\\+``,
+``[[:space:]]``...), ``-E`` extended ones too. Anything else (hold space, ``n``/``N``,
+labels, ``r``/``w`` files, ``e``) returns None: the edit is then one whose text we do not
+know, and the next read of the file corrects the map. Nothing is executed: this is an
+interpreter over a list of strings, with a bound on the work it does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["run_sed"]
+
+#: lines x commands beyond which a program is not run (a guard against pathological input)
+_MAX_STEPS = 5_000_000
+_CLASSES = {"space": r"\s", "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9",
+            "upper": "A-Z", "lower": "a-z", "punct": r"!-/:-@\[-`{-~", "blank": r" \t",
+            "xdigit": "0-9A-Fa-f", "word": r"\w"}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class _Addr:
+    line: int | None = None        # a line number
+    last: bool = False             # $
+    regex: re.Pattern[str] | None = None
+    step: int | None = None        # +N (second address only)
+
+    def matches(self, n: int, text: str, is_last: bool) -> bool:
+        if self.last:
+            return is_last
+        if self.regex is not None:
+            return self.regex.search(text) is not None
+        return n == self.line
+
+
+@dataclass(slots=True)
+class _Cmd:
+    name: str
+    a1: _Addr | None = None
+    a2: _Addr | None = None
+    negate: bool = False
+    arg: object = None
+    block: list[_Cmd] = field(default_factory=list)
+    active: bool = False          # inside an address range
+    end_line: int | None = None   # a +N range's last line
+
+    def selects(self, n: int, text: str, is_last: bool) -> bool:
+        hit = self._in_range(n, text, is_last)
+        return not hit if self.negate else hit
+
+    def _in_range(self, n: int, text: str, is_last: bool) -> bool:
+        if self.a1 is None:
+            return True
+        if self.a2 is None:
+            return self.a1.matches(n, text, is_last)
+        if self.active:
+            done = (n >= self.end_line) if self.end_line is not None else (
+                self.a2.matches(n, text, is_last) if self.a2.line is None or self.a2.last
+                else n >= self.a2.line)
+            if done:
+                self.active = False
+            return True
+        if self.a1.matches(n, text, is_last):
+            if self.a2.step is not None:
+                self.end_line = n + self.a2.step
+                self.active = self.a2.step > 0
+            elif self.a2.line is not None and not self.a2.last:
+                self.active = self.a2.line > n
+            else:
+                self.active = True
+            return True
+        return False
+
+
+def run_sed(lines: list[str], scripts: tuple[str, ...] | list[str], quiet: bool = False,
+            extended: bool = False) -> list[str] | None:
+    """The text ``sed [-n] [-E] -e S1 -e S2 ...`` makes of ``lines`` (each with its
+    ``\\n``), or None when the program uses something this interpreter does not do."""
+    try:
+        program: list[_Cmd] = []
+        for script in scripts:
+            program.extend(_Parser(script, extended).parse())
+        return _Machine(program, quiet).run(lines)
+    except (_Unsupported, re.error, RecursionError, IndexError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _Parser:
+    def __init__(self, text: str, extended: bool):
+        self.s = text
+        self.i = 0
+        self.extended = extended
+
+    def parse(self, depth: int = 0) -> list[_Cmd]:
+        out: list[_Cmd] = []
+        while True:
+            self._skip(" \t\n;")
+            if self.i >= len(self.s):
+                if depth:
+                    raise _Unsupported("unclosed block")
+                return out
+            if self.s[self.i] == "}":
+                if not depth:
+                    raise _Unsupported("stray }")
+                self.i += 1
+                return out
+            out.append(self._command(depth))
+
+    def _skip(self, chars: str) -> None:
+        while self.i < len(self.s) and self.s[self.i] in chars:
+            self.i += 1
+
+    def _command(self, depth: int) -> _Cmd:
+        a1 = self._address()
+        a2 = None
+        if a1 is not None and self.i < len(self.s) and self.s[self.i] == ",":
+            self.i += 1
+            a2 = self._address(second=True)
+            if a2 is None:
+                raise _Unsupported("bad range")
+        self._skip(" \t")
+        negate = False
+        if self.i < len(self.s) and self.s[self.i] == "!":
+            negate = True
+            self.i += 1
+            self._skip(" \t")
+        if self.i >= len(self.s):
+            raise _Unsupported("missing command")
+        name = self.s[self.i]
+        self.i += 1
+        cmd = _Cmd(name, a1, a2, negate)
+        if name == "{":
+            cmd.block = self.parse(depth + 1)
+        elif name == "s":
+            cmd.arg = self._substitute()
+        elif name == "y":
+            src, dst = self._delimited(), None
+            dst = self._delimited(self._last_delim)
+            if len(src) != len(dst):
+                raise _Unsupported("y lengths")
+            cmd.arg = str.maketrans(src, dst)
+        elif name in "aic":
+            cmd.arg = self._text()
+        elif name in "dpqQ":
+            pass
+        else:
+            raise _Unsupported(f"command {name}")
+        return cmd
+
+    def _address(self, second: bool = False) -> _Addr | None:
+        s = self.s
+        if self.i >= len(s):
+            return None
+        ch = s[self.i]
+        if ch.isdigit():
+            j = self.i
+            while j < len(s) and s[j].isdigit():
+                j += 1
+            n = int(s[self.i:j])
+            self.i = j
+            if n == 0:
+                raise _Unsupported("address 0")
+            return _Addr(line=n)
+        if ch == "$":
+            self.i += 1
+            return _Addr(last=True)
+        if second and ch == "+":
+            j = self.i + 1
+            while j < len(s) and s[j].isdigit():
+                j += 1
+            step = int(s[self.i + 1:j])
+            self.i = j
+            return _Addr(step=step)
+        if ch == "/" or ch == "\\":
+            if ch == "\\":
+                self.i += 1
+            body = self._delimited(s[self.i])
+            flags = 0
+            while self.i < len(s) and s[self.i] in "IM":
+                flags |= re.IGNORECASE if s[self.i] == "I" else re.MULTILINE
+                self.i += 1
+            return _Addr(regex=re.compile(_translate(body, self.extended), flags))
+        return None
+
+    _last_delim = "/"
+
+    def _delimited(self, delim: str | None = None) -> str:
+        """Text up to the next unescaped ``delim``; the cursor starts on the delimiter
+        when ``delim`` is None (and is left after the closing one)."""
+        s = self.s
+        if delim is None:
+            delim = s[self.i]
+            self.i += 1
+        elif s[self.i] == delim:
+            self.i += 1
+        self._last_delim = delim
+        out = []
+        while self.i < len(s):
+            ch = s[self.i]
+            if ch == "\\" and self.i + 1 < len(s):
+                nxt = s[self.i + 1]
+                out.append(nxt if nxt == delim else ch + nxt)
+                self.i += 2
+                continue
+            if ch == delim:
+                self.i += 1
+                return "".join(out)
+            out.append(ch)
+            self.i += 1
+        raise _Unsupported("unterminated")
+
+    def _substitute(self) -> tuple[re.Pattern[str], str, int, bool]:
+        pattern = self._delimited()
+        repl = self._delimited(self._last_delim)
+        flags, count, glob, echo = 0, 1, False, False
+        while self.i < len(self.s) and self.s[self.i] not in ";\n}":
+            ch = self.s[self.i]
+            if ch == "g":
+                glob = True
+            elif ch == "p":
+                echo = True
+            elif ch in "Ii":
+                flags |= re.IGNORECASE
+            elif ch.isdigit():
+                j = self.i
+                while j < len(self.s) and self.s[j].isdigit():
+                    j += 1
+                count = int(self.s[self.i:j])
+                self.i = j
+                continue
+            elif ch in " \t":
+                pass
+            else:
+                raise _Unsupported(f"s flag {ch}")
+            self.i += 1
+        regex = re.compile(_translate(pattern, self.extended), flags)
+        return regex, _replacement(repl), 0 if glob else count, echo
+
+    def _text(self) -> list[str]:
+        """``a\\`` + newline + text, ``a\\text`` or ``a text`` (GNU); ``\\`` at a line's
+        end continues the text on the next line."""
+        s = self.s
+        if s.startswith("\\\n", self.i):
+            self.i += 2
+        elif s.startswith("\\", self.i):
+            self.i += 1
+        else:
+            self._skip(" \t")
+        out, cur = [], []
+        while self.i < len(s):
+            ch = s[self.i]
+            if ch == "\\" and self.i + 1 < len(s):
+                nxt = s[self.i + 1]
+                if nxt in "\nn":   # an escaped line end, or GNU's \n: a new line
+                    out.append("".join(cur))
+                    cur = []
+                else:
+                    cur.append("\t" if nxt == "t" else nxt)
+                self.i += 2
+                continue
+            if ch == "\n":
+                break
+            cur.append(ch)
+            self.i += 1
+        out.append("".join(cur))
+        return out
+
+
+def _translate(expr: str, extended: bool) -> str:
+    """A POSIX BRE (or ERE) as a Python regular expression."""
+    out: list[str] = []
+    i = 0
+    while i < len(expr):
+        ch = expr[i]
+        if ch == "[":
+            j, cls = _bracket(expr, i)
+            out.append(cls)
+            i = j
+            continue
+        if ch == "\\" and i + 1 < len(expr):
+            nxt = expr[i + 1]
+            i += 2
+            if not extended and nxt in "(){}+?|":
+                out.append(nxt)            # BRE: \( is a group, \+ a quantifier
+            elif nxt in "<>":
+                out.append(r"\b")
+            elif nxt in "nt":
+                out.append("\\" + nxt)
+            else:
+                out.append("\\" + nxt)
+            continue
+        if not extended and ch in "(){}+?|":
+            out.append("\\" + ch)          # BRE: a plain ( is a literal
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _bracket(expr: str, i: int) -> tuple[int, str]:
+    """A bracket expression starting at ``expr[i] == '['``: (end index, Python class)."""
+    j = i + 1
+    parts = ["["]
+    if j < len(expr) and expr[j] == "^":
+        parts.append("^")
+        j += 1
+    if j < len(expr) and expr[j] == "]":
+        parts.append(r"\]")
+        j += 1
+    while j < len(expr) and expr[j] != "]":
+        if expr.startswith("[:", j):
+            end = expr.find(":]", j)
+            if end < 0:
+                raise _Unsupported("class")
+            name = expr[j + 2:end]
+            if name not in _CLASSES:
+                raise _Unsupported(f"class {name}")
+            parts.append(_CLASSES[name])
+            j = end + 2
+            continue
+        ch = expr[j]
+        parts.append("\\\\" if ch == "\\" else ("\\[" if ch == "[" else ch))
+        j += 1
+    if j >= len(expr):
+        raise _Unsupported("unterminated bracket")
+    parts.append("]")
+    return j + 1, "".join(parts)
+
+
+def _replacement(repl: str) -> str:
+    """sed's replacement (``&``, ``\\1``, ``\\n``) as a template for ``re.sub``."""
+    out: list[str] = []
+    i = 0
+    while i < len(repl):
+        ch = repl[i]
+        if ch == "\\" and i + 1 < len(repl):
+            nxt = repl[i + 1]
+            if nxt.isdigit():
+                out.append(f"\\g<{nxt}>")
+            elif nxt == "n":
+                out.append("\n")
+            elif nxt == "t":
+                out.append("\t")
+            elif nxt == "&":
+                out.append("&")
+            else:
+                out.append(nxt.replace("\\", "\\\\"))
+            i += 2
+            continue
+        if ch == "&":
+            out.append("\\g<0>")
+        elif ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- running
+
+
+class _Machine:
+    def __init__(self, program: list[_Cmd], quiet: bool):
+        self.program = program
+        self.quiet = quiet
+        self.steps = 0
+
+    def run(self, lines: list[str]) -> list[str]:
+        out: list[str] = []
+        total = len(lines)
+        for n, raw in enumerate(lines, 1):
+            had_nl = raw.endswith("\n")
+            self.space = raw[:-1] if had_nl else raw
+            self.before: list[str] = []
+            self.after: list[str] = []
+            self.printed: list[str] = []
+            action = self._exec(self.program, n, n == total)
+            out.extend(self.before)
+            out.extend(self.printed)
+            if action in (None, "q") and not self.quiet:
+                out.append(self.space)
+            out.extend(self.after)
+            if action in ("q", "Q"):
+                break
+        # every line ends with a newline but the file's last one, as it was
+        result = [ln + "\n" for ln in out]
+        if result and total and not lines[-1].endswith("\n"):
+            result[-1] = result[-1][:-1]
+        return result
+
+    def _exec(self, cmds: list[_Cmd], n: int, last: bool) -> str | None:
+        """None: go on; "d": line deleted (no autoprint); "q"/"Q": quit."""
+        for cmd in cmds:
+            self.steps += 1
+            if self.steps > _MAX_STEPS:
+                raise _Unsupported("too much work")
+            if not cmd.selects(n, self.space, last):
+                continue
+            if cmd.name == "{":
+                action = self._exec(cmd.block, n, last)
+            else:
+                action = getattr(self, _COMMANDS[cmd.name])(cmd)
+            if action is not None:
+                return action
+        return None
+
+    def _s(self, cmd: _Cmd) -> None:
+        regex, repl, count, echo = cmd.arg  # type: ignore[misc]
+        new, k = _sub(regex, repl, self.space, count)
+        if k:
+            self.space = new
+            if echo:
+                self.printed.append(self.space)
+
+    def _y(self, cmd: _Cmd) -> None:
+        self.space = self.space.translate(cmd.arg)  # type: ignore[arg-type]
+
+    def _p(self, cmd: _Cmd) -> None:
+        self.printed.append(self.space)
+
+    def _d(self, cmd: _Cmd) -> str:
+        return "d"
+
+    def _a(self, cmd: _Cmd) -> None:
+        self.after.extend(cmd.arg)  # type: ignore[arg-type]
+
+    def _i(self, cmd: _Cmd) -> None:
+        self.before.extend(cmd.arg)  # type: ignore[arg-type]
+
+    def _c(self, cmd: _Cmd) -> str:
+        if cmd.a2 is None or not cmd.active:
+            self.after.extend(cmd.arg)  # type: ignore[arg-type]
+        return "d"
+
+    def _q(self, cmd: _Cmd) -> str:
+        return cmd.name
+
+
+_COMMANDS = {"s": "_s", "y": "_y", "p": "_p", "d": "_d", "a": "_a", "i": "_i", "c": "_c",
+             "q": "_q", "Q": "_q"}
+
+
+def _sub(regex: re.Pattern[str], repl: str, text: str, count: int) -> tuple[str, int]:
+    """``s`` with ``count`` 0 = every match, N = only the N-th."""
+    if count <= 1:
+        return regex.subn(repl, text, count=0 if count == 0 else 1)
+    matches = list(regex.finditer(text))
+    if len(matches) < count:
+        return text, 0
+    m = matches[count - 1]
+    return text[:m.start()] + m.expand(repl) + text[m.end():], 1

@@ -1,0 +1,358 @@
+"""Interpreting one command line: pipes run stage by stage, then the output is settled.
+
+Every stage's handler says what it prints (a ``Stream``) and what it changes (edits on
+``ctx.res``). Visible pipes are remembered in execution order; once the whole command is
+read, the output is split between them (``attribute``), error lines are handed to the
+commands that failed, and each file stream's share of the text becomes its ``Shown``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter
+from typing import Any
+
+from ...model import Read, Shown
+from .. import categories
+from ..output.harness import clean_lines, cut_parts
+from ..output.numbered import parse_numbered
+from ..tools import SHELL_PROGRAMS, is_script_flag
+from . import git as git_mod
+from . import readers, search, writers
+from .attribute import attribute, one_line
+from .context import EMPTY, Ctx, Seg, ShellAnalysis, Stream
+from .scan import scan_commands, scanned_category, unwrap
+from .syntax import Group, Simple, Word, parse
+
+__all__ = ["analyze"]
+
+#: nested ``bash -c`` strings deeper than this are not followed (a guard, not a rule)
+_MAX_DEPTH = 4
+_PYTHON = re.compile(r"python[\d.]*|pypy3?")
+_GREP_PREFIX = re.compile(r"^(\d+)[:-]")
+_NL_PREFIX = re.compile(r"^ *\d*\t")
+_NUMBERED_LINE = re.compile(r"^ *\d{1,9}\t")
+
+#: programs that print nothing on success (their output needs no owner)
+_SILENT = {"cd", "mkdir", "touch", "cp", "mv", "rm", "rmdir", "ln", "chmod", "chown", "export",
+           "unset", "set", "true", "false", ":", "sleep", "source", ".", "test", "[", "[[",
+           "wait", "exit", "return", "shift", "local", "declare", "alias", "trap", "umask",
+           "ulimit", "shopt", "read"}
+
+
+def _shell(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    """``bash -lc 'STRING'``: the string is parsed as a command of its own."""
+    script = None
+    for i, w in enumerate(argv[1:], 1):
+        if is_script_flag(w.text) and i + 1 < len(argv):
+            script = argv[i + 1]
+            break
+        if not w.text.startswith("-"):
+            break
+    if script is None:
+        return EMPTY
+    if not script.static:
+        ctx.note("bash -c with a dynamic string")
+        return EMPTY
+    if ctx.depth >= _MAX_DEPTH:
+        ctx.note("bash -c nested too deep")
+        return EMPTY
+    _run_source(ctx.sub(ctx.depth + 1), script.text)
+    return EMPTY
+
+
+_HANDLERS: dict[str, Any] = {**readers.HANDLERS, **search.HANDLERS, **writers.HANDLERS,
+                             "git": git_mod.git}
+_HANDLERS.update({s: _shell for s in SHELL_PROGRAMS})
+
+
+def _handler(name: str) -> Any:
+    if name in _HANDLERS:
+        return _HANDLERS[name]
+    return writers.run_python if _PYTHON.fullmatch(name) else None
+
+
+def _run_simple(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream:
+    argv, via_xargs = unwrap(st.argv)
+    if not argv:
+        writers.redirect_io(ctx, st, EMPTY)
+        return EMPTY
+    name = posixpath.basename(argv[0].text) if argv[0].static else argv[0].text
+    if not (name in SHELL_PROGRAMS and any(is_script_flag(w.text) for w in argv[1:])):
+        ctx.res.programs.append(argv[0].text)   # `bash -lc '...'` only wraps the inner ones
+    stdin = _stdin_of(ctx, st, stdin)
+    writers.note_writes(ctx, st.redirects)
+    before, reverts = len(ctx.res.edits), len(ctx.vcs_edits)
+    handler = _handler(name)
+    if via_xargs:
+        out = search.xargs(ctx, name, argv, st)
+    elif handler is not None:
+        out = handler(ctx, argv, st, stdin)
+    else:
+        out = EMPTY
+    if not out.prints() and name not in _SILENT:
+        out = Stream(opaque=True, nlines=one_line(name, [w.text for w in argv[1:]]))
+    writers.redirect_io(ctx, st, out)
+    # a revert (`git checkout -- f`) stays version control in the categories: it undoes
+    # the agent's edits rather than making one
+    edited = len(ctx.res.edits) - before > len(ctx.vcs_edits) - reverts
+    if edited:
+        ctx.cats.append("edit")
+    elif name == "cat" and writers.stdout_hidden(st.redirects) and all(
+            w.text.startswith("-") for w in argv[1:]):
+        ctx.cats.append("other")   # `cat > /tmp/x.py <<EOF`: writes a scratch file, reads none
+    elif name != "tee":   # tee into a log or /tmp changed nothing worth calling an edit
+        ctx.cats.append(categories.command_category([w.text for w in argv]))
+    return EMPTY if writers.stdout_hidden(st.redirects) else out
+
+
+def _stdin_of(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream | None:
+    from .context import path_of
+
+    for r in st.redirects:
+        if r.op == "<" and r.target is not None:
+            p = path_of(ctx, r.target, "input file")
+            return Stream(segs=[Seg(p, r.target.text)]) if p else EMPTY
+    if st.heredoc is not None:
+        return Stream(text=st.heredoc if st.heredoc_exact else None)
+    return stdin
+
+
+def _run_pipe(ctx: Ctx, stages: list[Any], shown: bool) -> None:
+    if len(stages) == 1 and isinstance(stages[0], Simple) and stages[0].argv \
+            and stages[0].argv[0].text in ("cd", "pushd"):
+        ctx.res.programs.append(stages[0].argv[0].text)
+        ctx.cats.append("other")
+        args = [w for w in stages[0].argv[1:] if not w.text.startswith("-") or w.text == "-"]
+        git_mod.cd(ctx, args[0] if args else None)
+        return
+    stream: Stream | None = None
+    for i, st in enumerate(stages):
+        last = i == len(stages) - 1
+        if isinstance(st, Group):
+            inner = ctx if not st.subshell else ctx.sub(ctx.depth)
+            writers.note_writes(ctx, st.redirects)
+            visible = shown and last and not writers.stdout_hidden(st.redirects)
+            for pipe in st.body:
+                _run_pipe(inner, pipe, visible)
+            if writers.redirect_io(ctx, Simple([], st.redirects), EMPTY):
+                ctx.cats.append("edit")
+            stream = None
+        else:
+            n = len(ctx.cats)
+            stream = _run_simple(ctx, st, stream)
+            if i > 0 and ctx.cats[n:] and ctx.cats[-1] in ("read", "search"):
+                del ctx.cats[n:]   # a filter (| head, | grep) does not make it a read
+    if shown and stream is not None:
+        ctx.events.append(("show", stream))
+
+
+def _run_source(ctx: Ctx, source: str) -> None:
+    pipes, broken = parse(source)
+    if broken:
+        ctx.note("shell syntax error: reads and edits not taken")
+        for argv, target in scan_commands(source):
+            ctx.res.programs.append(argv[0])
+            ctx.cats.append(scanned_category(argv, target))
+        return
+    for pipe in pipes:
+        _run_pipe(ctx, pipe, True)
+
+
+# --------------------------------------------------------------------------- settling
+
+
+def _spend(errors: Counter[str], *names: str | None) -> bool:
+    """Use up one error line naming any of ``names``; True if there was one."""
+    for n in names:
+        if n is not None and errors[n] > 0:
+            errors[n] -= 1
+            return True
+    return False
+
+
+def _settle(ctx: Ctx) -> list[Read]:
+    """Reads of the visible pipes, each given its share of the output lines.
+
+    Error lines are handed out in execution order: the n-th "No such file" line for a
+    path belongs to the n-th command that used the path, so ``echo x > d/f; mkdir d;
+    ... > d/f; cat d/f`` keeps the read (the failing first redirect used the error up).
+    """
+    shows = [e[1] for e in ctx.events if e[0] == "show"]
+    blocks = attribute(ctx.lines, shows, ctx) if ctx.lines is not None else None
+    errors = Counter(ctx.errors)
+    reads: list[Read] = []
+    k = 0
+    for ev in ctx.events:
+        if ev[0] == "write":
+            _spend(errors, ev[1], ev[2])
+            continue
+        reads.extend(_materialize(ev[1], blocks[k] if blocks is not None else None, errors))
+        k += 1
+    return reads
+
+
+def _materialize(stream: Stream, block: tuple[list[str], bool] | None,
+                 errors: Counter[str]) -> list[Read]:
+    reads: list[Read] = []
+    failed: set[str] = set()    # one error line fails every range of that file here
+    for s in stream.segs:
+        if s.path in failed or _spend(errors, s.raw, s.path):
+            failed.add(s.path)
+            continue
+        if s.partial:
+            reads.append(Read(s.path, listing=True))
+        elif block is not None and len(stream.segs) == 1:
+            reads.extend(shown_reads(s, block[0], block[1]))
+        elif s.guess:
+            continue   # a file a script may print: without its output, nothing says so
+        elif s.filtered or s.loose:
+            reads.append(Read(s.path, listing=True))   # some lines, which ones unknown
+        else:
+            # no output kept, or several files in one stream: the window as asked
+            reads.append(Read(s.path, s.start, s.end))
+    if stream.fmt is not None and block is not None:
+        reads.extend(stream.fmt(block[0]))
+    else:
+        reads.extend(r for r in stream.fallback if not _spend(errors, r.path))
+    return reads
+
+
+def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
+    """The reads one file's printed text makes: one per part a harness cut apart, each
+    with the window it proposes and the text that decides."""
+    parts = cut_parts(lines)
+    out: list[Read] = []
+    for k, part in enumerate(parts):
+        while part and not part[-1].strip():
+            part = part[:-1]   # trailing newlines; a blank edge line is the aligner's job
+        numbers, text = _text_of(seg, part)
+        head, tail = k > 0, k < len(parts) - 1
+        if numbers is not None:
+            out.extend(_numbered_runs(seg, numbers, text, shared))
+            continue
+        shown = Shown(tuple(text), None, gaps=seg.filtered, cut_head=head, cut_tail=tail,
+                      base=seg.base, loose=seg.loose or shared)
+        start, end = seg.start, seg.end
+        if seg.filtered:
+            start = end = None   # the text alone says where
+        elif head:
+            start = (end - len(text) + 1) if end is not None else -len(text)
+        elif tail:
+            first = start if start is not None and start > 0 else 1
+            start, end = first, first + len(text) - 1
+        out.append(Read(seg.path, start, end, shown=shown))
+    return out
+
+
+def _numbered_runs(seg: Seg, numbers: list[int], text: list[str],
+                   shared: bool) -> list[Read]:
+    """Numbered lines as one read per run of consecutive numbers, with their text."""
+    out: list[Read] = []
+    i = 0
+    while i < len(numbers):
+        j = i + 1
+        while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
+            j += 1
+        shown = Shown(tuple(text[i:j]), tuple(numbers[i:j]), base=seg.base,
+                      loose=seg.loose or shared)
+        out.append(Read(seg.path, numbers[i], numbers[j - 1], shown=shown))
+        i = j
+    return out
+
+
+def _text_of(seg: Seg, lines: list[str]) -> tuple[list[int] | None, list[str]]:
+    """(current numbers or None, file text) of the lines a stream printed."""
+    numbers: list[int] | None = None
+    if seg.grep_numbers:
+        rel: list[int] = []
+        body: list[str] = []
+        for ln in lines:
+            m = _GREP_PREFIX.match(ln)
+            if m is None:
+                continue   # a `--` group separator, or another command's line
+            rel.append(int(m.group(1)))
+            body.append(ln[m.end():])
+        lines = body
+        first = seg.start if seg.start is not None and seg.start > 0 else 1
+        if seg.grep_numbers == "lines" and not seg.numbered:
+            numbers = [first + r - 1 for r in rel]
+    if seg.numbered == "exact":
+        parsed = parse_numbered("\n".join(lines))
+        if parsed.numbers or not lines:
+            return parsed.numbers, parsed.lines
+        # numbers asked for but none printed (a wrapper took them off): plain text
+    if seg.numbered == "approx":
+        return None, [_NL_PREFIX.sub("", ln, count=1) for ln in lines]
+    if numbers is None and lines and _mostly_numbered(lines):
+        # a file printed with numbers by something we took for plain text (an alias,
+        # a pager): the numbers are the file's, the text follows them
+        parsed = parse_numbered("\n".join(lines))
+        return parsed.numbers, parsed.lines
+    return numbers, lines
+
+
+def _mostly_numbered(lines: list[str]) -> bool:
+    sample = [ln for ln in lines[:50] if ln.strip()]
+    if not sample:
+        return False
+    hits = sum(1 for ln in sample if _NUMBERED_LINE.match(ln))
+    return hits >= max(2, len(sample) * 0.9)
+
+
+# --------------------------------------------------------------------------- entry
+
+
+def _dedupe(reads: list[Read]) -> list[Read]:
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for r in reads:
+        key = (r.path, r.start, r.end, r.listing, r.shown)
+        if r.path and key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def analyze(command: str, output: str | None = None, cwd: str | None = None,
+            scripts: dict[str, str] | None = None) -> ShellAnalysis:
+    """Reads, edits, programs and category of one shell command (METRICS.md sections 6-7).
+
+    ``output`` is what the command printed, when the trace has it; ``cwd`` the
+    directory it ran in. Paths in the result are as written, joined with any ``cd``
+    inside the command (relative paths stay relative to ``cwd``). ``scripts`` holds the
+    text of files written earlier in the run (absolute path -> text), so ``python fix.py``
+    is read as the script it is; files this command writes with known text are added.
+    """
+    from ..output.errors import error_paths
+
+    res = ShellAnalysis(cwd=cwd)
+    lines = clean_lines(output) if output is not None else None
+    errors = error_paths(lines) if lines is not None else Counter()
+    ctx = Ctx(cwd, output, lines, errors, res, scripts=scripts if scripts is not None else {})
+    if output is not None and "syntax error near unexpected token" in output:
+        ctx.note("the shell rejected the command (syntax error)")
+        shadow = Ctx(cwd, None, None, Counter(), ShellAnalysis(), ctx.cats)
+        _run_source(shadow, command)
+        res.programs = shadow.res.programs
+    else:
+        try:
+            _run_source(ctx, command)
+            res.reads.extend(_settle(ctx))
+        except RecursionError:
+            res.reads, res.edits = [], []
+            ctx.note("command nested too deeply: not interpreted")
+    res.reads = _dedupe(res.reads)
+    res.category = categories.most_significant(ctx.cats)
+    if ctx.moved:
+        res.cwd = _after_cd(ctx, cwd)
+    return res
+
+
+def _after_cd(ctx: Ctx, cwd: str | None) -> str | None:
+    if ctx.lost:
+        return None
+    if ctx.prefix is None or ctx.prefix.startswith("/") or cwd is None:
+        return ctx.prefix if ctx.prefix is not None else cwd
+    return posixpath.normpath(posixpath.join(cwd, ctx.prefix))

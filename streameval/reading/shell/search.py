@@ -1,0 +1,234 @@
+"""Programs that search or list: grep/rg/ag/git grep, find/fd, ls, tree, and xargs grep.
+
+A search over files prints hits whose text is kept (``output.grep``); a grep reading a
+pipe narrows what flows through it; a listing names files (file level only).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+
+from ...model import Read, Shown
+from ..output import grep as grep_out
+from ..output.listing import (
+    ls_parser,
+    ls_shape,
+    path_shape,
+    paths_parser,
+    tree_parser,
+    tree_shape,
+)
+from ..output.numbered import numbered_runs
+from .context import EMPTY, Ctx, Seg, Stream, filtered, path_of, split_opts, val
+from .syntax import Simple, Word
+
+__all__ = ["HANDLERS", "grep", "grep_reads"]
+
+_GREP_VALUES = {
+    "grep": ({"--regexp", "--file", "--max-count", "--after-context", "--before-context",
+              "--context", "--include", "--exclude", "--exclude-dir", "--label", "--binary-files",
+              "--devices", "--directories", "--exclude-from", "--group-separator"}, "efmABCdD"),
+    "rg": ({"--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count",
+            "--max-depth", "--replace", "--after-context", "--before-context", "--context",
+            "--type-add", "--max-columns", "--sort", "--sortr", "--colors", "--pre",
+            "--pre-glob", "--ignore-file", "--max-filesize", "--threads", "--encoding",
+            "--context-separator", "--path-separator", "--field-match-separator"},
+           "efgmMrABCtTjEd"),
+    "ag": ({"--ignore", "--ignore-dir", "--file-search-regex", "--depth", "--max-count",
+            "--after", "--before", "--context", "--pager"}, "ABCGgmp"),
+}
+
+
+def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> list[Read]:
+    """Reads of grep hits, file by file: numbered hits as runs of consecutive lines
+    (each with its text), unnumbered ones as one read per ``--`` group, text in order."""
+    reads: list[Read] = []
+    for raw, rows in hits.lines.items():
+        path = join(raw)
+        if path is None:
+            continue
+        numbered = [(n, t) for n, t in rows if n is not None]
+        if numbered:
+            by_number = dict(numbered)
+            for a, b in numbered_runs([n for n, _ in numbered]):
+                nums = tuple(range(a, b + 1))
+                reads.append(Read(path, a, b, shown=Shown(tuple(by_number[n] for n in nums),
+                                                          nums)))
+            continue
+        cuts = [0, *hits.breaks.get(raw, []), len(rows)]
+        for lo, hi in zip(cuts, cuts[1:]):
+            if hi > lo:
+                text = tuple(t for _, t in rows[lo:hi])
+                reads.append(Read(path, shown=Shown(text, gaps=True)))
+    return reads
+
+
+def grep(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None,
+         tool: str = "grep", from_stdin_files: bool = False) -> Stream:
+    longs, shorts = _GREP_VALUES.get(tool, _GREP_VALUES["grep"])
+    flags, valued, ops = split_opts(argv, longs, shorts)
+    fl = set(flags)
+    has_pattern_opt = any(k in ("-e", "-f", "--regexp", "--file") for k, _ in valued)
+    list_files = "--files" in fl or (tool == "ag" and val(valued, "-g") is not None)
+    if not has_pattern_opt and ops and not list_files:
+        ops = ops[1:]
+    if list_files:
+        return Stream(fmt=paths_parser(ctx.join), shape=path_shape)
+    files_only = bool(fl & {"l", "L", "--files-with-matches", "--files-without-match"})
+    count = bool(fl & {"c", "--count", "--count-matches"})
+    numbered = bool(fl & {"n", "--line-number", "--vimgrep"}) and not (fl & {"N"})
+    if "q" in fl or "--quiet" in fl:
+        return EMPTY
+    if not ops and not from_stdin_files and stdin is not None and tool != "git-grep" \
+            and not fl & {"r", "R", "--recursive"}:
+        return _filter(stdin, numbered, files_only or count, "o" in fl)
+    return _search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files)
+
+
+def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool) -> Stream:
+    """grep reading a pipe: narrows what flows, keeps how its text looks."""
+    if stdin.segs:
+        out = []
+        for s in stdin.segs:
+            if summary or only:
+                out.append(Seg(s.path, s.raw, s.start, s.end, partial=True, base=s.base))
+                continue
+            seg = filtered(s)
+            if numbered:
+                counts_lines = not (s.filtered or s.partial or s.grep_numbers or s.numbered)
+                seg.grep_numbers = "lines" if counts_lines else "strip"
+            out.append(seg)
+        return Stream(segs=out)
+    if stdin.fmt is not None and not (numbered or summary or only):
+        return stdin
+    return EMPTY
+
+
+def _search(ctx: Ctx, tool: str, ops: list[Word], fl: set[str], numbered: bool,
+            files_only: bool, count: bool, from_stdin_files: bool) -> Stream:
+    recursive = tool != "grep" or bool(fl & {"r", "R", "--recursive", "--dereference-recursive"})
+    paths = [(w.text, path_of(ctx, w, "grep operand")) for w in ops]
+    no_name = bool(fl & {"h", "--no-filename"}) if tool == "grep" else "I" in fl
+    single = None
+    if len(ops) == 1 and not from_stdin_files and not (fl & {"H", "--with-filename"}) \
+            and not _looks_dir(ops[0].text, recursive):
+        single = ops[0].text
+    if no_name and single is None:
+        ctx.note(f"{tool} without file names: lines not attributable")
+        return EMPTY
+    fallback = []
+    for raw, p in paths:
+        if p is None or raw in (".", "..") or raw.endswith("/") or _looks_dir(raw, recursive):
+            continue
+        fallback.append(Read(p, listing=True))
+    shape = grep_out.GrepShape(tool, numbered, single)
+    join = ctx.join if single is None else (lambda raw: paths[0][1] if raw == single
+                                            else ctx.join(raw))
+    if files_only:
+        return Stream(fmt=paths_parser(ctx.join), fallback=fallback, shape=path_shape)
+    if count:
+        return Stream(fmt=_count_parser(single and paths[0][1], ctx.join), fallback=fallback,
+                      shape=lambda ln: 1 if _count_line(ln) else 0)
+    return Stream(fmt=lambda lines: grep_reads(grep_out.parse_grep(lines, shape), join),
+                  fallback=fallback, shape=_hit_shape(shape))
+
+
+def _count_line(line: str) -> tuple[str | None, int] | None:
+    s = line.strip()
+    head, sep, tail = s.rpartition(":")
+    if tail.isdigit():
+        return (head if sep else None), int(tail)
+    return None
+
+
+def _count_parser(single: str | None, join: Callable[[str], str | None]):
+    def parse(lines: list[str]) -> list[Read]:
+        files = []
+        for ln in lines:
+            found = _count_line(ln)
+            if found is None or found[1] == 0:
+                continue
+            p = single if found[0] is None else join(found[0])
+            if p:
+                files.append(Read(p, listing=True))
+        return files
+    return parse
+
+
+def _hit_shape(shape: grep_out.GrepShape) -> Callable[[str], int]:
+    """How surely an output line is this search's (for output shared by commands)."""
+    def fits(line: str) -> int:
+        if shape.numbered:
+            if grep_out.looks_like_hit(line, shape.single is not None):
+                return 2
+            return 1 if line == "--" else 0
+        return 1 if ":" in line or shape.single else 0
+    return fits
+
+
+def _looks_dir(raw: str, recursive: bool) -> bool:
+    """A recursive search operand without an extension is most likely a directory."""
+    return raw in (".", "..") or raw.endswith("/") or (
+        recursive and "." not in posixpath.basename(raw))
+
+
+def _rg(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    return grep(ctx, argv, st, stdin, "rg")
+
+
+def _ag(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    return grep(ctx, argv, st, stdin, "ag")
+
+
+def _find(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    texts = [w.text for w in argv]
+    for flag in ("-exec", "-execdir", "-ok"):
+        if flag in texts:
+            inner = argv[texts.index(flag) + 1:]
+            inner = [w for w in inner if w.text not in ("{}", ";", "+", "\\;")]
+            if inner and posixpath.basename(inner[0].text) in ("grep", "egrep", "rg"):
+                inner = inner + [Word("--with-filename" if inner[0].text != "rg" else "-H")]
+                return grep(ctx, inner, st, None, "grep" if "grep" in inner[0].text else "rg",
+                            from_stdin_files=True)
+            ctx.note(f"find {flag} not interpreted")
+            return EMPTY
+    if "-delete" in texts:
+        ctx.note("find -delete: deleted files unknown")
+    return Stream(fmt=paths_parser(ctx.join), shape=path_shape)
+
+
+def _fd(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    return Stream(fmt=paths_parser(ctx.join), shape=path_shape)
+
+
+def _ls(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    _, _, ops = split_opts(argv, {"--format", "--sort", "--time-style", "--color", "--ignore",
+                                  "--hide", "--width", "--block-size", "--quoting-style"}, "ITw")
+    good = [(w.text, p) for w in ops if (p := path_of(ctx, w)) is not None]
+    return Stream(fmt=ls_parser([r for r, _ in good], ctx.join),
+                  fallback=[Read(p, listing=True) for _, p in good], shape=ls_shape)
+
+
+def _tree(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    _, _, ops = split_opts(argv, {"--filelimit", "--charset", "--sort", "--timefmt"}, "LIPHTo")
+    root = ops[0].text if ops and ops[0].static else "."
+    return Stream(fmt=tree_parser(root, ctx.join), shape=tree_shape)
+
+
+def xargs(ctx: Ctx, name: str, argv: list[Word], st: Simple) -> Stream:
+    """``... | xargs grep -n foo``: grep's files come from the pipe, so the output says."""
+    if name in ("grep", "egrep", "fgrep", "rg", "ag"):
+        tool = {"egrep": "grep", "fgrep": "grep"}.get(name, name)
+        return grep(ctx, argv, st, None, tool, from_stdin_files=True)
+    if name == "sed" and any(w.text.startswith("-i") for w in argv):
+        ctx.note("xargs sed -i: edited files unknown")
+    else:
+        ctx.note(f"xargs {name}: files come from the pipe")
+    return EMPTY
+
+
+HANDLERS = {
+    "grep": grep, "egrep": grep, "fgrep": grep, "rg": _rg, "ag": _ag, "ack": _ag,
+    "find": _find, "fd": _fd, "fdfind": _fd, "ls": _ls, "tree": _tree,
+}
