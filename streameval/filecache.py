@@ -117,6 +117,11 @@ class LRU(Generic[K, V]):
             self._items.move_to_end(key)
             return hit[0]
 
+    def peek(self, key: K) -> V | None:
+        """The value if present, without counting a hit or a miss or touching its age."""
+        hit = self._items.get(key)
+        return None if hit is None else hit[0]
+
     def put(self, key: K, value: V) -> None:
         w = self._weigh(value)
         if w > self._max:

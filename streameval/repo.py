@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_REPOS = 16                    # open `git cat-file` processes
 DEFAULT_MAX_COMMITS = 8                   # file lists kept per repository
 
-_REGULAR_MODES = (b"100644", b"100755")   # 120000 symlink and 160000 submodule are not files
 _BAD_PATH_CHARS = ("\n", "\r", "\0")      # cannot travel on cat-file's line protocol
 _INHERITED: list[Any] = []  # cat-file processes of a parent, kept untouched after a fork
 _HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")  # object ids (sha1, sha256)
@@ -59,6 +58,8 @@ class RepoView:
         self._cache = cache
         self.commit = commit
         self.key = (source.identity, commit)
+        #: a commit's file list never changes: kept here, a path lookup is a set lookup
+        self._listing: frozenset[str] | None = None
 
     def __repr__(self) -> str:
         return f"RepoView({self.key[0]!r}, {self.commit[:12] or 'directory'!r})"
@@ -68,6 +69,10 @@ class RepoView:
         return self._source._files(self.commit)
 
     def is_file(self, path: str) -> bool:
+        if self.commit:
+            if self._listing is None:
+                self._listing = self._source._files(self.commit)
+            return path in self._listing
         return self._source._is_file(self.commit, path)
 
     def version(self, path: str) -> Hashable:
@@ -87,6 +92,20 @@ class RepoView:
                 return None
             self._cache.data.put(ck, data)
         return data
+
+    def num_lines(self, path: str) -> int | None:
+        """Lines a reader sees (``LineIndex.num_lines``), None when not a regular file;
+        from a cached index when there is one, else counted in the bytes."""
+        if not self.is_file(path):
+            return None
+        ck = (self.key, path, self._source._version(self.commit, path))
+        index = self._cache.lines.peek(ck)
+        if index is not None:
+            return index.num_lines
+        data = self.read(path)
+        if data is None:
+            return None
+        return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
     def line_index(self, path: str) -> LineIndex | None:
         """Cached per (repo, commit, path); None when ``path`` is not a regular file."""
@@ -167,6 +186,10 @@ class GitRepo:
         self._finalizer = weakref.finalize(self, _stop_process, self._proc_box)
         self._trees: LRU[str, frozenset[str]] = LRU(max_commits, lambda _: 1)
         self._commits: LRU[str, str] = LRU(4 * max_commits, lambda _: 1)
+        #: ``ls-tree`` processes started ahead of need (``_start_listing``)
+        self._listings: dict[str, subprocess.Popen[bytes]] = {}
+        self._listing_lock = threading.Lock()
+        self._drain = weakref.finalize(self, _drain_listings, self._listings)
 
     def __repr__(self) -> str:
         return f"GitRepo({self.identity!r})"
@@ -232,9 +255,12 @@ class GitRepo:
         return fields[0].decode(), fields[1].decode(), body[:-1]
 
     def close(self) -> None:
-        """Stop the cat-file process; a later request starts a new one."""
+        """Stop the cat-file process and any listing started ahead; a later request
+        starts afresh."""
         with self._lock:
             _stop_process(self._proc_box)
+        with self._listing_lock:
+            _drain_listings(self._listings)
 
     def __enter__(self) -> GitRepo:
         return self
@@ -257,17 +283,39 @@ class GitRepo:
                     "or point --repos at a full clone", Reason.MISSING_COMMIT)
             sha = found[0]
             self._commits.put(spec, sha)
+        self._start_listing(sha)
         return RepoView(self, sha, self._cache)
+
+    def _start_listing(self, commit: str) -> None:
+        """Start ``git ls-tree`` for a commit now, in the background: a run's first path
+        lookup usually comes after its trace is parsed, and git lists meanwhile."""
+        with self._listing_lock:
+            if commit in self._listings or self._trees.peek(commit) is not None:
+                return
+            try:
+                self._listings[commit] = subprocess.Popen(
+                    ["git", "-C", self.identity, "ls-tree", "-r", "-z", "--full-tree", commit,
+                     "--"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, env=_git_env())
+            except OSError:
+                pass   # listed in the foreground when first needed
 
     def _files(self, commit: str) -> frozenset[str]:
         files = self._trees.get(commit)
         if files is None:
-            done = self._git("ls-tree", "-r", "-z", "--full-tree", commit, "--")
-            if done.returncode != 0:
-                msg = done.stderr.decode("utf-8", "replace").strip()
+            with self._listing_lock:
+                proc = self._listings.pop(commit, None)
+            if proc is not None:
+                out, err = proc.communicate()
+                code = proc.returncode
+            else:
+                done = self._git("ls-tree", "-r", "-z", "--full-tree", commit, "--")
+                out, err, code = done.stdout, done.stderr, done.returncode
+            if code != 0:
+                msg = err.decode("utf-8", "replace").strip()
                 raise RepoError(f"cannot list files of {commit} in {self.identity}: {msg}",
                                 Reason.MISSING_COMMIT)
-            files = frozenset(_parse_ls_tree(done.stdout))
+            files = frozenset(_parse_ls_tree(out))
             self._trees.put(commit, files)
         return files
 
@@ -284,16 +332,25 @@ class GitRepo:
         return ""  # a commit's blobs never change
 
 
+_LS_TREE_FILE = re.compile(rb"(?:100644|100755) blob [0-9a-f]+\t([^\0\n\r]*)\0")
+
+
 def _parse_ls_tree(out: bytes) -> list[str]:
-    """Regular files of ``ls-tree -r -z`` output: ``<mode> <type> <oid>\\t<path>\\0``."""
-    files = []
-    for entry in out.split(b"\0"):
-        meta, tab, name = entry.partition(b"\t")
-        if tab and meta[:6] in _REGULAR_MODES:
-            path = name.decode("utf-8", "surrogateescape")
-            if not any(c in path for c in _BAD_PATH_CHARS):
-                files.append(path)
-    return files
+    """Regular files of ``ls-tree -r -z`` output: ``<mode> <type> <oid>\\t<path>\\0``
+    (120000 symlinks and 160000 submodules are no files; a name with a line end cannot
+    travel on cat-file's line protocol and is left out)."""
+    if not out.endswith(b"\0"):
+        out += b"\0"
+    return [m.decode("utf-8", "surrogateescape") for m in _LS_TREE_FILE.findall(out)]
+
+
+def _drain_listings(listings: dict[str, subprocess.Popen[bytes]]) -> None:
+    """End listings nobody collected: their pipes closed, their processes reaped."""
+    for proc in list(listings.values()):
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    listings.clear()
 
 
 def _stop_process(box: list[Any]) -> None:

@@ -13,6 +13,7 @@ strip trailing blanks).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from ..filecache import LRU
@@ -23,6 +24,17 @@ if TYPE_CHECKING:
 __all__ = ["BaseText", "BaseTexts", "norm"]
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+#: ASCII white space other than the newline: before a newline, it would be stripped
+_BLANKS_BEFORE_NEWLINE = tuple(c + "\n" for c in " \x0b\x0c\x1c\x1d\x1e\x1f")
+
+
+def _plain(text: str) -> bool:
+    """No line of ``text`` changes when normalized (checked with C-speed searches)."""
+    if not text.isascii() or "\t" in text or "\r" in text:
+        return False
+    if text[-1:].isspace() and not text.endswith("\n"):
+        return False
+    return not any(b in text for b in _BLANKS_BEFORE_NEWLINE)
 
 
 def norm(line: str) -> str:
@@ -35,7 +47,7 @@ def norm(line: str) -> str:
 class BaseText:
     """One file's base-commit lines (1-based), normalized on demand."""
 
-    __slots__ = ("_raw", "_norm", "_index", "size")
+    __slots__ = ("_raw", "_norm", "_first", "_count", "_many", "size")
 
     def __init__(self, data: bytes):
         text = data.decode("utf-8", "replace")
@@ -43,8 +55,12 @@ class BaseText:
         if lines and lines[-1] == "":
             lines.pop()   # the "line" after a final newline holds nothing
         self._raw = lines
-        self._norm: list[str | None] = [None] * len(lines)
-        self._index: dict[str, list[int]] | None = None
+        # most files have no tab and no trailing blank: their lines are already normal
+        plain = _plain(text)
+        self._norm: list[str | None] = lines if plain else [None] * len(lines)
+        self._first: dict[str, int] | None = None    # text -> first line with it
+        self._count: Counter[str] | None = None
+        self._many: dict[str, list[int]] = {}         # repeated texts, found on demand
         self.size = len(data)
 
     def __len__(self) -> int:
@@ -60,13 +76,28 @@ class BaseText:
         return got
 
     def positions(self, text: str) -> list[int]:
-        """Sorted line numbers whose normalized text is ``text`` (already normalized)."""
-        if self._index is None:
-            index: dict[str, list[int]] = {}
-            for k in range(1, len(self._raw) + 1):
-                index.setdefault(self.line(k) or "", []).append(k)
-            self._index = index
-        return self._index.get(text, [])
+        """Sorted line numbers whose normalized text is ``text`` (already normalized).
+
+        The index is built once, at C speed (a first-occurrence map and a count); the
+        lines of a repeated text are listed when first asked for.
+        """
+        if self._first is None:
+            norms = self._norm if self._norm is self._raw else [
+                x.rstrip() if "\t" not in x else x.expandtabs().rstrip() for x in self._raw]
+            self._norm = norms
+            n = len(norms)
+            self._first = dict(zip(reversed(norms), range(n, 0, -1)))
+            self._count = Counter(norms)
+        count = self._count.get(text, 0) if self._count is not None else 0
+        if count == 0:
+            return []
+        if count == 1:
+            return [self._first[text]]
+        found = self._many.get(text)
+        if found is None:
+            norms = self._norm
+            found = self._many[text] = [k for k, t in enumerate(norms, 1) if t == text]
+        return found
 
     def ends_with(self, k: int, tail: str) -> bool:
         got = self.line(k)

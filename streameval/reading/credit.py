@@ -13,6 +13,7 @@ lines are counted as *unaligned*, so users can see how much of a run was read by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,12 @@ class Creditor:
         self.view = view
         self.edits = edits
         self.texts = texts if texts is not None else BaseTexts(16 << 20)
+        #: called with (repo path, read, shown lines, base line of each, base text) after
+        #: every alignment: benchmarks and audits check the credit against the text
+        self.audit: Callable[[str, Read, list[str], list[int | None], BaseText], None] | None = None
+        #: credit every read by its window, never by its text (what a reader that trusts
+        #: the commands would do: the benchmarks' baseline)
+        self.window_only = False
 
     # ------------------------------------------------------------------ entry
     def credit(self, read: Read, repo: str, n: int, printed: bool,
@@ -57,8 +64,8 @@ class Creditor:
         """``n``: the file's current length as the map has it; ``printed``: the call
         printed something. None when the read showed nothing of the file."""
         shown = read.shown
-        base = self.texts.get(self.view, repo) if (shown is not None and self.view is not None) \
-            else None
+        base = self.texts.get(self.view, repo) if (
+            shown is not None and self.view is not None and not self.window_only) else None
         if shown is None or base is None:
             return None if observe_only else self._window(read, repo, n, printed, problems)
         return self._aligned(read, shown, repo, base, n, observe_only)
@@ -85,6 +92,8 @@ class Creditor:
         ids = align(lines, base, expect, adjacent, shown.cut_head, shown.cut_tail)
         if numbers is None and first is not None and not shown.gaps and not shown.cut_tail:
             ids = ids + self._blank_edge(read, base, ids, first)
+        if self.audit is not None:
+            self.audit(repo, read, lines, ids, base)
         changed = False
         if not shown.base and not shown.loose and not shown.gaps:
             changed = self._observe(repo, read, numbers, first, ids, lines)
@@ -101,8 +110,9 @@ class Creditor:
                       map_changed=changed, by_text=True)
 
     def _first_line(self, read: Read, shown: Shown, n: int, k: int) -> int | None:
-        """Current number of the first shown line of a run of lines, when known."""
-        if shown.numbers is not None or shown.gaps:
+        """Current number of the first shown line of a run of lines, when known (not
+        for a text other output may be mixed into: it says nothing of where it starts)."""
+        if shown.numbers is not None or shown.gaps or (shown.loose and read.start is None):
             return None
         start = read.start
         if start is None:

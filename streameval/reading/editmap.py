@@ -98,8 +98,7 @@ class EditMap:
             return f.num_lines()
         if self._view is None:
             return None
-        index = self._view.line_index(path)
-        return index.num_lines if index is not None else 0
+        return self._view.num_lines(path) or 0
 
     def to_base(self, path: str, start: int, end: int) -> list[tuple[int, int]]:
         """Current lines ``start..end`` (1-based, inclusive) -> merged base line ranges.

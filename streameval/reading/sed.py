@@ -385,27 +385,60 @@ class _Machine:
         self.steps = 0
 
     def run(self, lines: list[str]) -> list[str]:
-        out: list[str] = []
         total = len(lines)
+        touched = None if self.quiet else self._candidates(lines)
+        if touched is not None:
+            # only these lines can change: the rest are copied as they are
+            result: list[str] = []
+            done = 0
+            for n in touched:
+                result.extend(lines[done:n - 1])
+                result.extend(self._line(lines[n - 1], n, total, final=False)[0])
+                done = n
+            result.extend(lines[done:])
+            return _ends_as(result, lines)
+        out: list[str] = []
         for n, raw in enumerate(lines, 1):
-            had_nl = raw.endswith("\n")
-            self.space = raw[:-1] if had_nl else raw
-            self.before: list[str] = []
-            self.after: list[str] = []
-            self.printed: list[str] = []
-            action = self._exec(self.program, n, n == total)
-            out.extend(self.before)
-            out.extend(self.printed)
-            if action in (None, "q") and not self.quiet:
-                out.append(self.space)
-            out.extend(self.after)
-            if action in ("q", "Q"):
+            produced, stop = self._line(raw, n, total, final=True)
+            out.extend(produced)
+            if stop:
                 break
-        # every line ends with a newline but the file's last one, as it was
-        result = [ln + "\n" for ln in out]
-        if result and total and not lines[-1].endswith("\n"):
-            result[-1] = result[-1][:-1]
-        return result
+        return _ends_as(out, lines)
+
+    def _line(self, raw: str, n: int, total: int, final: bool) -> tuple[list[str], bool]:
+        """The lines one input line becomes (each with its newline), and "stop here"."""
+        self.space = raw[:-1] if raw.endswith("\n") else raw
+        self.before: list[str] = []
+        self.after: list[str] = []
+        self.printed: list[str] = []
+        action = self._exec(self.program, n, n == total)
+        out = [*self.before, *self.printed]
+        if action in (None, "q") and not self.quiet:
+            out.append(self.space)
+        out.extend(self.after)
+        return [ln + "\n" for ln in out], action in ("q", "Q")
+
+    def _candidates(self, lines: list[str]) -> list[int] | None:
+        """The only lines the program can touch, found at C speed: single-address
+        commands, unaddressed ``s``, or one range command; None when any line might be
+        touched (``!``, blocks, unaddressed commands other than ``s``, ``q``)."""
+        texts = lines   # searched without their newline (``endpos``), never copied
+        found: set[int] = set()
+        for cmd in self.program:
+            if cmd.negate or cmd.name in "{yqQ" or (cmd.a2 is not None and len(self.program) > 1):
+                return None
+            a = cmd.a1
+            if a is None:
+                if cmd.name != "s":
+                    return None
+                found.update(_matching(cmd.arg[0], texts))  # type: ignore[index]
+            elif cmd.a2 is not None:
+                found.update(_range_lines(a, cmd.a2, texts))
+            elif a.regex is not None:
+                found.update(_matching(a.regex, texts))
+            else:
+                found.add(len(lines) if a.last else a.line or 0)
+        return sorted(n for n in found if 1 <= n <= len(lines))
 
     def _exec(self, cmds: list[_Cmd], n: int, last: bool) -> str | None:
         """None: go on; "d": line deleted (no autoprint); "q"/"Q": quit."""
@@ -457,6 +490,49 @@ class _Machine:
 
 _COMMANDS = {"s": "_s", "y": "_y", "p": "_p", "d": "_d", "a": "_a", "i": "_i", "c": "_c",
              "q": "_q", "Q": "_q"}
+
+
+def _matching(rx: re.Pattern[str], texts: list[str]) -> list[int]:
+    """Line numbers whose text (without its newline) the regex finds something in."""
+    search = rx.search
+    return [n for n, t in enumerate(texts, 1)
+            if search(t, 0, len(t) - 1 if t.endswith("\n") else len(t))]
+
+
+def _range_lines(a1: _Addr, a2: _Addr, texts: list[str]) -> list[int]:
+    """Lines an ``a1,a2`` range selects, as the machine would walk it."""
+    total = len(texts)
+    if a1.last:
+        starts = [total]
+    elif a1.regex is not None:
+        starts = _matching(a1.regex, texts)
+    else:
+        starts = [a1.line or 0]
+    out: list[int] = []
+    after = 0
+    for n in starts:
+        if n <= after or not 1 <= n <= total:
+            continue
+        if a2.step is not None:
+            end = n + a2.step
+        elif a2.last:
+            end = total
+        elif a2.regex is not None:
+            hits = _matching(a2.regex, texts[n:])
+            end = n + hits[0] if hits else total
+        else:
+            end = max(n, a2.line or 0)
+        end = min(end, total)
+        out.extend(range(n, end + 1))
+        after = end
+    return out
+
+
+def _ends_as(result: list[str], lines: list[str]) -> list[str]:
+    """The file's last line ends as it did: without a newline if it had none."""
+    if result and lines and not lines[-1].endswith("\n") and result[-1].endswith("\n"):
+        result[-1] = result[-1][:-1]
+    return result
 
 
 def _sub(regex: re.Pattern[str], repl: str, text: str, count: int) -> tuple[str, int]:

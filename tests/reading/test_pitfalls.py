@@ -538,9 +538,12 @@ def test_git_stash_and_pop(b):
 
 def test_sed_range_over_several_files_is_one_stream(b):
     """Regression: ``sed -n '20,30p' small a`` was read as lines 20-30 of *each* file;
-    sed numbers the files as one stream (lines 20-23 of small.py, 1-7 of a.py here)."""
+    sed numbers the files as one stream (lines 20-23 of small.py, 1-7 of a.py here): the
+    text says which lines of which file were shown, and without text only the files."""
     s = step(b, bash("sed -n '20,30p' src/small.py src/a.py",
                      output=plain(20, 23, "s") + plain(1, 7)))
+    assert s.spans == {"src/small.py": [(20, 23)], "src/a.py": [(1, 7)]}
+    s = step(b, bash("sed -n '20,30p' src/small.py src/a.py"))
     assert s.files == ("src/small.py", "src/a.py") and s.spans == {}
     # -s (separate files) really is per file
     assert spans(b, bash("sed -s -n '20,30p' src/small.py src/a.py")) == \

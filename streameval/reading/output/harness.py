@@ -23,8 +23,10 @@ _CUT = re.compile("^" + re.escape(OUTPUT_CUT).replace(re.escape("{n}"), r"\d+") 
 
 def clean_lines(output: str) -> list[str]:
     """Output lines without ANSI escapes, CR, or the harness's own wrapper lines."""
-    text = _ANSI.sub("", output).replace("\r\n", "\n").replace("\r", "\n")
-    return [ln for ln in text.split("\n") if not _WRAPPER.match(ln)]
+    if "\x1b" in output:
+        output = _ANSI.sub("", output)
+    text = output.replace("\r\n", "\n").replace("\r", "\n") if "\r" in output else output
+    return [ln for ln in text.split("\n") if not (ln[:1] in ("<", "[") and _WRAPPER.match(ln))]
 
 
 def is_cut_line(line: str) -> bool:
@@ -33,6 +35,8 @@ def is_cut_line(line: str) -> bool:
 
 def cut_parts(lines: list[str]) -> list[list[str]]:
     """The lines before and after each harness cut (one part when nothing was cut)."""
+    if not any(ln.startswith("[... ") for ln in lines):
+        return [lines]
     parts: list[list[str]] = [[]]
     for ln in lines:
         if is_cut_line(ln):

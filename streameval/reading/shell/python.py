@@ -22,24 +22,33 @@ _WRITE_MODES = set("wax+")
 _PATH_CALLS = {"Path", "PurePath", "PosixPath"}
 
 
+_FILE_CALLS = ("open(", "_text(", "_bytes(")
+
+
 def script_files(code: str) -> tuple[list[str], list[str]]:
     """(files read, files written) by literal path, in order of appearance."""
+    if not any(mark in code for mark in _FILE_CALLS):
+        return [], []   # no file access a literal path could name: nothing to parse
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _scan(code)
-    names: dict[str, str] = {}
-    reads: dict[str, None] = {}
-    writes: dict[str, None] = {}
+    assigns: list[ast.Assign] = []
+    calls: list[ast.Call] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
+        if isinstance(node, ast.Assign):
+            assigns.append(node)
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+    names: dict[str, str] = {}
+    for node in assigns:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             lit = _literal(node.value, names)
             if lit is not None:
                 names[node.targets[0].id] = lit
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    reads: dict[str, None] = {}
+    writes: dict[str, None] = {}
+    for node in calls:
         found = _access(node, names)
         if found is not None:
             path, write = found

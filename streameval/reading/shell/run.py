@@ -205,6 +205,8 @@ def _materialize(stream: Stream, block: tuple[list[str], bool] | None,
             reads.append(Read(s.path, listing=True))
         elif block is not None and len(stream.segs) == 1:
             reads.extend(shown_reads(s, block[0], block[1]))
+        elif block is not None:
+            continue   # several runs in one text: shared out below
         elif s.guess:
             continue   # a file a script may print: without its output, nothing says so
         elif s.filtered or s.loose:
@@ -212,6 +214,9 @@ def _materialize(stream: Stream, block: tuple[list[str], bool] | None,
         else:
             # no output kept, or several files in one stream: the window as asked
             reads.append(Read(s.path, s.start, s.end))
+    if block is not None and len(stream.segs) > 1:
+        live = [s for s in stream.segs if s.path not in failed and not s.partial]
+        reads.extend(_shared_text(live, block[0], block[1]))
     if stream.fmt is not None and block is not None:
         reads.extend(stream.fmt(block[0]))
     else:
@@ -244,6 +249,39 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
             start, end = first, first + len(text) - 1
         out.append(Read(seg.path, start, end, shown=shown))
     return out
+
+
+def _shared_text(segs: list[Seg], lines: list[str], shared: bool) -> list[Read]:
+    """One text printed for several runs: the windows of one file in order (``sed -n
+    'a,bp;c,dp' f``), or several files one after the other (``cat a b``)."""
+    if not segs:
+        return []
+    one_file = all(s.path == segs[0].path for s in segs)
+    if one_file and all(s.start and s.start > 0 and s.end and not s.filtered for s in segs):
+        if segs[0].numbered == "exact":
+            return shown_reads(segs[0], lines, shared)   # the numbers say where
+        out: list[Read] = []
+        rest = [ln for ln in lines]
+        while rest and not rest[-1].strip():
+            rest.pop()
+        for s in segs:
+            size = s.end - s.start + 1
+            part, rest = rest[:size], rest[size:]
+            if part:
+                out.extend(shown_reads(s, part, shared))
+        return out
+    # several files (or windows we cannot size): each finds its own lines in the text
+    out = []
+    for s in segs:
+        seg = Seg(s.path, s.raw, None, None, None, filtered=False, base=s.base, loose=True)
+        text = _text_of(s, lines)[1] if s.numbered == "approx" else lines
+        out.extend(shown_reads(seg, _strip_numbers(text) if s.numbered == "exact" else text))
+    return out
+
+
+def _strip_numbers(lines: list[str]) -> list[str]:
+    """``cat -n a b`` numbers the files as one stream: only the text is the files'."""
+    return [_NUMBERED_LINE.sub("", ln, count=1) for ln in lines]
 
 
 def _numbered_runs(seg: Seg, numbers: list[int], text: list[str],

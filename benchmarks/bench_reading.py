@@ -1,0 +1,221 @@
+"""Reading real agents: the mini-swe-agent corpus, credited lines checked against the text.
+
+For every trajectory of the public corpus (gruckion/mini-swe-agent, Gemini 3 Pro on
+SWE-bench Verified, 500 runs) whose repository snapshot is on this machine, each tool
+call is read twice over a real ``git cat-file`` view of the instance's base commit:
+
+- **aligned**, as streameval reads it (``reading.credit``): the shown text decides;
+- **by window**, the baseline a reader has that trusts the commands (the window each
+  command asked for, mapped through the edits it could follow).
+
+For every numbered or windowed read the credited base lines are compared with the text
+the call printed: the share of credited lines whose base text equals the shown text,
+for both readers, with the rest counted by cause. It also reports calls/s of the aligned
+reader (parsing, shell analysis, alignment, edit map), one process.
+
+    python benchmarks/bench_reading.py --corpus /work/.mirror/gruckion+mini-swe-agent/repo \\
+        --mirrors /work/.mirror [--limit N] [--json out.json]
+
+``--corpus`` is the corpus repository's git directory; ``--mirrors`` holds
+``<owner>+<name>/repo`` git directories (the layout ``fetch`` brings). Base commits come
+from ``benchmarks/data/swebench_verified_base_commits.tsv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from machine import describe
+
+from streameval.formats.miniswe import MiniSweAdapter
+from streameval.model import Read, ToolCall
+from streameval.reading.basetext import BaseText, BaseTexts, norm
+from streameval.reading.steps import StepBuilder
+from streameval.repo import GitRepo
+
+HERE = Path(__file__).resolve().parent
+TRAJS = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
+
+
+def base_commits() -> dict[str, str]:
+    out = {}
+    for line in (HERE / "data" / "swebench_verified_base_commits.tsv").read_text().splitlines():
+        if line and not line.startswith("#"):
+            iid, sha = line.split("\t")
+            out[iid] = sha
+    return out
+
+
+def git(gitdir: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "--git-dir", str(gitdir), *args], check=True,
+                          capture_output=True).stdout
+
+
+def mirror_for(mirrors: Path, iid: str) -> Path | None:
+    owner, rest = iid.split("__", 1)
+    name = rest.rsplit("-", 1)[0]
+    for cand in (mirrors / f"{owner}+{name}" / "repo",
+                 *(p / "repo" for p in mirrors.glob(f"*+{name}"))):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+class Audit:
+    """Counts credited lines against the shown text."""
+
+    def __init__(self) -> None:
+        self.c: Counter[str] = Counter()
+
+    def __call__(self, repo: str, read: Read, lines: list[str], ids: list, base: BaseText):
+        shown = read.shown
+        checked = shown.numbers is not None or (read.start is not None and not shown.gaps)
+        key = "numbered" if checked else "text"
+        for j, (text, b) in enumerate(zip(lines, ids)):
+            self.c[f"{key}_shown"] += 1
+            if b is None:
+                self.c[f"{key}_agent" if not shown.loose else f"{key}_loose_unmatched"] += 1
+                continue
+            self.c[f"{key}_credited"] += 1
+            if base.line(b) == norm(text):
+                self.c[f"{key}_equal"] += 1
+            elif (j == 0 and shown.cut_head) or (j == len(lines) - 1 and shown.cut_tail):
+                self.c[f"{key}_cut_edge"] += 1
+            else:
+                self.c[f"{key}_differs"] += 1
+
+
+def window_check(c: Counter, builder: StepBuilder, call: ToolCall, out) -> None:
+    """The baseline's credit of numbered/windowed reads against their text."""
+    from streameval.reading.infer import infer
+
+    for read in infer(call, builder.state).reads:
+        shown = read.shown
+        if shown is None or read.listing or shown.gaps or not shown.lines:
+            continue
+        if shown.numbers is None and (read.start is None or read.start < 1):
+            continue
+        c["window_reads"] += 1
+        repo, _ = builder.paths.lookup(read.path, call.cwd, count=False)
+        if repo is None or builder.view is None:
+            continue
+        base = builder.creditor.texts.get(builder.view, repo)
+        if base is None:
+            continue
+        numbers = list(shown.numbers) if shown.numbers else list(
+            range(read.start, read.start + len(shown.lines)))
+        for n, text in zip(numbers, shown.lines):
+            got = builder.edits.base_of(repo, n, 1)[0]
+            c["window_lines"] += 1
+            if got is not None and base.line(got) == norm(text):
+                c["window_equal"] += 1
+
+
+def run(args: argparse.Namespace) -> dict:
+    commits = base_commits()
+    names = git(args.corpus, "ls-tree", "-r", "--name-only", "HEAD", TRAJS).decode().split()
+    trajs = sorted(n for n in names if n.endswith(".traj.json"))
+    texts = BaseTexts()
+    repos: dict[Path, GitRepo] = {}
+    audit = Audit()
+    base_c: Counter[str] = Counter()
+    totals: Counter[str] = Counter()
+    seconds = 0.0
+    per_repo: Counter[str] = Counter()
+    for name in trajs:
+        iid = Path(name).parent.name
+        mirror = mirror_for(args.mirrors, iid)
+        if iid not in commits or mirror is None:
+            totals["skipped_no_repo"] += 1
+            continue
+        if args.limit and totals["instances"] >= args.limit:
+            break
+        if mirror not in repos:
+            repos[mirror] = GitRepo(mirror)
+        repo = repos[mirror]
+        view = repo.at(commits[iid])
+        adapter = MiniSweAdapter()
+        data = git(args.corpus, "show", f"HEAD:{name}")
+        for lineno, line in enumerate(data.split(b"\n"), 1):
+            adapter.feed(line, lineno)
+        calls = [e for e in adapter.close() if isinstance(e, ToolCall)]
+        roots = [c.cwd for c in calls if c.cwd][:1] or ["/testbed"]
+        aligned = StepBuilder(view, roots=roots, texts=texts)
+        aligned.creditor.audit = audit
+        baseline = StepBuilder(view, roots=roots, texts=texts)
+        baseline.creditor.window_only = True
+        totals["instances"] += 1
+        per_repo[iid.split("__")[0]] += 1
+        t0 = time.perf_counter()
+        for call in calls:
+            out = aligned.consume(call)
+            totals["calls"] += 1
+            totals["steps"] += out.step is not None
+            totals["edits_found_by_reading"] += len(out.found_edits)
+            for r in out.reads:
+                totals["lines_aligned"] += r.aligned
+                totals["lines_agent"] += r.agent
+                totals["lines_unaligned"] += r.unaligned
+        seconds += time.perf_counter() - t0
+        for call in calls:
+            window_check(base_c, baseline, call, None)
+            baseline.consume(call)
+    for repo in repos.values():
+        repo.close()
+    return {"machine": describe(), "totals": dict(totals), "audit": dict(audit.c),
+            "baseline": dict(base_c), "per_repo": dict(per_repo),
+            "seconds": round(seconds, 3),
+            "calls_per_second": round(totals["calls"] / seconds, 1) if seconds else None}
+
+
+def report(r: dict) -> str:
+    t, a, b = r["totals"], r["audit"], r["baseline"]
+    num_cred = a.get("numbered_credited", 0)
+    lines = [
+        f"machine: {r['machine']}",
+        f"instances: {t.get('instances', 0)} (skipped, no repository here: "
+        f"{t.get('skipped_no_repo', 0)}); per repo {r['per_repo']}",
+        f"tool calls: {t.get('calls', 0)}, steps {t.get('steps', 0)}, edits found by reading "
+        f"{t.get('edits_found_by_reading', 0)}",
+        f"shown lines: aligned {t.get('lines_aligned', 0)}, agent's own "
+        f"{t.get('lines_agent', 0)}, window-only {t.get('lines_unaligned', 0)}",
+        "numbered/windowed reads, credited lines whose base text equals the shown text:",
+        f"  aligned : {a.get('numbered_equal', 0)} / {num_cred} = "
+        f"{100 * a.get('numbered_equal', 0) / max(num_cred, 1):.3f}%  (cut edge "
+        f"{a.get('numbered_cut_edge', 0)}, differs {a.get('numbered_differs', 0)}; shown "
+        f"lines not credited: agent's own {a.get('numbered_agent', 0)}, loose "
+        f"{a.get('numbered_loose_unmatched', 0)})",
+        f"  baseline: {b.get('window_equal', 0)} / {b.get('window_lines', 0)} = "
+        f"{100 * b.get('window_equal', 0) / max(b.get('window_lines', 1), 1):.3f}% "
+        f"(the window each command asked for, mapped through the edits it could follow)",
+        f"unnumbered text (grep hits, sed /re/ ranges, python prints): credited "
+        f"{a.get('text_credited', 0)} of {a.get('text_shown', 0)} shown, equal "
+        f"{a.get('text_equal', 0)}, cut edge {a.get('text_cut_edge', 0)}",
+        f"speed: {t.get('calls', 0)} calls in {r['seconds']} s = {r['calls_per_second']} "
+        "calls/s (aligned reader, one process)",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--mirrors", type=Path, required=True)
+    p.add_argument("--limit", type=int, default=0, help="at most N instances")
+    p.add_argument("--json", type=Path, help="also write the figures as JSON")
+    args = p.parse_args()
+    r = run(args)
+    print(report(r))
+    if args.json:
+        args.json.write_text(json.dumps(r, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
