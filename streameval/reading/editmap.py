@@ -34,6 +34,7 @@ from ..errors import Reason
 from ..intervals import merge_ranges
 from ..model import Edit
 from .linemap import LineMap, block_ids, compress, decode_text, patch_of, split_lines
+from .observed import Seen, Window, rebuild
 from .sed import run_sed
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ __all__ = ["EditMap"]
 
 #: length of the identity run used for files whose base text is unknown (no repo)
 _UNBOUNDED = 1 << 40
+#: reads that agreed with the map, kept per file until one disagrees (a bound, not a rule)
+_MAX_AGREED = 32
 
 
 class EditMap:
@@ -62,6 +65,8 @@ class EditMap:
         self.last_problem: tuple[Reason, str] | None = None
         #: edited files saved by ``git stash``, newest last
         self._stashes: list[dict[str, LineMap]] = []
+        #: windows reads showed that agreed with the map, per file (``_agree``)
+        self._agreed: dict[str, list[Window]] = {}
 
     # ------------------------------------------------------------------ state
     def _file(self, path: str) -> LineMap:
@@ -135,51 +140,49 @@ class EditMap:
                 texts: list[str] | None = None, whole: bool = False) -> bool:
         """A read showed current lines ``first .. first+len(ids)-1`` to be base lines
         ``ids`` (None: a line of the agent's). When the map said otherwise, the file was
-        changed by something the trace did not record: the map follows the read.
-
-        The lines before the window keep their places (an id the window now holds is
-        dropped from them: the change happened before the window); the lines after
-        continue from the window's last base line. ``whole``: the read showed the whole
-        file, so nothing follows it. Returns True when the map changed.
+        changed by something the trace did not record: the map is rebuilt from every
+        read since the last recorded edit (``observed``). ``whole``: the read showed
+        the whole file. Returns True when the map changed.
         """
         m = len(ids)
         if m == 0 or first < 1 or self._view is None:
             return False
+        texts = texts if texts is not None else [""] * m
         f = self._files.get(path)
         if f is None and not whole and ids == list(range(first, first + m)):
+            self._agree(path, Window(first, ids, texts))
             return False
         f = self._file(path)
         if f.lines is None or f.base is None:
             return False
         n = len(f.lines)
-        if not whole and f.ids(first - 1, m) == ids and first - 1 + m <= n:
+        agrees = f.ids(first - 1, m) == ids and first - 1 + m <= n
+        window = Window(first, ids, texts)
+        if agrees and (not whole or first - 1 + m == n):
+            if f.seen is not None:
+                f.seen.add(window, whole)
+            else:
+                self._agree(path, window)
             return False
-        if whole and f.ids(0, n) == ids and first == 1 and m == n:
-            return False
+        if f.seen is None:
+            f.seen = Seen([list(r) for r in f.runs], list(f.lines))
+            for old in self._agreed.pop(path, ()):
+                f.seen.add(old, False)   # reads that agreed with the map are facts too
+        f.seen.add(window, whole)
+        new_ids, new_lines = rebuild(f.seen, f.base, self._placeholder)
         self._patch_cache.pop(path, None)
-        known = [b for b in ids if b is not None]
-        low = min(known) if known else None
-        head_ids = f.ids(0, min(first - 1, n))
-        head_lines = list(f.lines[:len(head_ids)])
-        if low is not None:
-            head_ids = [b if b is None or b < low else None for b in head_ids]
-        while len(head_ids) < first - 1:           # the file grew: lines not seen yet
-            head_ids.append(None)
-            head_lines.append(self._placeholder())
-        window_lines = [f.base[b - 1] if b is not None else
-                        ((texts[j] if texts is not None else "") + "\n")
-                        for j, b in enumerate(ids)]
-        tail_ids: list[int | None] = []
-        tail_lines: list[str] = []
-        if not whole:
-            at = f.position_after(max(known)) if known else first - 1 + m
-            if at is not None:
-                tail_ids = f.ids(at, n - at)
-                tail_lines = f.lines[at:]
-        f.lines = head_lines + window_lines + tail_lines
-        f.runs = compress(head_ids + list(ids) + tail_ids)
+        f.lines = new_lines
+        f.runs = compress(new_ids)
         f.changed()
         return True
+
+    def _agree(self, path: str, window: Window) -> None:
+        """Remember a read that agreed with the map (the most recent few per file): it
+        is a fact when a later read disagrees."""
+        kept = self._agreed.setdefault(path, [])
+        kept.append(window)
+        if len(kept) > _MAX_AGREED:
+            del kept[0]
 
     # ------------------------------------------------------------------ edits
     def revert(self, path: str) -> None:
@@ -187,12 +190,14 @@ class EditMap:
         current line is its base line again, and it has no edits to report."""
         self._files.pop(path, None)
         self._patch_cache.pop(path, None)
+        self._agreed.pop(path, None)
 
     def stash(self) -> None:
         """``git stash``: every file is back at the base commit; the edits are saved."""
         self._stashes.append(self._files)
         self._files = {}
         self._patch_cache.clear()
+        self._agreed.clear()
 
     def unstash(self, keep: bool = False) -> None:
         """``git stash pop`` (``keep``: ``apply``): the saved edits are back. A file
@@ -203,6 +208,7 @@ class EditMap:
         if keep:
             saved = copy.deepcopy(saved)
         self._files = {**self._files, **saved}
+        self._agreed.clear()
         self._patch_cache.clear()
 
     def apply(self, path: str, edit: Edit) -> bool:
@@ -210,6 +216,8 @@ class EditMap:
         self.last_problem = None
         self._patch_cache.pop(path, None)
         f = self._file(path)
+        f.seen = None   # a recorded edit: reads before it are in another numbering
+        self._agreed.pop(path, None)
         if edit.content is not None:
             return self._write(f, edit.content)
         if edit.sed is not None and f.lines is not None:

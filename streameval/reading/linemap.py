@@ -16,6 +16,7 @@ import difflib
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 __all__ = ["LineMap", "block_ids", "compress", "decode_text", "patch_of", "split_lines"]
 
@@ -53,6 +54,8 @@ class LineMap:
     runs: list[list]                  # [length, base_start | None], in current order
     uncertain: bool = False
     edited: bool = False
+    #: what reads showed since the last recorded edit (``observed.Seen``), if anything
+    seen: Any = None
     _starts: list[int] | None = field(default=None, repr=False)   # cached run starts
     _text: str | None = field(default=None, repr=False)           # cached joined text
     _offsets: list[int] | None = field(default=None, repr=False)  # cached line offsets
@@ -109,16 +112,6 @@ class LineMap:
                 pos += take
             i += 1
         return out
-
-    def position_after(self, base_line: int) -> int | None:
-        """0-based current position of the first line whose base line is past
-        ``base_line`` (None: no such line)."""
-        pos = 0
-        for length, base in self.runs:
-            if base is not None and base + length - 1 > base_line:
-                return pos + max(0, base_line + 1 - base)
-            pos += length
-        return None
 
     def splice(self, start: int, count: int, new_ids: list[int | None]) -> None:
         """Replace the mapping of current lines ``start .. start+count-1`` by ``new_ids``."""
