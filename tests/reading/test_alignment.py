@@ -89,7 +89,7 @@ def test_a_python_script_that_inserts_lines_is_an_edit_found_then_followed(b):
     out = b.consume(bash(INSERT_SCRIPT, ""))
     assert out.category == "edit" and out.edits == ["pkg/mod.py"]
     # grep -n shows the current number of `def eps` (base 31, now 33)
-    grep = spans(b, bash("grep -n 'def eps' pkg/mod.py", f"33:def eps(x):\n"))
+    grep = spans(b, bash("grep -n 'def eps' pkg/mod.py", "33:def eps(x):\n"))
     assert grep == {"pkg/mod.py": [(31, 31)]}
     # a window after the insertion: current 30-40 are base 28-38
     s = spans(b, bash("sed -n '30,40p' pkg/mod.py", current(AFTER_INSERT, 30, 40)))
