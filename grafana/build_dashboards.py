@@ -216,6 +216,13 @@ def per_run() -> dict:
              description="final=false: from the edits seen so far; final=true: from the landed patch."),
         bars("Tool calls by category",
              [target(f"sum by (category) (streameval_tool_calls_total{{{r}}})", "{{category}}", instant=True)]),
+        bars("Shown lines by outcome",
+             [target(f"sum by (outcome) (streameval_shown_lines_total{{{r}}})", "{{outcome}}",
+                     instant=True)],
+             description="Lines of repo files the run was shown: aligned (placed on a base line "
+                         "by their text), agent_written (no base counterpart), unaligned (credited "
+                         "from the command's window: no output kept or no repository). Many "
+                         "unaligned lines: the numbers rest on what commands asked for."),
         ts("Tokens by kind", [target(f"sum by (kind) (streameval_tokens_total{{{r}}})", "{{kind}}")],
            unit="short"),
         ts("Steps", [target(f"streameval_steps_total{{{r}}}", "steps"),

@@ -236,6 +236,18 @@ class Edit:
     hunk_text: tuple[tuple[str, ...], ...] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TreeOp:
+    """A git operation that moves files without saying how: ``revert`` puts ``path`` (a
+    file, a directory, ``:/`` for the whole tree) back at the base commit; ``push``
+    (``git stash``) saves every edit and puts the tree back; ``pop``/``apply`` bring
+    the saved edits back. Kept in order with the call's edits: ``git checkout f &&
+    sed -i ... f`` is a revert, then an edit."""
+
+    kind: str
+    path: str | None = None
+
+
 # --------------------------------------------------------------------------- identity
 
 

@@ -36,7 +36,6 @@ from .model import (
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(slots=True)
 class RunExtras:
     """Live extras of one run (METRICS.md section 7); all from the trace itself."""
@@ -62,6 +61,11 @@ class RunExtras:
     first_gold_line_seconds: float | None = None
     started_at: float | None = None
     last_event_at: float | None = None
+
+    def shown_lines(self) -> dict[str, int]:
+        """The three outcomes under the names records and ``/metrics`` use."""
+        return {"aligned": self.lines_aligned, "agent_written": self.lines_agent_written,
+                "unaligned": self.lines_unaligned}
 
 
 class _Tokens:
@@ -346,9 +350,7 @@ class RunSession:
             "bad_lines": dict(sorted(ex.bad_lines.items())),
             "problems": dict(sorted(ex.problems.items())),
             "edits": ex.edits,
-            "shown_lines": {"aligned": ex.lines_aligned,
-                            "agent_written": ex.lines_agent_written,
-                            "unaligned": ex.lines_unaligned},
+            "shown_lines": ex.shown_lines(),
         })
         return rec
 

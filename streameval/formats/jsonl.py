@@ -220,7 +220,11 @@ class TypedJsonlAdapter(Adapter):
         return self._flush_pending()
 
     def _flush_pending(self) -> list[TraceEvent]:
-        """Calls that never got a result, in the order they were made, output None."""
-        calls: list[TraceEvent] = list(self._pending.values())
+        """Calls that never got a result, in the order they were made: ``interrupted``,
+        so they show nothing (the run ended, or was cut, before the answer)."""
+        calls: list[TraceEvent] = []
+        for call in self._pending.values():
+            call.interrupted = True
+            calls.append(call)
         self._pending.clear()
         return calls

@@ -106,6 +106,15 @@ def _working_dir(state: Any) -> str | None:
 # --------------------------------------------------------------------------- .traj
 
 
+#: how a ``.traj`` opens: 1.x writes ``trajectory`` first; 0.x wrote ``environment``
+#: (the container's name) first; some demonstrations start with the chat ``history``
+_TRAJ_START = re.compile(
+    r'\s*\{\s*(?:"environment"\s*:\s*"[^"\n]*"\s*,\s*)?"trajectory"\s*:\s*\['
+    r'|\s*\{\s*"history"\s*:\s*\[\s*\{\s*"role"\s*:')
+#: ``environment`` values that name SWE-agent's container, not an instance
+_DEFAULT_ENVIRONMENTS = frozenset({"main", "swe_main"})
+
+
 class SweAgentAdapter(DocumentAdapter):
     """SWE-agent ``.traj``: a whole document, parsed at ``close``.
 
@@ -125,9 +134,7 @@ class SweAgentAdapter(DocumentAdapter):
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
         text = head_text(head)
-        if '"swe_agent_version"' in text:
-            return True
-        return re.search(r'^\s*\{\s*"trajectory"\s*:\s*\[', text) is not None
+        return '"swe_agent_version"' in text or _TRAJ_START.match(text) is not None
 
     def parse(self, doc: dict, lineno: int) -> list[TraceEvent]:
         return _parse_traj(doc, lineno)
@@ -152,7 +159,7 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
     first_cwd = next(filter(None, dirs), None)
     events: list[TraceEvent] = [RunInfo(
         agent="swe-agent", model=_model_name(doc.get("replay_config")), cwd=first_cwd,
-        instance_id=env if env and env != "main" else None, lineno=lineno)]
+        instance_id=env if env and env not in _DEFAULT_ENVIRONMENTS else None, lineno=lineno)]
     if not isinstance(doc.get("trajectory"), list):
         events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
                               "SWE-agent document has no 'trajectory' list"))

@@ -32,6 +32,7 @@ HELP: dict[str, str] = {
     "streameval_steps_total": "Retrieval steps (tool calls that showed repo code).",
     "streameval_tool_calls_total": "Tool calls by category (read, search, edit, test, git, env, build, quality, run, other).",
     "streameval_sidechain_tool_calls_total": "Tool calls made by sub-agents (kept apart, not scored).",
+    "streameval_shown_lines_total": "Lines of repo files the run was shown, by outcome: aligned (placed on a base line), agent_written (no base counterpart), unaligned (credited from the command's window, text not compared).",
     "streameval_read_lines": "Distinct base-commit lines read so far.",
     "streameval_read_bytes": "Distinct base-commit bytes read so far.",
     "streameval_editloc_recall_ratio": "EditLoc recall; final=\"false\" while provisional (edits seen so far).",
@@ -66,6 +67,7 @@ RUN_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("streameval_steps", "counter", ()),
     ("streameval_tool_calls", "counter", ("category",)),
     ("streameval_sidechain_tool_calls", "counter", ()),
+    ("streameval_shown_lines", "counter", ("outcome",)),
     ("streameval_read_lines", "gauge", ()),
     ("streameval_read_bytes", "gauge", ()),
     ("streameval_editloc_recall_ratio", "gauge", ("final",)),
@@ -116,6 +118,8 @@ def _run_rows(run: LiveRun) -> list[Row]:
                        ("streameval_sidechain_tool_calls", (), float(ex.sidechain_calls))]
     rows += [("streameval_tool_calls", (cat,), float(ex.categories.get(cat, 0))) for cat in CATEGORIES]
     rows.append(("streameval_context_file_reads", (), float(sum(ex.context_file_reads.values()))))
+    rows += [("streameval_shown_lines", (outcome,), float(n))
+             for outcome, n in ex.shown_lines().items()]
     rows += [("streameval_run_bad_lines", (reason,), float(n)) for reason, n in ex.bad_lines.items()]
     tokens, cost = s.tokens()
     for kind, value in (("input", tokens.input_tokens), ("output", tokens.output_tokens),

@@ -22,7 +22,7 @@ from ..intervals import merge_ranges
 from ..model import Read, Shown
 from .align import align
 from .basetext import BaseText, BaseTexts
-from .editmap import EditMap
+from .editmap import EditMap, MapChange
 
 if TYPE_CHECKING:
     from ..repo import RepoView
@@ -39,7 +39,7 @@ class Credit:
     aligned: int = 0          # shown lines placed on a base line
     agent: int = 0            # shown lines with no base counterpart (the agent's own)
     unaligned: int = 0        # lines credited from the window, without text
-    map_changed: bool = False  # the read showed an edit nobody recorded
+    change: MapChange = MapChange.NONE  # what the read did to the edit map
     nothing: bool = False      # the read showed no line of the file at all
     by_text: bool = False      # the shown text was compared with the base text
 
@@ -94,7 +94,7 @@ class Creditor:
             ids = ids + self._blank_edge(read, base, ids, first)
         if self.audit is not None:
             self.audit(repo, read, lines, ids, base)
-        changed = False
+        changed = MapChange.NONE
         if not shown.base and not shown.loose and not shown.gaps:
             changed = self._observe(repo, read, numbers, first, ids, lines)
         placed = [b for b in ids if b is not None]
@@ -102,12 +102,12 @@ class Creditor:
         agent = 0 if shown.loose else sum(1 for j in range(shown_count) if ids[j] is None)
         current = self._current(read, numbers, first, shown_count)
         if observe_only:
-            return Credit(current, [], map_changed=changed)
+            return Credit(current, [], change=changed)
         if not placed and shown.loose:
             return None    # a guessed file whose text is nowhere in the output
         ranges = merge_ranges((b, b) for b in placed)
         return Credit(current, ranges, aligned=len(set(placed)), agent=agent,
-                      map_changed=changed, by_text=True)
+                      change=changed, by_text=True)
 
     def _first_line(self, read: Read, shown: Shown, n: int, k: int) -> int | None:
         """Current number of the first shown line of a run of lines, when known (not
@@ -149,20 +149,21 @@ class Creditor:
         return extra
 
     def _observe(self, repo: str, read: Read, numbers: list[int] | None, first: int | None,
-                 ids: list[int | None], lines: list[str]) -> bool:
+                 ids: list[int | None], lines: list[str]) -> MapChange:
         """Let the map follow what the read showed (runs of known current numbers)."""
         if numbers is not None:
-            changed = False
+            changed = MapChange.NONE
             i = 0
             while i < len(numbers):
                 j = i + 1
                 while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
                     j += 1
-                changed |= self.edits.observe(repo, numbers[i], ids[i:j], lines[i:j])
+                changed = max(changed, self.edits.observe(repo, numbers[i], ids[i:j],
+                                                          lines[i:j]))
                 i = j
             return changed
         if first is None:
-            return False
+            return MapChange.NONE
         whole = read.start is None and read.end is None and not (
             read.shown and (read.shown.cut_head or read.shown.cut_tail))
         return self.edits.observe(repo, first, ids[:len(lines)], lines, whole=whole)

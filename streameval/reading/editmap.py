@@ -28,6 +28,7 @@ Line identity rules (what "the agent wrote" means):
 from __future__ import annotations
 
 import copy
+from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from ..errors import Reason
@@ -40,12 +41,26 @@ from .sed import run_sed
 if TYPE_CHECKING:
     from ..repo import RepoView
 
-__all__ = ["EditMap"]
+__all__ = ["EditMap", "MapChange"]
 
 #: length of the identity run used for files whose base text is unknown (no repo)
 _UNBOUNDED = 1 << 40
 #: reads that agreed with the map, kept per file until one disagrees (a bound, not a rule)
 _MAX_AGREED = 32
+
+
+class MapChange(IntEnum):
+    """What a read did to the map. Ordered, so the strongest of several runs of lines
+    is ``max`` of theirs."""
+
+    NONE = 0
+    #: the map moved to follow an edit already counted: a recorded edit we could not
+    #: replay (a script, a redirect), or one found by an earlier read since the last
+    #: recorded edit
+    FOLLOWED = 1
+    #: the read showed an edit the trace never recorded (counted once per file until
+    #: the next recorded edit to it)
+    FOUND = 2
 
 
 class EditMap:
@@ -137,24 +152,24 @@ class EditMap:
 
     # ------------------------------------------------------------------ reads correct it
     def observe(self, path: str, first: int, ids: list[int | None],
-                texts: list[str] | None = None, whole: bool = False) -> bool:
+                texts: list[str] | None = None, whole: bool = False) -> MapChange:
         """A read showed current lines ``first .. first+len(ids)-1`` to be base lines
         ``ids`` (None: a line of the agent's). When the map said otherwise, the file was
         changed by something the trace did not record: the map is rebuilt from every
         read since the last recorded edit (``observed``). ``whole``: the read showed
-        the whole file. Returns True when the map changed.
+        the whole file.
         """
         m = len(ids)
         if m == 0 or first < 1 or self._view is None:
-            return False
+            return MapChange.NONE
         texts = texts if texts is not None else [""] * m
         f = self._files.get(path)
         if f is None and not whole and ids == list(range(first, first + m)):
             self._agree(path, Window(first, ids, texts))
-            return False
+            return MapChange.NONE
         f = self._file(path)
         if f.lines is None or f.base is None:
-            return False
+            return MapChange.NONE
         n = len(f.lines)
         agrees = f.ids(first - 1, m) == ids and first - 1 + m <= n
         window = Window(first, ids, texts)
@@ -163,8 +178,13 @@ class EditMap:
                 f.seen.add(window, whole)
             else:
                 self._agree(path, window)
-            return False
+            return MapChange.NONE
+        found = MapChange.NONE
         if f.seen is None:
+            # the first disagreement since the last recorded edit: an edit the trace
+            # never recorded, unless that recorded edit is one we could not replay
+            found = MapChange.FOLLOWED if f.uncertain else MapChange.FOUND
+            f.uncertain = False
             f.seen = Seen([list(r) for r in f.runs], list(f.lines))
             for old in self._agreed.pop(path, ()):
                 f.seen.add(old, False)   # reads that agreed with the map are facts too
@@ -174,7 +194,7 @@ class EditMap:
         f.lines = new_lines
         f.runs = compress(new_ids)
         f.changed()
-        return True
+        return found or MapChange.FOLLOWED
 
     def _agree(self, path: str, window: Window) -> None:
         """Remember a read that agreed with the map (the most recent few per file): it

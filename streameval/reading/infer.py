@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import Reason
-from ..model import CATEGORIES, Edit, Read, ToolCall
+from ..model import CATEGORIES, Edit, Read, ToolCall, TreeOp
 from . import editor, native
 from .categories import categorize
 from .shell import ShellAnalysis, analyze
@@ -60,10 +60,12 @@ class Inference:
     cwd_after: str | None = None
     #: the call failed: nothing it shows counts, nothing it edits happened
     failed: bool = False
-    #: files put back to the base commit (``git checkout -- f``, ``git restore f``)
-    reverted: list[str] = field(default_factory=list)
-    #: ``git stash`` operations ("push", "pop", "apply"), in order (``ShellAnalysis.stash``)
-    stash: list[str] = field(default_factory=list)
+    #: edits and git tree operations in the order a shell command made them
+    #: (``ShellAnalysis.changes``); None: ``edits`` is the whole story
+    changes: list[Edit | TreeOp] | None = None
+
+    def in_order(self) -> list[Edit | TreeOp]:
+        return self.changes if self.changes is not None else self.edits
 
 
 def _str(value: Any) -> str | None:
@@ -105,21 +107,13 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
     output = None if call.interrupted else call.output
     analysis = analyze(command, output, call.cwd, state.scripts)
     inf.cwd_after = analysis.cwd
-    reverted = set(analysis.reverted)
-    inf.reverted.extend(analysis.reverted)
-    inf.stash.extend(analysis.stash)
-    # a revert is reported by the shell as a bare Edit too; here it is a reset
-    inf.edits.extend(e for e in analysis.edits if not (e.path in reverted and _bare(e)))
+    inf.changes = analysis.changes()
+    inf.edits.extend(c for c in inf.changes if isinstance(c, Edit))
     if not call.interrupted:
         inf.reads.extend(analysis.reads)
     for part in analysis.unparsed:
         inf.problems.append((Reason.UNPARSED_COMMAND, str(part)[:200]))
     return analysis
-
-
-def _bare(edit: Edit) -> bool:
-    return (edit.old is None and edit.new is None and edit.content is None
-            and edit.hunks is None and edit.insert_line is None and edit.sed is None)
 
 
 def _editor(call: ToolCall, inf: Inference, inp: dict[str, Any]) -> None:

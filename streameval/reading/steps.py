@@ -31,7 +31,7 @@ from ..model import Edit, Read, Step, ToolCall
 from .basetext import BaseTexts
 from .categories import is_context_file
 from .credit import Creditor
-from .editmap import EditMap
+from .editmap import EditMap, MapChange
 from .infer import Inference, ReaderState, infer
 from .paths import PathMapper
 from .shell import WHOLE_TREE
@@ -149,16 +149,18 @@ class StepBuilder:
         return out
 
     def _apply_changes(self, inf: Inference, cwd: str | None, out: CallOutcome) -> None:
-        """The call's edits, reverts and stashes, in that order, before its reads."""
-        for edit in inf.edits:
-            self._apply_edit(edit, cwd, out)
-        for path in inf.reverted:
-            self._revert(path, cwd)
-        for op in inf.stash:
-            if op == "push":
+        """The call's edits, reverts and stashes, in the order it made them, before
+        its reads."""
+        for change in inf.in_order():
+            if isinstance(change, Edit):
+                self._apply_edit(change, cwd, out)
+            elif change.kind == "revert":
+                if change.path:
+                    self._revert(change.path, cwd)
+            elif change.kind == "push":
                 self.edits.stash()
             else:
-                self.edits.unstash(keep=op == "apply")
+                self.edits.unstash(keep=change.kind == "apply")
 
     def _bound_scripts(self) -> None:
         scripts = self.state.scripts
@@ -217,8 +219,9 @@ class StepBuilder:
         credit = self.creditor.credit(read, repo, n, printed, out.problems, observe_only)
         if credit is None or credit.nothing:
             return None
-        if credit.map_changed:
+        if credit.change:
             lengths.pop(repo, None)
+        if credit.change is MapChange.FOUND:
             if repo not in out.found_edits:
                 out.found_edits.append(repo)
         return ResolvedRead(read.path, repo, credit.current, credit.base, False,

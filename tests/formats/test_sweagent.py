@@ -26,6 +26,8 @@ EXPECTED = Path(__file__).resolve().parent / "expected"
 TRAJS = ["sweagent__anonymousUser2026__ContextBench__verified__pydata__xarray-4075.traj",
          "sweagent__anonymousUser2026__ContextBench__verified__django__django-12125.exit_error.traj"]
 CHECKPOINTS = "sweagent__anonymousUser2026__ContextBench__verified__pydata__xarray-4075.checkpoints.jsonl"
+#: SWE-agent 0.x: ``environment`` is the first key, its value the container ("swe_main")
+TRAJ_0X = "sweagent0__SWE-agent__SWE-agent__pydicom__pydicom-1458.traj"
 
 
 def _head(path: Path) -> list[bytes]:
@@ -46,9 +48,20 @@ def test_golden_summary_checkpoints(real_fixtures: Path):
 
 
 @pytest.mark.parametrize(("name", "fmt"), [(TRAJS[0], "sweagent"), (TRAJS[1], "sweagent"),
+                                           (TRAJ_0X, "sweagent"),
                                            (CHECKPOINTS, "sweagent-checkpoints")])
 def test_detects_real_fixtures(real_fixtures: Path, name: str, fmt: str):
     assert detect_format(_head(real_fixtures / "swe-agent-traj" / name)) == fmt
+
+
+def test_0x_traj_names_no_instance_for_its_container(real_fixtures: Path):
+    events = run_adapter(SweAgentAdapter(), (real_fixtures / "swe-agent-traj" / TRAJ_0X).read_bytes())
+    (info,) = [e for e in events if isinstance(e, RunInfo)]
+    assert info.instance_id is None          # "swe_main" is the container, not a task
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert [c.tool for c in calls][:5] == ["create", "edit", "bash", "find_file", "open"]
+    # 0.x commands stay command lines: reading.editor.sweagent_call reads them
+    assert calls[4].input == {"command": "open pydicom/pixel_data_handlers/numpy_handler.py 293"}
 
 
 def test_malformed_view_range_is_a_call_with_a_usage_error(real_fixtures: Path):

@@ -55,6 +55,10 @@ def test_run_series_carry_the_state_numbers(tmp_path):
     assert get("streameval_tool_calls_total", {**LABELS, "category": "read"}) == 2.0
     assert get("streameval_tool_calls_total", {**LABELS, "category": "edit"}) == 1.0
     assert get("streameval_read_lines", LABELS) == 23.0
+    # both reads' text is the base text: every shown line placed by its text
+    assert get("streameval_shown_lines_total", {**LABELS, "outcome": "aligned"}) == 23.0
+    assert get("streameval_shown_lines_total", {**LABELS, "outcome": "agent_written"}) == 0.0
+    assert get("streameval_shown_lines_total", {**LABELS, "outcome": "unaligned"}) == 0.0
     assert get("streameval_gold_size", {**LABELS, "granularity": "line"}) == 6.0
     # the edit deleted base lines 4-5 of src/app.py, inside init_ctx 4-9: provisional 1.0
     assert get("streameval_editloc_recall_ratio", {**LABELS, "final": "false"}) == 1.0

@@ -89,11 +89,13 @@ def test_a_python_script_that_inserts_lines_is_an_edit_found_then_followed(b):
     out = b.consume(bash(INSERT_SCRIPT, ""))
     assert out.category == "edit" and out.edits == ["pkg/mod.py"]
     # grep -n shows the current number of `def eps` (base 31, now 33)
-    grep = spans(b, bash("grep -n 'def eps' pkg/mod.py", "33:def eps(x):\n"))
-    assert grep == {"pkg/mod.py": [(31, 31)]}
+    out = b.consume(bash("grep -n 'def eps' pkg/mod.py", "33:def eps(x):\n"))
+    assert out.step.spans == {"pkg/mod.py": [(31, 31)]}
+    # the map moved, but to follow the script's edit, which is already counted
+    assert out.found_edits == []
     # a window after the insertion: current 30-40 are base 28-38
-    s = spans(b, bash("sed -n '30,40p' pkg/mod.py", current(AFTER_INSERT, 30, 40)))
-    assert s == {"pkg/mod.py": [(28, 38)]}
+    out = b.consume(bash("sed -n '30,40p' pkg/mod.py", current(AFTER_INSERT, 30, 40)))
+    assert out.step.spans == {"pkg/mod.py": [(28, 38)]} and out.found_edits == []
     # a numbered window over the insertion: the agent's two lines credit nothing
     out = b.consume(bash("nl -ba pkg/mod.py | sed -n '8,14p'",
                          current(AFTER_INSERT, 8, 14, numbered=True)))
@@ -105,9 +107,14 @@ def test_a_python_script_that_inserts_lines_is_an_edit_found_then_followed(b):
 
 def test_the_first_read_after_an_invisible_edit_corrects_the_map(b):
     """No edit record at all (a script run elsewhere): the read finds the shift."""
-    s = spans(b, bash("sed -n '30,40p' pkg/mod.py", current(AFTER_INSERT, 30, 40)))
-    assert s == {"pkg/mod.py": [(28, 38)]}
+    out = b.consume(bash("sed -n '30,40p' pkg/mod.py", current(AFTER_INSERT, 30, 40)))
+    assert out.step.spans == {"pkg/mod.py": [(28, 38)]}
+    assert out.found_edits == ["pkg/mod.py"]          # an edit the trace never recorded
     assert b.edits.edited_files() == ["pkg/mod.py"]
+    # a second read showing more of the same edit finds nothing new
+    out = b.consume(bash("nl -ba pkg/mod.py | sed -n '8,14p'",
+                         current(AFTER_INSERT, 8, 14, numbered=True)))
+    assert out.step.spans == {"pkg/mod.py": [(8, 12)]} and out.found_edits == []
     assert spans(b, bash("sed -n '50,52p' pkg/mod.py", None)) == {"pkg/mod.py": [(48, 50)]}
 
 
@@ -180,6 +187,22 @@ def test_a_failing_chain_keeps_what_ran_before_the_failure(b):
                          is_error=True))
     assert out.edits == ["pkg/mod.py"]
     assert out.step.spans == {"pkg/mod.py": [(1, 2), (4, 6)]}
+
+
+@pytest.mark.parametrize(("command", "after"), [
+    # the revert first, then the insert: the insert holds
+    ("git checkout pkg/mod.py && sed -i '/def beta/i\\# b' pkg/mod.py",
+     BASE_LINES[:9] + ["# b"] + BASE_LINES[9:]),
+    # the insert, then the revert: nothing holds
+    ("sed -i '/def beta/i\\# b' pkg/mod.py && git checkout -- pkg/mod.py", BASE_LINES),
+    # stashed, edited, the stash brought back over it (a different file's edit stays)
+    ("git stash && sed -i '3d' pkg/mod.py && git checkout pkg/mod.py && git stash pop",
+     BASE_LINES[:2] + ["X"] + BASE_LINES[2:]),
+])
+def test_reverts_and_stashes_happen_in_command_order(b, command, after):
+    b.consume(bash("sed -i '2a\\X' pkg/mod.py", ""))      # an edit before the command
+    b.consume(bash(command, ""))
+    assert b.edits.current_text("pkg/mod.py") == "\n".join(after) + "\n"
 
 
 def test_without_a_repository_the_window_is_credited_and_said_so():

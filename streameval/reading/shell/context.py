@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...model import Edit, Read
+from ...model import Edit, Read, TreeOp
 from .syntax import Word
 
 __all__ = ["ShellAnalysis", "Seg", "Stream", "Ctx", "EMPTY", "WHOLE_TREE", "path_of", "whole",
@@ -34,24 +34,54 @@ class ShellAnalysis:
     call's cwd when there were none); ``unparsed`` holds short reasons for parts
     that were seen but not interpreted.
 
-    ``reverted`` names files put back as they are at HEAD (``git checkout -- f``,
-    ``git checkout HEAD f``, ``git restore f``), in order. Each also appears in
-    ``edits`` as a bare ``Edit(f)`` (the file changed, content unknown here); the
-    inference resets that file's line mapping to the base commit, taking HEAD as the
-    base (agents work on an uncommitted tree). A revert to another commit is only the
-    bare edit.
+    ``tree_ops`` are the git operations that move files back (``TreeOp``), each with
+    the number of ``edits`` made before it, so ``changes()`` gives them in command
+    order. A revert (``git checkout -- f``, ``git checkout HEAD f``, ``git restore
+    f``) also appears in ``edits`` as a bare ``Edit(f)`` (the file changed, content
+    unknown here); the inference resets that file's line mapping to the base commit,
+    taking HEAD as the base (agents work on an uncommitted tree). A revert to another
+    commit is only the bare edit.
     """
 
     reads: list[Read] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
-    reverted: list[str] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
     category: str = "other"
     cwd: str | None = None
     unparsed: list[str] = field(default_factory=list)
-    #: ``git stash`` ("push": the work tree is back at HEAD, edits saved) and ``git stash
-    #: pop``/``apply`` ("pop"/"apply": the saved edits are back), in order
-    stash: list[str] = field(default_factory=list)
+    tree_ops: list[tuple[int, TreeOp]] = field(default_factory=list)
+
+    def tree_op(self, op: TreeOp) -> None:
+        self.tree_ops.append((len(self.edits), op))
+
+    @property
+    def reverted(self) -> list[str]:
+        """Paths put back at the base commit, in order."""
+        return [op.path for _, op in self.tree_ops if op.kind == "revert" and op.path]
+
+    @property
+    def stash(self) -> list[str]:
+        """``git stash`` operations ("push", "pop", "apply"), in order."""
+        return [op.kind for _, op in self.tree_ops if op.kind != "revert"]
+
+    def changes(self) -> list[Edit | TreeOp]:
+        """Edits and tree operations in the order the command made them; the bare
+        edit a revert is reported as stays out (the revert says more)."""
+        out: list[Edit | TreeOp] = []
+        ops = iter(self.tree_ops)
+        pending = next(ops, None)
+        reverts = {id(self.edits[at - 1]) for at, op in self.tree_ops
+                   if op.kind == "revert" and at > 0}
+        for i, edit in enumerate(self.edits):
+            while pending is not None and pending[0] <= i:
+                out.append(pending[1])
+                pending = next(ops, None)
+            if id(edit) not in reverts:
+                out.append(edit)
+        while pending is not None:
+            out.append(pending[1])
+            pending = next(ops, None)
+        return out
 
 
 @dataclass(slots=True)

@@ -2,8 +2,8 @@
 
 ``git checkout -- f`` / ``git restore f`` (a file or a directory; ``git reset --hard`` is
 the whole tree, ``:/``) put files back at HEAD, the base the agent started from: they are
-reported as a bare ``Edit(f)`` plus ``ShellAnalysis.reverted``. ``git stash`` / ``stash
-pop`` go to ``ShellAnalysis.stash``. ``git show HEAD:f`` prints the base commit's text.
+reported as a bare ``Edit(f)`` plus a ``TreeOp("revert", f)``; ``git stash`` / ``stash
+pop`` are ``TreeOp("push")`` / ``TreeOp("pop")``, in order with the command's edits. ``git show HEAD:f`` prints the base commit's text.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ...model import Edit
+from ...model import Edit, TreeOp
 from ..output.listing import path_shape, paths_parser
 from .context import EMPTY, WHOLE_TREE, Ctx, Seg, Stream, path_of, split_opts
 from .syntax import Simple, Word
@@ -75,7 +75,7 @@ def git(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
 
 def _revert(ctx: Ctx, sub: str, argv: list[Word]) -> None:
     """``git checkout [REV] [--] FILE...`` / ``git restore [--source=REV] FILE...``:
-    files put back from a commit (``ShellAnalysis.reverted`` when that is HEAD).
+    files put back from a commit (a ``TreeOp("revert")`` when that is HEAD).
 
     Without ``--``, ``git checkout X`` is a branch switch unless X looks like a file
     (``a.py``, ``src/x.ts``, ``./f``): branch names rarely end in ``.ext``."""
@@ -126,9 +126,9 @@ def _stash(ctx: Ctx, argv: list[Word]) -> None:
         if "--" in rest or any(not t.startswith("-") for t in rest[:1] if verb == "push"):
             ctx.note("git stash of some paths: not followed")
             return
-        ctx.res.stash.append("push")
+        ctx.res.tree_op(TreeOp("push"))
     elif verb in ("pop", "apply"):
-        ctx.res.stash.append(verb)
+        ctx.res.tree_op(TreeOp(verb))
 
 
 def _has_flag(flags: list[str], short: str, long: str) -> bool:
@@ -147,7 +147,7 @@ def _revert_paths(ctx: Ctx, paths: list[Word], to_head: bool, what: str) -> None
         ctx.res.edits.append(Edit(p))
         ctx.vcs_edits.append(ctx.res.edits[-1])
         if to_head:
-            ctx.res.reverted.append(p)
+            ctx.res.tree_op(TreeOp("revert", p))
         else:
             ctx.note(f"{what} from another commit: content unknown")
 

@@ -379,7 +379,7 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
             _run_source(ctx, command)
             res.reads.extend(_settle(ctx))
         except RecursionError:
-            res.reads, res.edits = [], []
+            res.reads, res.edits, res.tree_ops = [], [], []
             ctx.note("command nested too deeply: not interpreted")
     res.reads = _dedupe(res.reads)
     res.category = categories.most_significant(ctx.cats)
