@@ -131,6 +131,9 @@ def command_category(argv: list[str]) -> str:
         return "other"   # the inner command string is categorized on its own
     if name == "sed":
         return "edit" if any(a.startswith(("-i", "--in-place")) for a in args) else "read"
+    if name == "perl" and any(re.fullmatch(r"-[a-zA-Z]*[np][a-zA-Z]*", a) for a in args):
+        # a one-liner over files: -i edits them, -n/-p prints them
+        return "edit" if any(re.fullmatch(r"-[a-zA-Z]*i\S*", a) for a in args) else "read"
     if name in ("python", "python2", "python3", "pypy3") or re.fullmatch(r"python3\.\d+", name):
         return _python(args)
     if name in _JS_PM:

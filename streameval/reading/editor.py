@@ -222,6 +222,11 @@ def _asked_view(path: str, inp: dict[str, Any]) -> Read:
 # --------------------------------------------------------------------------- SWE-agent 0.x
 
 
+#: SWE-agent 0.x's linting ``edit`` refusing a change, and where it shows the original
+_LINT_REJECTED = "Your proposed edit has introduced new syntax error"
+_LINT_ORIGINAL = "This is the original code before your edit"
+
+
 def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> EditorResult:
     """One SWE-agent 0.x command (``call.tool`` is its name, ``input["command"]`` the
     whole action)."""
@@ -250,6 +255,17 @@ def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> Editor
             name_part = re.sub(r"\s+\(\d+ matches?\)$", "", ln.strip())
             if name_part.startswith("/") or (name_part.startswith("./") and " " not in name_part):
                 res.reads.append(Read(name_part, listing=True))
+    elif name == "edit" and out.lstrip().startswith(_LINT_REJECTED):
+        # the linter refused the edit: nothing changed; the agent was shown the file
+        # as it would have looked (not the file) and the original lines (a read)
+        original = out.find(_LINT_ORIGINAL)
+        shown = _FILE_HEADER.search(out, original) if original >= 0 else None
+        if shown is not None:
+            body = out[shown.end():].split("\n-----", 1)[0]
+            parsed = parse_numbered(body, "colon")
+            res.reads.extend(numbered_reads(shown.group(1).strip(), parsed.numbers,
+                                            parsed.lines))
+        res.category = "edit"
     elif name == "edit":
         target = res.open_file or open_file
         m = _EDIT_RANGE.match(action.strip())

@@ -58,6 +58,7 @@ class _Cmd:
     block: list[_Cmd] = field(default_factory=list)
     active: bool = False          # inside an address range
     end_line: int | None = None   # a +N range's last line
+    closed: bool = False          # a range from line N has run: it never starts again
 
     def selects(self, n: int, text: str, is_last: bool) -> bool:
         hit = self._in_range(n, text, is_last)
@@ -69,13 +70,16 @@ class _Cmd:
         if self.a2 is None:
             return self.a1.matches(n, text, is_last)
         if self.active:
+            b = self.a2
+            if self.end_line is None and b.line is not None and not b.last and n > b.line:
+                self.active = False      # past line M (its cycle ended early): not this one
+                return False
             done = (n >= self.end_line) if self.end_line is not None else (
-                self.a2.matches(n, text, is_last) if self.a2.line is None or self.a2.last
-                else n >= self.a2.line)
+                b.matches(n, text, is_last) if b.line is None or b.last else n >= b.line)
             if done:
                 self.active = False
             return True
-        if self.a1.matches(n, text, is_last):
+        if self._starts(n, text, is_last):
             if self.a2.step is not None:
                 self.end_line = n + self.a2.step
                 self.active = self.a2.step > 0
@@ -85,6 +89,21 @@ class _Cmd:
                 self.active = True
             return True
         return False
+
+    def _starts(self, n: int, text: str, is_last: bool) -> bool:
+        """A range from line N starts on the first line at or past N that it sees (an
+        earlier command may have ended the cycle of line N itself: ``1d;1,2d`` deletes
+        line 2 too, as GNU sed does), and only once; past N, a range ending at line M
+        before this line matches nothing (``1d;1,1d`` keeps line 2)."""
+        a = self.a1
+        if a is None or a.line is None or a.last or a.regex is not None:
+            return a is not None and a.matches(n, text, is_last)
+        if self.closed or n < a.line:
+            return False
+        self.closed = True
+        b = self.a2
+        return not (n > a.line and b is not None and b.line is not None and not b.last
+                    and b.step is None and n > b.line)
 
 
 def run_sed(lines: list[str], scripts: tuple[str, ...] | list[str], quiet: bool = False,
@@ -192,7 +211,7 @@ class _Parser:
         if ch == "/" or ch == "\\":
             if ch == "\\":
                 self.i += 1
-            body = self._delimited(s[self.i])
+            body = self._delimited()
             flags = 0
             while self.i < len(s) and s[self.i] in "IM":
                 flags |= re.IGNORECASE if s[self.i] == "I" else re.MULTILINE
@@ -203,13 +222,13 @@ class _Parser:
     _last_delim = "/"
 
     def _delimited(self, delim: str | None = None) -> str:
-        """Text up to the next unescaped ``delim``; the cursor starts on the delimiter
-        when ``delim`` is None (and is left after the closing one)."""
+        """Text up to the next unescaped ``delim``, the cursor left after it. With
+        ``delim`` None the cursor is on the opening delimiter, which is read; else the
+        text starts at the cursor (the replacement of ``s/a/b/`` starts right after the
+        delimiter that closed the pattern, and may be empty)."""
         s = self.s
         if delim is None:
             delim = s[self.i]
-            self.i += 1
-        elif s[self.i] == delim:
             self.i += 1
         self._last_delim = delim
         out = []
@@ -393,30 +412,42 @@ class _Machine:
             done = 0
             for n in touched:
                 result.extend(lines[done:n - 1])
-                result.extend(self._line(lines[n - 1], n, total, final=False)[0])
+                result.extend(self._line(lines[n - 1], n, total))
                 done = n
             result.extend(lines[done:])
-            return _ends_as(result, lines)
+            return result
         out: list[str] = []
         for n, raw in enumerate(lines, 1):
-            produced, stop = self._line(raw, n, total, final=True)
-            out.extend(produced)
-            if stop:
+            out.extend(self._line(raw, n, total))
+            if self.stop:
                 break
-        return _ends_as(out, lines)
+        return out
 
-    def _line(self, raw: str, n: int, total: int, final: bool) -> tuple[list[str], bool]:
-        """The lines one input line becomes (each with its newline), and "stop here"."""
+    def _line(self, raw: str, n: int, total: int) -> list[str]:
+        """The lines one input line becomes, each with its newline, in GNU sed's order:
+        ``p``, ``i`` and ``c`` write at once, the line itself at the end of the cycle
+        (unless ``-n``, ``d`` or ``Q``), then the text ``a`` queued. The one exception
+        to "each with its newline": the last line of a file that had none, when the
+        last thing written is that line itself (sed adds the newline only before more
+        output)."""
         self.space = raw[:-1] if raw.endswith("\n") else raw
-        self.before: list[str] = []
+        self.out: list[str] = []
         self.after: list[str] = []
-        self.printed: list[str] = []
+        self.space_at = -1           # where the line itself was last written in ``out``
         action = self._exec(self.program, n, n == total)
-        out = [*self.before, *self.printed]
         if action in (None, "q") and not self.quiet:
-            out.append(self.space)
-        out.extend(self.after)
-        return [ln + "\n" for ln in out], action in ("q", "Q")
+            self._emit_space()
+        if action != "Q":
+            self.out.extend(self.after)
+        self.stop = action in ("q", "Q")
+        produced = [ln + "\n" for ln in self.out]
+        if produced and not raw.endswith("\n") and self.space_at == len(produced) - 1:
+            produced[-1] = produced[-1][:-1]
+        return produced
+
+    def _emit_space(self) -> None:
+        self.out.append(self.space)
+        self.space_at = len(self.out) - 1
 
     def _candidates(self, lines: list[str]) -> list[int] | None:
         """The only lines the program can touch, found at C speed: single-address
@@ -462,13 +493,13 @@ class _Machine:
         if k:
             self.space = new
             if echo:
-                self.printed.append(self.space)
+                self._emit_space()
 
     def _y(self, cmd: _Cmd) -> None:
         self.space = self.space.translate(cmd.arg)  # type: ignore[arg-type]
 
     def _p(self, cmd: _Cmd) -> None:
-        self.printed.append(self.space)
+        self._emit_space()
 
     def _d(self, cmd: _Cmd) -> str:
         return "d"
@@ -477,11 +508,11 @@ class _Machine:
         self.after.extend(cmd.arg)  # type: ignore[arg-type]
 
     def _i(self, cmd: _Cmd) -> None:
-        self.before.extend(cmd.arg)  # type: ignore[arg-type]
+        self.out.extend(cmd.arg)  # type: ignore[arg-type]
 
     def _c(self, cmd: _Cmd) -> str:
         if cmd.a2 is None or not cmd.active:
-            self.after.extend(cmd.arg)  # type: ignore[arg-type]
+            self.out.extend(cmd.arg)  # type: ignore[arg-type]
         return "d"
 
     def _q(self, cmd: _Cmd) -> str:
@@ -526,13 +557,6 @@ def _range_lines(a1: _Addr, a2: _Addr, texts: list[str]) -> list[int]:
         out.extend(range(n, end + 1))
         after = end
     return out
-
-
-def _ends_as(result: list[str], lines: list[str]) -> list[str]:
-    """The file's last line ends as it did: without a newline if it had none."""
-    if result and lines and not lines[-1].endswith("\n") and result[-1].endswith("\n"):
-        result[-1] = result[-1][:-1]
-    return result
 
 
 def _sub(regex: re.Pattern[str], repl: str, text: str, count: int) -> tuple[str, int]:

@@ -588,6 +588,29 @@ def test_more_pipelines(cmd: str, reads: list[Read]) -> None:
     assert analyze(cmd).reads == reads
 
 
+@pytest.mark.parametrize("cmd,window,category,edits", [
+    ("perl -ne 'print if 3..5' f.py", (3, 5), "read", 0),
+    ("perl -ne 'print if $. >= 3 && $. <= 5' f.py", (3, 5), "read", 0),
+    ("perl -lne 'print if /def /' f.py", (None, None), "read", 0),
+    ("perl -pe 's/a/b/' f.py", (None, None), "read", 0),
+    ("perl -pi -e 's/a/b/' f.py", None, "edit", 1),
+    ("perl -i.bak -pe 's/a/b/' f.py", None, "edit", 1),
+    ("perl fix.pl f.py", None, "run", 0),
+])
+def test_perl_one_liners(cmd: str, window, category: str, edits: int) -> None:
+    """Filters over a file read it (the text decides which lines: gaps, or loose for
+    a transform); ``-i`` edits it in a way we cannot replay; a script is not followed."""
+    res = analyze(cmd, "x\n")
+    assert res.category == category and len(res.edits) == edits
+    if window is None:
+        assert res.reads == []
+        return
+    (read,) = res.reads
+    assert (read.path, read.start, read.end) == ("f.py", *window)
+    assert read.shown.loose == ("-pe" in cmd)
+    assert read.shown.gaps == ("/" in cmd)
+
+
 def test_heredoc_then_and_and() -> None:
     res = analyze("cat > f.py <<'EOF' && python f.py\nprint(1)\nEOF")
     assert res.edits == [Edit("f.py", content="print(1)\n")]

@@ -156,10 +156,7 @@ def _sed(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream
         ctx.note("sed line range over several files: which file's lines is not known")
         rng = None
     out = filter_each(ctx, ops, stdin, rng, "sed")
-    if loose:
-        out = Stream(segs=[filtered(s, loose=True) for s in out.segs], fmt=out.fmt,
-                     fallback=out.fallback, shape=out.shape, text=out.text)
-    return out
+    return _loose(out) if loose else out
 
 
 _SED_CMD = re.compile(r"(\d+|\$)(?:\s*,\s*(\d+|\$|\+\d+))?\s*([pq])")
@@ -255,6 +252,72 @@ def _awk(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream
     return out
 
 
+_PERL_LINE_NO = re.compile(r"\$\.\s*(==|>=|<=|>|<)\s*(\d+)")
+_PERL_FLIP_RANGE = re.compile(r"print\s+if\s+(\d+)\s*\.\.\s*(\d+)\s*;?")
+_PERL_FILTER = re.compile(r"print\s+if\s+(?:/.*/|\$_\s*=~\s*/.*/)[a-z]*\s*;?|print\s+unless\s+/.*/\s*;?")
+
+
+def _perl(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    """``perl -ne 'PROG' f`` / ``-pe``: a line filter over the files (``print if 3..5``,
+    ``print if $. >= a && $. <= b``, ``print if /re/``) or a transform (``-pe
+    's/a/b/'``: the text decides which lines are the file's). ``-i``: an in-place edit
+    whose result we cannot replay."""
+    from .writers import edit_files
+
+    words = [w.text for w in argv[1:]]
+    flags = "".join(t[1:] for t in words if t.startswith("-") and not t.startswith("--"))
+    prog: str | None = None
+    ops: list[Word] = []
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        t = args[i].text
+        if t in ("-e", "-E") and i + 1 < len(args):
+            prog = args[i + 1].text if prog is None else prog + ";" + args[i + 1].text
+            i += 2
+            continue
+        if t.startswith("-") and len(t) > 1 and t != "-":
+            if t[-1] in "eE" and i + 1 < len(args):      # -ne 'PROG', -lne, -pi -e
+                prog = args[i + 1].text if prog is None else prog + ";" + args[i + 1].text
+                i += 2
+                continue
+            i += 1
+            continue
+        if prog is None:
+            prog = t                                      # perl script.pl: not followed
+            ops = []
+            break
+        ops.append(args[i])
+        i += 1
+    if prog is None or not ("n" in flags or "p" in flags):
+        ctx.note("perl script: not followed")
+        return EMPTY
+    if "i" in flags:
+        return edit_files(ctx, ops, "perl -i")
+    prog = prog.strip()
+    if "p" in flags:
+        return _loose(filter_each(ctx, ops, stdin, None, "perl"))
+    m = _PERL_FLIP_RANGE.fullmatch(prog)
+    if m:
+        return filter_each(ctx, ops, stdin, [(int(m.group(1)), int(m.group(2)))], "perl")
+    cond = prog.removeprefix("print if").strip().rstrip(";") if prog.startswith("print if") else ""
+    terms = [t.strip().strip("()").strip() for t in cond.split("&&")] if cond else []
+    if terms and all(_PERL_LINE_NO.fullmatch(t) for t in terms):
+        awk_like = " && ".join(t.replace("$.", "NR") for t in terms)
+        rng, _ = _awk_ranges(awk_like)
+        return filter_each(ctx, ops, stdin, rng, "perl")
+    if _PERL_FILTER.fullmatch(prog):
+        return filter_each(ctx, ops, stdin, None, "perl")
+    ctx.note("perl prints computed text: file level only")
+    return _transformed(filter_each(ctx, ops, stdin, None, "perl"))
+
+
+def _loose(stream: Stream) -> Stream:
+    """Lines that may have been changed on the way: the text decides which are the file's."""
+    return Stream(segs=[filtered(s, loose=True) for s in stream.segs], fmt=stream.fmt,
+                  fallback=stream.fallback, shape=stream.shape, text=stream.text)
+
+
 def _transformed(stream: Stream) -> Stream:
     """Lines changed into something else (fields, computed text): the files only."""
     return Stream(segs=[Seg(s.path, s.raw, s.start, s.end, partial=True, base=s.base)
@@ -289,5 +352,5 @@ HANDLERS = {
     "cat": _cat, "tac": _passthrough, "nl": _nl, "less": _pager, "more": _pager, "bat": _pager,
     "batcat": _pager, "head": _head, "tail": _tail, "sed": _sed, "gsed": _sed, "awk": _awk,
     "gawk": _awk, "mawk": _awk, "sort": _passthrough, "uniq": _passthrough, "wc": _wc,
-    "echo": _echo,
+    "echo": _echo, "perl": _perl,
 }
