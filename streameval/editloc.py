@@ -1,4 +1,4 @@
-"""EditLoc: did the model patch edit the lines the gold says matter (METRICS.md section 4).
+"""EditLoc: did the model patch edit the lines the gold says matter (docs/metrics.md §4).
 
 The model patch's *deleted* lines, numbered in the old (base-commit) file, are compared
 with the ``init_ctx`` lines of the gold. A pure function of two stored inputs, so replay
@@ -35,7 +35,7 @@ def deleted_lines(patch: str) -> dict[str, list[int]]:
 
 
 def editloc(patch: str | None, gold: GoldInstance) -> dict | None:
-    """EditLoc of a model patch against ``gold.init_ctx`` (METRICS.md section 4).
+    """EditLoc of a model patch against ``gold.init_ctx`` (docs/metrics.md §4).
 
     None when there is no patch: unlike the public evaluator, streameval never scores
     the gold patch in place of a missing one. recall = precision = hits / deleted lines
@@ -57,7 +57,7 @@ def editloc(patch: str | None, gold: GoldInstance) -> dict | None:
 
 def _init_lines(spans: Iterable[GoldSpan]) -> dict[str, list[tuple[int, int]]]:
     """Merged line ranges per file. A reversed range is read as [end, start]; ranges
-    are kept only when both ends are > 0 (METRICS.md 3 "Lines", 4b), never clamped."""
+    are kept only when both ends are > 0 (docs/metrics.md §3 "Lines", 4b), never clamped."""
     raw: dict[str, list[tuple[int, int]]] = {}
     for span in spans:
         a, b = sorted((span.start_line, span.end_line))

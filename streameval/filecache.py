@@ -1,6 +1,6 @@
 """File bytes and line offsets, cached: what every metric needs of a repository file.
 
-``LineIndex`` is METRICS.md section 3's "line range -> bytes" for one file's bytes;
+``LineIndex`` is docs/metrics.md §3's "line range -> bytes" for one file's bytes;
 ``FileCache`` keeps file bytes and line indexes for every repository of a process in
 LRUs bounded by weight, keyed by what makes an entry valid (repository, commit, path,
 version), so an entry is never served for another commit or a changed file.
@@ -26,7 +26,7 @@ DEFAULT_MAX_OFFSETS = 8 * 1024 * 1024     # line starts kept in LineIndex caches
 # --------------------------------------------------------------------------- line index
 
 class LineIndex:
-    """Line starts of one file's bytes (METRICS.md section 3, "Line range -> bytes").
+    """Line starts of one file's bytes (docs/metrics.md §3, "Line range -> bytes").
 
     ``off[k]`` is the byte where line k starts (line 1 at 0; a line starts after
     every ``\\n``). ``size`` is the file's length in bytes.
@@ -53,7 +53,7 @@ class LineIndex:
         return len(self._off) - (1 if self._off[-1] == self._size else 0)
 
     def byte_range(self, start: int, end: int) -> tuple[int, int] | None:
-        """Inclusive byte interval of lines ``start..end`` per METRICS.md section 3.
+        """Inclusive byte interval of lines ``start..end`` per docs/metrics.md §3.
 
         ``start = max(1, start)``, ``end = max(start, end)``; a start past the last
         line start gives None; an empty file gives ``(0, 0)``.

@@ -46,7 +46,7 @@ class GoldInstance:
 
 
 def normalize_gold_path(path: str) -> str:
-    """METRICS.md section 2, gold paths.
+    """docs/metrics.md §2, gold paths.
 
     Only the documented prefixes go: the public evaluator strips *every* leading
     ``.``/``/`` character, which turns ``.github/x`` into ``github/x``; we keep dot
@@ -233,7 +233,7 @@ def _add_row(gold: GoldSet, row: Any, fallback_id: str) -> None:
 
 
 def _instance(iid: str, row: dict[str, Any]) -> GoldInstance:
-    """METRICS.md section 1: init/add when given, else all gold_context is init."""
+    """docs/metrics.md §1: init/add when given, else all gold_context is init."""
     # A null init_ctx/add_ctx (a column this row does not fill) is not "given".
     if row.get("init_ctx") is not None or row.get("add_ctx") is not None:
         init = _spans(row.get("init_ctx"), "init_ctx")

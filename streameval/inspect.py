@@ -275,7 +275,7 @@ def _print_metrics(out: TextIO, m: dict) -> None:
               f"{t['auc_coverage'][g]:>8.3f}{t['redundancy'][g]:>12.3f}", file=out)
     e = m.get("editloc")
     if e:
-        # METRICS.md 4: hits among the patch's deleted lines; gold_size = init lines
+        # docs/metrics.md §4: hits among the patch's deleted lines; gold_size = init lines
         print(f"  editloc      recall {e['recall']:.3f} ({e['intersection']} of "
               f"{e['pred_size']} deleted lines in init context; {e['gold_size']} init lines)",
               file=out)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 #: The four ContextBench granularities, in the order every report uses.
 GRANULARITIES: tuple[str, ...] = ("file", "symbol", "span", "line")
 
-#: Tool-call categories (METRICS.md section 7), in report order.
+#: Tool-call categories (docs/metrics.md §7), in report order.
 CATEGORIES: tuple[str, ...] = (
     "read", "search", "edit", "test", "git", "env", "build", "quality", "run", "other",
 )
@@ -29,7 +29,7 @@ class Step:
     ``files`` are repo-relative paths; ``spans`` maps a repo-relative path to
     1-based inclusive line ranges at the *base commit*. ``symbols`` (optional)
     names definitions per file; where given for a step it replaces the symbols
-    derived from that step's spans (METRICS.md 4b). The same shape serves as an
+    derived from that step's spans (docs/metrics.md §4b). The same shape serves as an
     explicitly stated final context.
     """
 

@@ -1,7 +1,7 @@
 """Coverage curves as SVG: the per-step coverage of a record, by granularity.
 
 The same curve the Grafana "Run" dashboard draws live, drawn from a finished record
-(METRICS.md section 5 ``trajectory.steps``), with no plotting dependency: SVG is
+(docs/metrics.md §5 ``trajectory.steps``), with no plotting dependency: SVG is
 text, renders in browsers and on GitHub, and diffs in review.
 """
 

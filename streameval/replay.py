@@ -9,7 +9,7 @@ live watcher uses, so a replayed trace and a watched one agree.
 ContextBench unified predictions are evaluated here directly (their steps are stated,
 nothing to infer); every other trace format goes through ``session.evaluate_trace``.
 A job that cannot be evaluated (no gold, no repository, unreadable input...) becomes an
-``{"instance_id", "error"}`` record and the batch goes on (METRICS.md section 5).
+``{"instance_id", "error"}`` record and the batch goes on (docs/metrics.md §5).
 """
 
 from __future__ import annotations
@@ -403,7 +403,7 @@ def _job_id(job: Job) -> str | None:
 
 
 def evaluate_unified(rec: UnifiedRecord, context: _Context) -> dict[str, Any]:
-    """One unified prediction record -> its METRICS.md section 5 record, through the same
+    """One unified prediction record -> its docs/metrics.md §5 record, through the same
     session engine as every trace (the format's rules live in ``formats.unified`` and
     ``session``)."""
     identity = RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id)

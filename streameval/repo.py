@@ -122,7 +122,7 @@ class RepoView:
         return index
 
     def resolve(self, path: str) -> str | None:
-        """A predicted path -> repo-relative path (METRICS.md section 2), or None.
+        """A predicted path -> repo-relative path (docs/metrics.md §2), or None.
 
         Strips quotes, white space, ``./`` and leading ``/``; tries the path, then
         with 1, 2, ... leading components dropped. Never escapes the repo.
@@ -142,7 +142,7 @@ _STRIP = " \t\r\n\f\v'\"`"
 
 
 def clean_predicted_path(path: str) -> str | None:
-    """METRICS.md section 2: the predicted path made relative and normal, or None.
+    """docs/metrics.md §2: the predicted path made relative and normal, or None.
 
     Normalizing happens *after* the leading ``/`` is gone, so ``/../x`` is the escape
     ``../x`` (rejected) rather than the root-clamped ``/x``.

@@ -1,8 +1,8 @@
 """Aggregates over per-instance records: the summary table and the Benchkit CSV.
 
-Pure functions over METRICS.md section 5 records (dicts as replay writes them), so the
+Pure functions over docs/metrics.md §5 records (dicts as replay writes them), so the
 numbers of a table can be recomputed from the JSONL alone. Two averages are reported
-and always labelled (METRICS.md section 4, "Aggregates"):
+and always labelled (docs/metrics.md §4, "Aggregates"):
 
 - **macro**: the mean of per-instance values, every instance counts once (the usual
   ContextBench table);
@@ -25,7 +25,7 @@ from .model import GRANULARITIES
 
 __all__ = ["BENCHKIT_COLUMNS", "aggregate", "benchkit_row", "format_table", "write_benchkit_csv"]
 
-#: METRICS.md section 4, "Benchkit column names", granularities in Benchkit's order.
+#: docs/metrics.md §4, "Benchkit column names", granularities in Benchkit's order.
 _BENCHKIT_ORDER = ("file", "line", "span", "symbol")
 BENCHKIT_COLUMNS: tuple[str, ...] = (
     ("instance_id",)
@@ -58,7 +58,7 @@ def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
         out[g] = {
             "macro": {"coverage": _mean([x["coverage"] for x in rows]),
                       "precision": _mean([x["precision"] for x in rows])},
-            # Empty G gives coverage 1.0 and empty P precision 1.0 (METRICS.md section 3),
+            # Empty G gives coverage 1.0 and empty P precision 1.0 (docs/metrics.md §3),
             # summed sizes follow the same convention.
             "micro": ({"coverage": _ratio(inter, gold, 1.0),
                        "precision": _ratio(inter, pred, 1.0)} if rows else
@@ -75,11 +75,11 @@ def _trajectory(evaluated: list[dict[str, Any]], key: str) -> dict[str, float | 
 
 
 def _editloc(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
-    """Over the instances that have a patch only (no patch, no EditLoc: METRICS.md 4).
+    """Over the instances that have a patch only (no patch, no EditLoc: docs/metrics.md §4).
 
     Per instance recall = precision = hits / deleted lines, so the micro form of both
     is Σ hits / Σ deleted lines (0 when nothing was deleted); not the public
-    evaluator's Σ hits / Σ gold size, which METRICS.md 4b says to ignore.
+    evaluator's Σ hits / Σ gold size, which docs/metrics.md §4b says to ignore.
     """
     rows = [r["editloc"] for r in evaluated if isinstance(r.get("editloc"), dict)]
     hits = sum(int(x.get("intersection", 0)) for x in rows)
@@ -181,7 +181,7 @@ def benchkit_row(record: dict[str, Any]) -> dict[str, str]:
 
 
 def write_benchkit_csv(records: Iterable[dict[str, Any]], path: str | Path) -> None:
-    """Benchkit-style CSV (METRICS.md section 4): one row per record, input order."""
+    """Benchkit-style CSV (docs/metrics.md §4): one row per record, input order."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(BENCHKIT_COLUMNS))
         writer.writeheader()

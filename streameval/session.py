@@ -2,7 +2,7 @@
 
 ``RunSession`` turns the events of one agent run into Steps (through
 ``reading.steps.StepBuilder``) and feeds them to ``state.InstanceState``, keeping the
-live extras of METRICS.md section 7 beside. ``tracefile`` feeds it: replay, watch,
+live extras of docs/metrics.md §7 beside. ``tracefile`` feeds it: replay, watch,
 inspect and unified predictions all score runs through this one class.
 
 The record carries only what the trace itself says (trace timestamps, never the
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class RunExtras:
-    """Live extras of one run (METRICS.md section 7); all from the trace itself."""
+    """Live extras of one run (docs/metrics.md §7); all from the trace itself."""
 
     tool_calls: int = 0
     sidechain_calls: int = 0
@@ -235,7 +235,7 @@ class RunSession:
             self._add_step(step, ev.step.timestamp)
 
     def _resolve_stated(self, step: Step) -> Step:
-        """Stated contexts carry trace paths: resolve them (METRICS.md section 2)."""
+        """Stated contexts carry trace paths: resolve them (docs/metrics.md §2)."""
         if self.view is None:
             return step
         from .reading.paths import resolve_step
@@ -316,7 +316,7 @@ class RunSession:
         return self._steps
 
     def record(self) -> dict:
-        """The METRICS.md section 5 record plus run identity and live extras."""
+        """The docs/metrics.md §5 record plus run identity and live extras."""
         ident = self.identity
         if self.error is not None or self.state is None:
             return {"instance_id": ident.instance_id, "error": self.error or "not evaluated",
@@ -359,7 +359,7 @@ class RunSession:
 
     def _unified_record(self) -> dict:
         """A unified prediction's record: the evaluator's shape, and its answer for a
-        stated context that resolves to nothing (METRICS.md 4b: ``no_context_extracted``
+        stated context that resolves to nothing (docs/metrics.md §4b: ``no_context_extracted``
         when no file, no range and no symbol name is left after path resolution)."""
         final = self._stated_final
         empty = _names_nothing(final) if final is not None else not self._stated_any

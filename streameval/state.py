@@ -1,4 +1,4 @@
-"""Incremental ContextBench metrics for one instance (METRICS.md sections 3, 4, 4b, 5).
+"""Incremental ContextBench metrics for one instance (docs/metrics.md sections 3, 4, 4b, 5).
 
 An agent run is scored while it runs: every Step is folded into a running union, and
 the numbers a scrape or a record needs are kept as running sums. Adding a step costs
@@ -7,7 +7,7 @@ only those are measured against the gold), never the length of the run so far, s
 10,000-step trace costs about ten times a 1,000-step one (DESIGN.md, "Incremental").
 
 ``state.py`` knows nothing of trace formats, disk layout or Prometheus: Steps arrive
-with repo-relative paths and base-commit line ranges (METRICS.md section 2 resolution
+with repo-relative paths and base-commit line ranges (docs/metrics.md §2 resolution
 happened upstream); the RepoView gives bytes, the SymbolIndex definitions.
 """
 
@@ -55,7 +55,7 @@ class Snapshot:
     bytes_read: int   # |union of bytes read|
     #: per-step (trajectory) coverage after the latest step; all 0.0 before any step
     last_step_coverage: dict[str, float] = field(default_factory=dict)
-    #: True once a stated final context replaced the union of steps (METRICS.md 1)
+    #: True once a stated final context replaced the union of steps (docs/metrics.md §1)
     stated_final: bool = False
 
 
@@ -63,7 +63,7 @@ class Snapshot:
 
 
 def _ordered(a: int, b: int) -> tuple[int, int]:
-    """METRICS.md 4b: a range with start > end means [end, start].
+    """docs/metrics.md §4b: a range with start > end means [end, start].
 
     Applied to every range, gold and predicted, before any other rule, so the line
     and byte granularities always see the same range.
@@ -72,12 +72,12 @@ def _ordered(a: int, b: int) -> tuple[int, int]:
 
 
 def _ratio(num: int, den: int) -> float:
-    """METRICS.md 3: an empty denominator (empty G or empty P) gives 1.0."""
+    """docs/metrics.md §3: an empty denominator (empty G or empty P) gives 1.0."""
     return num / den if den else 1.0
 
 
 def _last_name(name: str) -> str:
-    """METRICS.md 3: ``a.b`` names the definitions called ``b``."""
+    """docs/metrics.md §3: ``a.b`` names the definitions called ``b``."""
     return name.rsplit(".", 1)[-1]
 
 
@@ -107,7 +107,7 @@ class _Expander:
         self.symbols = symbols
 
     def byte_set(self, path: str, ranges: Iterable[tuple[int, int]]) -> IntervalSet | None:
-        """METRICS.md 3 "Line range -> bytes"; None when ``path`` is not a repo file."""
+        """docs/metrics.md §3 "Line range -> bytes"; None when ``path`` is not a repo file."""
         index = self.view.line_index(path)
         if index is None:
             return None
@@ -116,13 +116,13 @@ class _Expander:
 
     @staticmethod
     def line_set(ranges: Iterable[tuple[int, int]]) -> IntervalSet:
-        """METRICS.md 3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
+        """docs/metrics.md §3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
         ordered = (_ordered(a, b) for a, b in ranges)
         # after ordering, a > 0 means both ends are
         return IntervalSet.from_ranges(r for r in ordered if r[0] > 0)
 
     def overlapping(self, bytes_by_file: Mapping[str, IntervalSet]) -> set[Definition]:
-        """METRICS.md 3: definitions sharing at least one byte with the spans."""
+        """docs/metrics.md §3: definitions sharing at least one byte with the spans."""
         if self.symbols is None:
             return set()
         out: set[Definition] = set()
@@ -132,7 +132,7 @@ class _Expander:
         return out
 
     def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
-        """METRICS.md 3: each name (last part of ``a.b``) -> every definition so called.
+        """docs/metrics.md §3: each name (last part of ``a.b``) -> every definition so called.
 
         Empty names name nothing; files that are not repo files have no definitions.
         """
@@ -170,7 +170,7 @@ class _Expander:
 
 
 def _gold_sets(gold: GoldInstance, expander: _Expander, warnings: list[str]) -> _Sets:
-    """G at every granularity (METRICS.md 3): files, bytes and symbols from init+add,
+    """G at every granularity (docs/metrics.md §3): files, bytes and symbols from init+add,
     lines from init_ctx only. A gold file missing from the repo counts at file level
     (and, needing no repo, at line level) but has no bytes or symbols."""
     sets = _Sets(files={s.file for s in gold.gold_context})
@@ -239,7 +239,7 @@ class _Context:
                         self.inter[g] += gold_spans.overlap(x, y)
 
     def numbers(self, gold_size: dict[str, int], g: str) -> dict[str, Any]:
-        """The ``final`` block of one granularity (METRICS.md 4, 5)."""
+        """The ``final`` block of one granularity (docs/metrics.md §4, 5)."""
         return {
             "coverage": _ratio(self.inter[g], gold_size[g]),
             "precision": _ratio(self.inter[g], self.size[g]),
@@ -322,7 +322,7 @@ class InstanceState:
     def add_step(self, step: Step) -> dict[str, float]:
         """Add one step; return its per-step coverage by granularity.
 
-        Per-step coverage is that of the union of steps 1..t (METRICS.md 4). An empty
+        Per-step coverage is that of the union of steps 1..t (docs/metrics.md §4). An empty
         step still counts in ``num_steps`` and in the AUC denominator (4b).
         """
         sets = self._expander.step(step)
@@ -337,11 +337,11 @@ class InstanceState:
         return dict(coverage)
 
     def set_final_context(self, context: Step) -> None:
-        """Use a stated final context instead of the union of steps (METRICS.md 1).
+        """Use a stated final context instead of the union of steps (docs/metrics.md §1).
 
         Only the ``final`` block changes; trajectory, AUC and redundancy stay those of
         the steps. Calling it again replaces the previous one (the last stated context
-        wins). Unified predictions with no ``pred_steps`` (METRICS.md 4b): the caller
+        wins). Unified predictions with no ``pred_steps`` (docs/metrics.md §4b): the caller
         also passes the final context as the one step, ``add_step(context)``, so that
         ``num_steps`` is 1 and the trajectory is that step.
         """
@@ -354,7 +354,7 @@ class InstanceState:
     def _trajectory_coverage(self) -> dict[str, float]:
         out = {g: _ratio(self._union.inter[g], self._gold_size[g]) for g in GRANULARITIES}
         if self._gold_size["line"] == 0:
-            out["line"] = 0.0  # METRICS.md 4: the public evaluator's trajectory quirk
+            out["line"] = 0.0  # docs/metrics.md §4: the public evaluator's trajectory quirk
         return out
 
     @property
@@ -373,17 +373,17 @@ class InstanceState:
         """True when the final context holds nothing at any granularity.
 
         For the unified format this is the evaluator's ``no_context_extracted``
-        case (METRICS.md 4b); a live run that read nothing is still scored.
+        case (docs/metrics.md §4b); a live run that read nothing is still scored.
         """
         return not any(self._final.size.values())
 
     def auc_coverage(self, g: str) -> float:
-        """METRICS.md 4: mean of per-step coverage, 0 with no steps."""
+        """docs/metrics.md §4: mean of per-step coverage, 0 with no steps."""
         n = len(self._trajectory)
         return self._coverage_sum[g] / n if n else 0.0
 
     def redundancy(self, g: str) -> float:
-        """METRICS.md 4: 1 - |union of all steps| / Σ_t |step t|, 0 when the sum is 0."""
+        """docs/metrics.md §4: 1 - |union of all steps| / Σ_t |step t|, 0 when the sum is 0."""
         total = self._step_sum[g]
         return 1 - self._union.size[g] / total if total else 0.0
 
@@ -404,10 +404,10 @@ class InstanceState:
             last_step_coverage=self.last_step_coverage, stated_final=self._stated is not None)
 
     def record(self, patch: str | None = None) -> dict:
-        """The METRICS.md section 5 record, keys in that order; floats unrounded.
+        """The docs/metrics.md §5 record, keys in that order; floats unrounded.
 
         The ``editloc`` key is there only when a non-empty patch is given: no patch,
-        no EditLoc (METRICS.md 4, unlike the public evaluator).
+        no EditLoc (docs/metrics.md §4, unlike the public evaluator).
         """
         final = self._final
         rec: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Tree-sitter definition index per file (METRICS.md section 3, "Symbols").
+"""Tree-sitter definition index per file (docs/metrics.md §3, "Symbols").
 
 This module is the only one that talks to tree-sitter. A symbol is one definition node
 ``(file, kind, start_byte, end_byte)``; the symbol granularity compares the definitions
@@ -22,7 +22,7 @@ from typing import Any
 __all__ = ["LANGUAGES", "Definition", "FileSymbols", "SymbolIndex", "known_kinds", "language_for",
            "parse_definitions"]
 
-# METRICS.md section 3: extension -> language, exactly as the rule book lists it.
+# docs/metrics.md §3: extension -> language, exactly as the rule book lists it.
 _EXTENSIONS: dict[str, str] = {
     ".py": "python",
     ".js": "javascript", ".jsx": "javascript",
@@ -41,7 +41,7 @@ _EXTENSIONS: dict[str, str] = {
     ".scala": "scala",
 }
 
-# METRICS.md section 3: language -> (grammar module, its language function, definition kinds).
+# docs/metrics.md §3: language -> (grammar module, its language function, definition kinds).
 # Kinds a grammar does not (or no longer) define are skipped at load time; see known_kinds().
 LANGUAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "python": ("tree_sitter_python", "language",
@@ -157,7 +157,7 @@ class FileSymbols:
         """Every definition called ``name``; for ``a.b`` (or ``a::b``) the last part counts.
 
         Names are stored unqualified (``Shop::Cart`` is ``Cart``), so a qualified query
-        matches every definition with that last part, as METRICS.md 3 says for ``a.b``.
+        matches every definition with that last part, as docs/metrics.md §3 says for ``a.b``.
         """
         last = name.strip().replace("::", ".").rsplit(".", 1)[-1]
         return list(self._by_name.get(last, ())) if last else []
@@ -219,7 +219,7 @@ def _grammar(name: str) -> _Grammar:
 
 
 def known_kinds(language: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(kinds METRICS lists that this grammar has, listed kinds it lacks).
+    """(kinds the rule book lists that this grammar has, listed kinds it lacks).
 
     Grammar wheels rename node types between releases; this makes the drift visible.
     """

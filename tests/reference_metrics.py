@@ -1,4 +1,4 @@
-"""A deliberately naive recomputation of METRICS.md sections 3, 4, 4b and 5.
+"""A deliberately naive recomputation of docs/metrics.md sections 3, 4, 4b and 5.
 
 Used only by tests, as the oracle ``streameval.state`` is checked against. Everything is
 a plain Python set of units -- files, ``(file, byte)``, ``(file, line)``, definitions --

@@ -1,4 +1,4 @@
-"""editloc.py: deleted lines of a unified diff and EditLoc against init_ctx (METRICS.md 4)."""
+"""editloc.py: deleted lines of a unified diff and EditLoc against init_ctx (docs/metrics.md §4)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_several_files_and_gold_union() -> None:
     g = gold(("a.py", 1, 10), ("a.py", 5, 12), ("a.py", 20, 15),  # union 1..12, 15..20
              ("b.py", 8, 8), ("c.py", 1, 2), ("c.py", 0, 0), ("c.py", -3, 1),
              add=(("a.py", 100, 200),))  # add_ctx is not EditLoc gold
-    # gold_size: a 12 + 6, b 1, c 2 (ranges with an end <= 0 are dropped, METRICS 3/4b)
+    # gold_size: a 12 + 6, b 1, c 2 (ranges with an end <= 0 are dropped, docs/metrics.md §3/4b)
     assert editloc(patch, g) == {"recall": 2 / 3, "precision": 2 / 3, "intersection": 2,
                                  "gold_size": 21, "pred_size": 3}
 

@@ -1,4 +1,4 @@
-"""Gold loading (parquet, JSON, JSONL, annot dirs) and gold path normalizing (METRICS §1, §2)."""
+"""Gold loading (parquet, JSON, JSONL, annot dirs) and gold path normalizing (docs/metrics.md §1, §2)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from streameval.gold import GoldInstance, GoldSpan, load_gold, normalize_gold_pa
     ("/workspace/repo/.eslintrc", ".eslintrc"),
     # only ONE directory under /workspace is dropped
     ("/workspace/a/b/c.go", "b/c.go"),
-    # a file straight in /workspace has no directory to drop (METRICS §2 as written)
+    # a file straight in /workspace has no directory to drop (docs/metrics.md §2 as written)
     ("/workspace/run_svelte_test.js", "workspace/run_svelte_test.js"),
 ])
 def test_normalize_gold_path(raw: str, expected: str) -> None:
@@ -52,7 +52,7 @@ def test_parquet_has_all_rows_and_no_errors(real_gold) -> None:
 
 
 def test_parquet_gold_context_is_all_init(real_gold) -> None:
-    # METRICS §1: a row with only gold_context treats all of it as init_ctx.
+    # docs/metrics.md §1: a row with only gold_context treats all of it as init_ctx.
     for inst in real_gold:
         assert inst.add_ctx == []
         assert inst.init_ctx and inst.gold_context == inst.init_ctx
@@ -136,7 +136,7 @@ def test_json_dict_of_rows_uses_keys_as_ids(tmp_path: Path) -> None:
 
 
 def test_null_init_and_add_columns_fall_back_to_gold_context(tmp_path: Path) -> None:
-    """METRICS.md 1: a row with only gold_context treats all of it as init_ctx. A table
+    """docs/metrics.md §1: a row with only gold_context treats all of it as init_ctx. A table
     that has init_ctx/add_ctx columns (null in this row) still has only gold_context
     here; it was rejected as "no gold items"."""
     f = tmp_path / "mixed.json"

@@ -76,7 +76,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         {"instance_id": "ghost__nothing-1", "traj_data": {"pred_steps": STEPS, **FINAL}},
         {"instance_id": "acme__missing-1", "traj_data": {"pred_steps": STEPS, **FINAL}},
         {"instance_id": "acme__widgets-4", "traj_data": {"pred_steps": STEPS, **FINAL}},
-        # no pred_steps: the final context is the one step (METRICS.md 4b); no patch
+        # no pred_steps: the final context is the one step (docs/metrics.md §4b); no patch
         {"instance_id": "acme__widgets-2", "traj_data": FINAL, "model_patch": ""},
         # only paths that are not repo files: nothing extracted
         {"instance_id": "acme__widgets-3",
@@ -382,7 +382,7 @@ def test_trace_shard_key_is_the_meta_instance_else_the_path(tmp_path):
 
 
 def test_symbol_names_for_unresolvable_files_still_replace_the_span_symbols(tmp_path):
-    """METRICS.md 4b: a step that gives ``symbols`` names uses those, not its spans'.
+    """docs/metrics.md §4b: a step that gives ``symbols`` names uses those, not its spans'.
 
     The step read mod.py lines 1-2 (def f, the gold) but named ``g`` in a file that is
     not in the repository. The names replace the span-derived symbols and name nothing:
@@ -413,7 +413,7 @@ def test_symbol_names_for_unresolvable_files_still_replace_the_span_symbols(tmp_
 
 def test_unified_steps_without_a_stated_final_use_their_union(batch):
     """docs/metrics.md: ``pred_steps`` and no ``pred_*`` final key -> the final context is
-    the union of the steps (METRICS.md 1), not ``no_context_extracted``. The union of
+    the union of the steps (docs/metrics.md §1), not ``no_context_extracted``. The union of
     STEPS: files notes, mod (2 of 2 gold files); lines notes 1-5 + mod 5-6 = 7, of which
     notes 3-4 are gold (2 of 4)."""
     from streameval.formats.unified import parse_record

@@ -76,7 +76,7 @@ def test_byte_range_clamps_start_and_end() -> None:
 
 def test_empty_file_byte_range() -> None:
     li = LineIndex(b"")
-    assert li.byte_range(1, 1) == (0, 0)      # METRICS §3: an empty file gives [0, 0]
+    assert li.byte_range(1, 1) == (0, 0)      # docs/metrics.md §3: an empty file gives [0, 0]
     assert li.byte_range(1, 50) == (0, 0)
     assert li.num_lines == 0
     assert li.line_of(0) == 1

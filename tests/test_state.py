@@ -208,7 +208,7 @@ def test_without_a_symbol_index_the_symbol_level_is_empty(repo):
 
 
 def test_a_path_that_resolves_by_suffix_feeds_the_step(repo, index):
-    # METRICS.md 2: resolution happens before the state, which sees repo paths only
+    # docs/metrics.md §2: resolution happens before the state, which sees repo paths only
     path = repo.resolve("/testbed/src/calc.py")
     assert path == CALC_PY
     assert repo.resolve("/testbed/nowhere/zzz.py") is None
@@ -221,7 +221,7 @@ def test_a_path_that_resolves_by_suffix_feeds_the_step(repo, index):
 
 
 def test_gold_range_one_past_the_end_gives_line_coverage_n_over_n_plus_1(repo, index):
-    # METRICS.md 4b: gold lines are not clamped to the file (calc.py has 6 lines)
+    # docs/metrics.md §4b: gold lines are not clamped to the file (calc.py has 6 lines)
     state = InstanceState(gold(init=[(CALC_PY, 1, 7)]), repo, index)
     state.add_step(read(CALC_PY, (1, 6)))
     rec = state.record()
@@ -283,7 +283,7 @@ def test_stated_final_context_replaces_the_union_for_the_final_block_only(repo, 
     state = InstanceState(gold(init=[(CALC_PY, 3, 3)], add=[("web/widget.js", 3, 3)]),
                           repo, index)
     state.add_step(read(CALC_PY, (1, 6)))
-    # a path only in spans is not a predicted file (METRICS.md 4b)
+    # a path only in spans is not a predicted file (docs/metrics.md §4b)
     state.set_final_context(Step(files=("web/widget.js",), spans={CALC_PY: [(3, 3)]}))
     rec = state.record()
     assert final(rec, "file") == (0.5, 1.0, 1, 2, 1)

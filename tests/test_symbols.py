@@ -1,4 +1,4 @@
-"""symbols.py: definitions per language (METRICS.md 3 "Symbols"), overlap queries, the index."""
+"""symbols.py: definitions per language (docs/metrics.md §3 "Symbols"), overlap queries, the index."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_language_for_other_extensions_is_none(path: str) -> None:
     assert language_for(path) is None
 
 
-# METRICS.md lists node types by name; grammar releases rename them. This pins which
+# docs/metrics.md lists node types by name; grammar releases rename them. This pins which
 # listed types each installed grammar really has, so a wheel upgrade shows up here.
 MISSING_KINDS = {"python": {"async_function_definition"}}
 
@@ -231,7 +231,7 @@ static int *first(struct node *n) {
 
 int main(void) { return 0; }
 ''', [
-        # Every struct_specifier node counts, type references included (METRICS 3).
+        # Every struct_specifier node counts, type references included (docs/metrics.md §3).
         ("struct_specifier", "node", "struct node {", "*next;\n}"),
         ("struct_specifier", "node", "struct node *next", "struct node"),
         ("function_definition", "first", "static int *first", "->value;\n}"),
@@ -421,7 +421,7 @@ def test_named_accepts_qualified_names() -> None:
 
 
 def test_cpp_functions_returning_references_are_named_by_their_identifier() -> None:
-    """METRICS.md 3: a ``symbols`` name maps to the definitions of that name. C++
+    """docs/metrics.md §3: a ``symbols`` name maps to the definitions of that name. C++
     ``int& ref()`` has a reference_declarator, whose inner declarator is not a field:
     the name is ``ref`` (it was the text ``& ref()``, so ``ref`` named nothing)."""
     source = "int& ref() { static int x; return x; }\nFoo&& mv(Foo f) { return f; }\n"

@@ -139,7 +139,7 @@ def token_usage(input_tokens: Any = 0, output_tokens: Any = 0,
 
 
 def shell_failed(returncode: int | None, output: str | None) -> bool:
-    """Whether a shell result showed nothing usable (METRICS.md 6: failed calls read nothing).
+    """Whether a shell result showed nothing usable (docs/metrics.md §6: failed calls read nothing).
 
     A plain non-zero exit is not enough: ``grep`` exits 1 when nothing matched and a
     failing test run exits 1 after printing plenty. So: any exit code other than 0 and 1

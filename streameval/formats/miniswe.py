@@ -12,7 +12,7 @@ watcher re-reads the file when it changes). The document is
 ContextBench's fork of the agent also lets the model *state* what it read:
 ``<EXPLORE_CONTEXT>`` blocks (``File: /abs/path`` + ``Lines: a-b`` entries) before a
 reading command, and one ``<PATCH_CONTEXT>`` block of the same shape before submitting.
-Those become ``StatedContext`` events (METRICS.md section 1, "a trace format that states
+Those become ``StatedContext`` events (docs/metrics.md §1, "a trace format that states
 a final context explicitly uses that instead"). As ContextBench's own analysis does, the
 blocks are read from assistant messages only, and the final context is the union of all
 ``PATCH_CONTEXT`` blocks. The tool call of the same turn is still emitted (after its
@@ -84,7 +84,7 @@ def parse_context_block(block: str) -> tuple[list[str], dict[str, list[tuple[int
 
     Lenient the way ContextBench's analysis is: other lines are ignored, a ``Lines:``
     entry belongs to the last ``File:`` seen, and only files with at least one usable
-    range count. ``a > b`` is read as ``[b, a]`` (METRICS.md 4b); a range ending before
+    range count. ``a > b`` is read as ``[b, a]`` (docs/metrics.md §4b); a range ending before
     line 1 is dropped and a start below 1 becomes 1.
     """
     files: list[str] = []

@@ -4,9 +4,9 @@ A record is ``{"instance_id", "traj_data": {"pred_steps": [...], "pred_files": [
 "pred_spans": {...}, "pred_symbols": {...}}, "model_patch": "..."}``; a file holds a JSON
 list of records, one JSON object (often pretty-printed) or JSONL. Nothing has to be
 inferred from tool calls: each ``pred_steps`` entry already is a step, and
-``pred_files``/``pred_spans``/``pred_symbols`` is the stated final context (METRICS.md
+``pred_files``/``pred_spans``/``pred_symbols`` is the stated final context (docs/metrics.md
 sections 1 and 4b). Paths stay as written here; resolving them against the repository is
-the caller's job (METRICS.md section 2), since this module knows nothing of repositories.
+the caller's job (docs/metrics.md §2), since this module knows nothing of repositories.
 
 Two entry points: ``iter_unified_records`` for batch replay (one record per instance,
 errors as values so one bad line never stops a file), and ``UnifiedAdapter`` for the
@@ -39,7 +39,7 @@ class UnifiedRecord:
 
     ``final`` is None when the record states no final context (then the union of the
     steps is the final context); ``has_steps`` is False when ``pred_steps`` is absent,
-    so the caller can apply METRICS.md 4b (the final context becomes the one step).
+    so the caller can apply docs/metrics.md §4b (the final context becomes the one step).
     """
 
     instance_id: str
@@ -67,7 +67,7 @@ class UnifiedError:
 def _ranges(value: Any) -> list[tuple[int, int]]:
     """``[{"start": a, "end": b}, ...]`` (or ``[a, b]`` pairs) -> line ranges.
 
-    ``start > end`` is read as ``[end, start]`` (METRICS.md 4b); anything that is not
+    ``start > end`` is read as ``[end, start]`` (docs/metrics.md §4b); anything that is not
     a pair of integers is dropped rather than guessed at.
     """
     out: list[tuple[int, int]] = []
@@ -195,7 +195,7 @@ class UnifiedAdapter(Adapter):
     """Unified predictions as trace events (a document: parsed whole at ``close``).
 
     Per record: ``RunInfo(instance_id)``, one ``StatedContext`` per ``pred_steps`` entry
-    (or the final context as the one step when there are none, METRICS.md 4b), a
+    (or the final context as the one step when there are none, docs/metrics.md §4b), a
     ``StatedContext(final=True)`` when the record states a final context, ``RunEnd``.
     """
 
@@ -246,7 +246,7 @@ class UnifiedAdapter(Adapter):
 def record_events(item: UnifiedRecord) -> list[TraceEvent]:
     """One record as trace events, for the session engine (replay and watch alike):
     ``RunInfo(instance_id)``, a ``StatedContext`` per step (without ``pred_steps`` the
-    final context is the one step, METRICS.md 4b), the stated final context, ``RunEnd``."""
+    final context is the one step, docs/metrics.md §4b), the stated final context, ``RunEnd``."""
     events: list[TraceEvent] = [RunInfo(instance_id=item.instance_id)]
     events.extend(StatedContext(step) for step in item.steps)
     if not item.has_steps:

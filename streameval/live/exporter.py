@@ -24,7 +24,7 @@ GATHER_SLICE = 64   # runs read per lock hold during a scrape
 
 # family name -> help; kept in one place so the README table can be generated from it
 HELP: dict[str, str] = {
-    "streameval_coverage_ratio": "Coverage |G∩P|/|G| of the context read so far (METRICS.md §3).",
+    "streameval_coverage_ratio": "Coverage |G∩P|/|G| of the context read so far (docs/metrics.md §3).",
     "streameval_precision_ratio": "Precision |G∩P|/|P| of the context read so far.",
     "streameval_auc_coverage_ratio": "Mean per-step coverage so far (AUC-coverage).",
     "streameval_redundancy_ratio": "1 - |union of steps| / Σ|step| so far.",

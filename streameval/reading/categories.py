@@ -1,4 +1,4 @@
-"""Tool-call categories by rules, no model (METRICS.md section 7).
+"""Tool-call categories by rules, no model (docs/metrics.md §7).
 
 Every tool call gets exactly one of ``model.CATEGORIES``. Native tools are named by
 their tool; shell commands by the programs they run (``shell.analyze`` calls

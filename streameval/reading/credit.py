@@ -196,7 +196,7 @@ class Creditor:
 
 def _clamp(read: Read, repo: str, n: int,
            problems: list[tuple[Reason, str]]) -> tuple[int, int] | None:
-    """Lines the file really had (``n`` now; METRICS.md 6): None end or past EOF ->
+    """Lines the file really had (``n`` now; docs/metrics.md §6): None end or past EOF ->
     last line; negative start counts from the end; start > end is swapped (4b)."""
     start, end = read.start, read.end
     if start is not None and end is not None and start > 0 and end > 0 and start > end:

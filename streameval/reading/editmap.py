@@ -1,6 +1,6 @@
 """The agent's edits, replayed on the base text, and current -> base-commit line mapping.
 
-METRICS.md section 6 ("Edits"): once the agent has edited a file, the line numbers it
+docs/metrics.md §6 ("Edits"): once the agent has edited a file, the line numbers it
 is shown differ from the base commit's. Every later read must be placed through the
 edits seen so far; this module keeps, per repo file, a ``LineMap`` (the current text
 and which base line each current line is).

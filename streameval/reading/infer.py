@@ -1,6 +1,6 @@
 """One tool call -> what it showed (Reads) and what it changed (Edits). Pure: no repo.
 
-METRICS.md section 6: a call's reads are what its *result* showed whenever the trace has
+docs/metrics.md §6: a call's reads are what its *result* showed whenever the trace has
 the result, and what was asked only when the trace never keeps results. A call that
 never got its result (``interrupted``) showed nothing. A failed native tool call
 (``is_error``, an error result) showed and changed nothing. A shell command is not
@@ -73,7 +73,7 @@ def _str(value: Any) -> str | None:
 
 
 def _failed(call: ToolCall) -> bool:
-    """METRICS.md section 6: a failed call (``is_error`` or an error result) shows nothing."""
+    """docs/metrics.md §6: a failed call (``is_error`` or an error result) shows nothing."""
     if call.is_error:
         return True
     out = call.output

@@ -6,7 +6,7 @@ agent wrote itself (``base_start is None``). An edit splices the runs around the
 it touched, so its cost is proportional to the edit plus the number of runs (which
 grows by at most two per edit), not to the file.
 
-The provisional patch (METRICS.md 7) is read off the same runs: a base line no current
+The provisional patch (docs/metrics.md §7) is read off the same runs: a base line no current
 line maps to was deleted, so the patch and the mapping can never disagree.
 """
 

@@ -72,7 +72,7 @@ def _file_info(call: ToolCall) -> dict | None:
 def _past_end(call: ToolCall) -> bool:
     """An ``offset`` past the file's last line: Claude shows only a warning, no line of
     the file (``file.numLines`` 0 from a ``startLine`` after ``totalLines``). That reads
-    nothing (METRICS.md 6); an empty file (``startLine`` 1) is still a file shown."""
+    nothing (docs/metrics.md §6); an empty file (``startLine`` 1) is still a file shown."""
     file = _file_info(call)
     if file is not None:
         start, num = _int(file.get("startLine")), _int(file.get("numLines"))

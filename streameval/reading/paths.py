@@ -1,4 +1,4 @@
-"""A path as a trace wrote it -> a repo-relative path at the base commit (METRICS.md 2, 6).
+"""A path as a trace wrote it -> a repo-relative path at the base commit (docs/metrics.md §2, 6).
 
 Agents name files relative to their working directory, absolutely inside a container
 (``/testbed/...``, ``/workspace/<repo>/...``, ``/tmp/gh-issue-solver-123/...``), or
@@ -6,7 +6,7 @@ relative after a ``cd``. The mapper joins relative paths with the call's cwd, re
 paths that cannot be repo files (``..`` escapes out of the known roots, system
 directories, installed packages), and resolves the rest with ``RepoView.resolve``:
 the path, then the path with 1, 2, ... leading components dropped, until a regular
-file of the base commit matches (METRICS.md section 2).
+file of the base commit matches (docs/metrics.md §2).
 
 Reads of paths outside the repo are ignored (section 6) but counted, by reason:
 ``PATH_OUTSIDE_REPO`` for paths that cannot be in it, ``PATH_NOT_IN_REPO`` for paths
@@ -170,7 +170,7 @@ class PathMapper:
 
 def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
     """A step a trace states itself (unified ``pred_steps``, mini-swe-agent context blocks):
-    its paths as written -> repo paths (METRICS.md section 2); unresolved ones dropped.
+    its paths as written -> repo paths (docs/metrics.md §2); unresolved ones dropped.
     Replay and the session share it, so both resolve stated steps alike."""
     def resolve(p: str) -> str | None:
         if p not in cache:
@@ -191,7 +191,7 @@ def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
             if r is not None:
                 symbols.setdefault(r, []).extend(names)
         if step.symbols and not symbols:
-            # METRICS.md 4b: the step gave names, so they replace the spans' symbols even
+            # docs/metrics.md §4b: the step gave names, so they replace the spans' symbols even
             # when none names a repo file; keep the keys (not repo files: they name
             # nothing) so the state does not read an empty dict as "no names given".
             symbols = {path: [] for path in step.symbols}

@@ -1,4 +1,4 @@
-"""Tool calls -> Steps in repo terms: repo paths and base-commit line ranges (METRICS.md 6).
+"""Tool calls -> Steps in repo terms: repo paths and base-commit line ranges (docs/metrics.md §6).
 
 Per call: ``infer`` says what the result showed and what it changed; edits are
 replayed on the ``EditMap`` in call order; every read's path is mapped to the repo and
@@ -103,7 +103,7 @@ class StepBuilder:
         self.paths.add_root(root)
 
     def provisional_patch(self) -> str:
-        """Unified diff base -> current of the edits seen so far (METRICS.md 7)."""
+        """Unified diff base -> current of the edits seen so far (docs/metrics.md §7)."""
         return self.edits.provisional_patch()
 
     def consume(self, call: ToolCall) -> CallOutcome:

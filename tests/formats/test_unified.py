@@ -44,7 +44,7 @@ def test_record_steps_final_and_patch_as_written():
     assert rec.instance_id == "django__django-12125"
     assert rec.has_steps
     assert rec.steps[0] == Step(files=("/testbed/a.py",), spans={"/testbed/a.py": [(3, 7)]})
-    # start > end is read as [end, start] (METRICS.md 4b); [a, b] pairs are accepted;
+    # start > end is read as [end, start] (docs/metrics.md §4b); [a, b] pairs are accepted;
     # a range that is not two integers is dropped; so is a symbol name that is not a string
     assert rec.steps[1].spans == {"b.py": [(2, 9), (1, 4)]}
     assert rec.steps[1].symbols == {"b.py": ["B.run"]}
@@ -165,7 +165,7 @@ def test_adapter_bad_input_is_a_bad_line_not_an_exception():
 
 
 def test_unified_through_the_session_reports_no_context_extracted_like_replay(tmp_path):
-    """METRICS.md 4b: the adapter -> session path gives the same error as replay when a
+    """docs/metrics.md §4b: the adapter -> session path gives the same error as replay when a
     unified record's final context resolves to nothing."""
     import json
 

@@ -95,7 +95,7 @@ def test_max_steps_fires_at_the_exact_step_even_inside_one_batch(env):
 
 def test_stagnation_counts_steps_since_gold_coverage_last_grew(env):
     s, runs, res = env
-    # step 1 reads init_ctx lines 4-9 (all the line-level gold, METRICS.md 3), step 2
+    # step 1 reads init_ctx lines 4-9 (all the line-level gold, docs/metrics.md §3), step 2
     # add_ctx util.py 1-2 (span and file gold); then five non-gold re-reads
     claude_trace(runs, s, ("src/app.py", 4, 9), ("src/util.py", 1, 2),
                  *[("src/util.py", 20, 25)] * 5)

@@ -1,4 +1,4 @@
-"""Tool-call categories by rules (METRICS.md section 7)."""
+"""Tool-call categories by rules (docs/metrics.md §7)."""
 
 from __future__ import annotations
 

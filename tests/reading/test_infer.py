@@ -1,4 +1,4 @@
-"""infer: one ToolCall -> what it showed and changed (METRICS.md section 6), no repo."""
+"""infer: one ToolCall -> what it showed and changed (docs/metrics.md §6), no repo."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PathMapper: trace paths -> repo paths (METRICS.md sections 2 and 6), on a real repo."""
+"""PathMapper: trace paths -> repo paths (docs/metrics.md sections 2 and 6), on a real repo."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_exact_path_under_a_root_beats_a_shorter_suffix(tmp_path):
     sha = make_repo(root, {"proj/b/c.py": "1\n", "b/c.py": "2\n"})[0]
     view = GitRepo(root).at(sha)
     assert PathMapper(view, roots=["/work/proj"]).to_repo("/work/proj/b/c.py") == "b/c.py"
-    # without the root, the longest suffix that is a file wins (METRICS.md 2)
+    # without the root, the longest suffix that is a file wins (docs/metrics.md §2)
     assert PathMapper(view).to_repo("/work/proj/b/c.py") == "proj/b/c.py"
 
 

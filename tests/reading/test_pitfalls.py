@@ -1,4 +1,4 @@
-"""METRICS.md section 6, "Pitfalls other tools fall into": one end-to-end test each.
+"""docs/metrics.md §6, "Pitfalls other tools fall into": one end-to-end test each.
 
 Every test goes the whole way: a ``ToolCall`` as an adapter emits it (tool name, input,
 the output the agent saw, cwd) -> ``StepBuilder.consume`` over a real git repository at

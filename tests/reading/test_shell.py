@@ -1,4 +1,4 @@
-"""Shell commands -> reads/edits (METRICS.md section 6).
+"""Shell commands -> reads/edits (docs/metrics.md §6).
 
 Cases marked ``real`` are command lines (and, where given, outputs) copied from the
 traces in ``shared/fixtures/real``; the others are the pitfalls section 6 names.

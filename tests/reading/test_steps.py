@@ -1,4 +1,4 @@
-"""StepBuilder: tool calls -> Steps with repo paths and base-commit lines (METRICS.md 6).
+"""StepBuilder: tool calls -> Steps with repo paths and base-commit lines (docs/metrics.md §6).
 
 Each edit kind is followed by a read *after* the edit: the read's current line numbers
 must come back as the base-commit lines the agent really saw.
@@ -213,7 +213,7 @@ def test_read_of_an_empty_file_is_a_file_without_lines(builder):
 
 
 def test_read_past_the_end_reads_nothing_and_counts_a_bad_range(builder):
-    """METRICS.md 6: an offset past EOF shows no line of the file: no step, no read."""
+    """docs/metrics.md §6: an offset past EOF shows no line of the file: no step, no read."""
     out = builder.consume(read(f"{T}/src/a.py", 500, 10))
     assert out.step is None and out.reads == []
     assert [p[0] for p in out.problems] == [Reason.BAD_LINE_RANGE]

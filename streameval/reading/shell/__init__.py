@@ -1,4 +1,4 @@
-"""A shell command line -> what it showed the agent and what it changed (METRICS.md 6).
+"""A shell command line -> what it showed the agent and what it changed (docs/metrics.md §6).
 
 Agents read code through ``cat``, ``sed -n``, ``grep``... inside a shell tool, so the
 command text and its output are the only record of what they looked at. The command is

@@ -355,7 +355,7 @@ def _dedupe(reads: list[Read]) -> list[Read]:
 
 def analyze(command: str, output: str | None = None, cwd: str | None = None,
             scripts: dict[str, str] | None = None) -> ShellAnalysis:
-    """Reads, edits, programs and category of one shell command (METRICS.md sections 6-7).
+    """Reads, edits, programs and category of one shell command (docs/metrics.md sections 6-7).
 
     ``output`` is what the command printed, when the trace has it; ``cwd`` the
     directory it ran in. Paths in the result are as written, joined with any ``cd``

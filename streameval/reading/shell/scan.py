@@ -5,7 +5,7 @@ the usual source of text the parser rejects. Error recovery would invent command
 the broken part, so the syntax tree is not trusted; a plain scan finds the words at
 command positions instead (line starts, after ``&&``/``||``/``;``/``|``/``(``), skips
 environment prefixes, wrappers (``timeout 5``) and heredoc bodies. Nothing is read or
-edited from such text (METRICS.md section 7: categories by rules).
+edited from such text (docs/metrics.md §7: categories by rules).
 """
 
 from __future__ import annotations
