@@ -242,8 +242,7 @@ def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> Editor
     if failed or call.interrupted:
         return res
     if name in ("open", "goto", "scroll_up", "scroll_down") and header:
-        parsed = parse_numbered(out[header.end():], "colon")
-        res.reads.extend(numbered_reads(res.open_file, parsed.numbers, parsed.lines))
+        res.reads.extend(_window(out, header))
     elif name == "search_file":
         target = _search_file_path(action, out) or open_file
         hits = [m for m in map(_SEARCH_LINE.match, out.splitlines()) if m]
@@ -255,36 +254,44 @@ def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> Editor
             name_part = re.sub(r"\s+\(\d+ matches?\)$", "", ln.strip())
             if name_part.startswith("/") or (name_part.startswith("./") and " " not in name_part):
                 res.reads.append(Read(name_part, listing=True))
-    elif name == "edit" and out.lstrip().startswith(_LINT_REJECTED):
-        # the linter refused the edit: nothing changed; the agent was shown the file
-        # as it would have looked (not the file) and the original lines (a read)
-        original = out.find(_LINT_ORIGINAL)
-        shown = _FILE_HEADER.search(out, original) if original >= 0 else None
-        if shown is not None:
-            body = out[shown.end():].split("\n-----", 1)[0]
-            parsed = parse_numbered(body, "colon")
-            res.reads.extend(numbered_reads(shown.group(1).strip(), parsed.numbers,
-                                            parsed.lines))
-        res.category = "edit"
     elif name == "edit":
-        target = res.open_file or open_file
-        m = _EDIT_RANGE.match(action.strip())
-        if target and m:
-            a, b, text = int(m.group(1)), int(m.group(2)), m.group(3)
-            new = text.split("\n") if text else []
-            res.edits.append(Edit(target, hunks=((a, b - a + 1, a, len(new)),),
-                                  hunk_text=(tuple(new),)))
-        elif target:
-            res.edits.append(Edit(target))
-        if header:   # the window after the edit, in the file's new numbers
-            parsed = parse_numbered(out[header.end():], "colon")
-            res.observed.extend(numbered_reads(target or res.open_file, parsed.numbers,
-                                               parsed.lines))
+        _sweagent_edit(res, action, out, res.open_file or open_file, header)
     elif name == "create":
         words = action.split()
         if len(words) > 1:
             res.edits.append(Edit(words[1], content=""))
     return res
+
+
+def _window(out: str, header: re.Match[str], path: str | None = None) -> list[Read]:
+    """The numbered window under a ``[File: f (N lines total)]`` header, up to a rule."""
+    body = out[header.end():].split("\n-----", 1)[0]
+    parsed = parse_numbered(body, "colon")
+    return numbered_reads(path or header.group(1).strip(), parsed.numbers, parsed.lines)
+
+
+def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
+                   header: re.Match[str] | None) -> None:
+    """``edit a:b`` + text: lines a..b replaced. Its output shows the window after the
+    edit (new numbers: the line map follows it). When the linter refused the edit
+    nothing changed; the agent was shown the file as it would have looked (not the
+    file) and the original lines (a read)."""
+    if out.lstrip().startswith(_LINT_REJECTED):
+        original = out.find(_LINT_ORIGINAL)
+        shown = _FILE_HEADER.search(out, original) if original >= 0 else None
+        if shown is not None:
+            res.reads.extend(_window(out, shown))
+        return
+    m = _EDIT_RANGE.match(action.strip())
+    if target and m:
+        a, b, text = int(m.group(1)), int(m.group(2)), m.group(3)
+        new = text.split("\n") if text else []
+        res.edits.append(Edit(target, hunks=((a, b - a + 1, a, len(new)),),
+                              hunk_text=(tuple(new),)))
+    elif target:
+        res.edits.append(Edit(target))
+    if header:
+        res.observed.extend(_window(out, header, target or res.open_file))
 
 
 def _search_file_path(action: str, output: str) -> str | None:
