@@ -146,13 +146,18 @@ def run(args: argparse.Namespace) -> dict:
             adapter.feed(line, lineno)
         calls = [e for e in adapter.close() if isinstance(e, ToolCall)]
         roots = [c.cwd for c in calls if c.cwd][:1] or ["/testbed"]
-        aligned = StepBuilder(view, roots=roots, texts=texts)
-        aligned.creditor.audit = audit
-        baseline = StepBuilder(view, roots=roots, texts=texts)
-        baseline.creditor.window_only = True
         totals["instances"] += 1
         per_repo[iid.split("__")[0]] += 1
+        # timed: the reader as replay and watch run it (first, so the instance's base
+        # texts are read inside the timing)
+        timed = StepBuilder(view, roots=roots, texts=texts)
         t0 = time.perf_counter()
+        for call in calls:
+            timed.consume(call)
+        seconds += time.perf_counter() - t0
+        # audited: the same, every aligned read checked line by line (not timed)
+        aligned = StepBuilder(view, roots=roots, texts=texts)
+        aligned.creditor.audit = audit
         for call in calls:
             out = aligned.consume(call)
             totals["calls"] += 1
@@ -162,7 +167,8 @@ def run(args: argparse.Namespace) -> dict:
                 totals["lines_aligned"] += r.aligned
                 totals["lines_agent"] += r.agent
                 totals["lines_unaligned"] += r.unaligned
-        seconds += time.perf_counter() - t0
+        baseline = StepBuilder(view, roots=roots, texts=texts)
+        baseline.creditor.window_only = True
         for call in calls:
             window_check(base_c, baseline, call, None)
             baseline.consume(call)

@@ -64,7 +64,7 @@ def _describe_read(r) -> str:
     name = r.repo_path or f"{r.trace_path} (not in repo)"
     if r.repo_path is None:
         return name
-    shown = _fmt_ranges([r.current]) if r.current else "?"
+    shown = _fmt_ranges(r.current) if r.current else "?"
     base = _fmt_ranges(r.base) if r.base else "-"
     text = f"{name} lines {shown}" + (f" -> base {base}" if base != shown else "")
     notes = []
@@ -206,12 +206,16 @@ def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> di
 
 
 def _read_json(n: int, r, with_base: bool) -> dict:
-    """``lines``: the window the call proposed, in current lines (None: not known, e.g.
-    a whole ``cat`` without a repo); ``base`` (with a repo): the base-commit lines its
-    text was aligned with; ``agent``: shown lines with no base counterpart;
-    ``unaligned``: lines credited from the window alone (no text, or no repo)."""
+    """``lines``: the window the call proposed, in current lines, first to last (None:
+    not known, e.g. a whole ``cat`` without a repo); ``runs``, when the printed numbers
+    have gaps (grep hits): the runs of lines shown; ``base`` (with a repo): the
+    base-commit lines its text was aligned with; ``agent``: shown lines with no base
+    counterpart; ``unaligned``: lines credited from the window alone (no text, or no
+    repo)."""
     d: dict[str, Any] = {"call": n, "file": r.repo_path,
-                         "lines": list(r.current) if r.current else None}
+                         "lines": [r.current[0][0], r.current[-1][1]] if r.current else None}
+    if len(r.current) > 1:
+        d["runs"] = [list(w) for w in r.current]
     if with_base:
         d["base"] = [list(b) for b in r.base]
         d["agent"] = r.agent

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from .basetext import BaseText, norm
 
-__all__ = ["align"]
+__all__ = ["align", "as_expected"]
 
 #: base lines searched beyond an edge anchor (insertions and deletions near the edge)
 _SLACK = 64
@@ -56,11 +56,11 @@ def align(lines: Sequence[str], base: BaseText, expect: Sequence[int | None] | N
     k = len(lines)
     if not k:
         return []
+    if expect is not None and as_expected(lines, base, expect, cut_head, cut_tail):
+        return list(expect)
     texts = [norm(x) for x in lines]
     if adjacent is None:
         adjacent = [True] * k
-    if expect is not None and _all_expected(texts, base, expect, cut_head, cut_tail):
-        return list(expect)
     out: list[int | None] = [None] * k
     chain = _anchors(texts, base, expect)
     for i, b in chain:
@@ -73,12 +73,26 @@ def align(lines: Sequence[str], base: BaseText, expect: Sequence[int | None] | N
     return out
 
 
-def _all_expected(texts: list[str], base: BaseText, expect: Sequence[int | None],
-                  cut_head: bool, cut_tail: bool) -> bool:
-    last = len(texts) - 1
-    for i, (t, e) in enumerate(zip(texts, expect)):
-        if e is None:
+def as_expected(lines: Sequence[str], base: BaseText, expect: Sequence[int | None],
+                cut_head: bool = False, cut_tail: bool = False) -> bool:
+    """Is every shown line the text of the base line it is expected at? (Step 1: the
+    common case, k string comparisons; raw text first, normalized only when it differs.)"""
+    last = len(lines) - 1
+    if len(expect) <= last:
+        return False
+    raw = base.raw_lines
+    n = len(raw)
+    first = expect[0]
+    if first is not None and 1 <= first and first + last <= n and \
+            expect[last] == first + last and raw[first - 1:first + last] == list(lines) \
+            and list(expect) == list(range(first, first + last + 1)):
+        return True        # one run, the file's own text: compared at C speed
+    for i, (shown, e) in enumerate(zip(lines, expect)):
+        if e is None or not 1 <= e <= n:
             return False
+        if raw[e - 1] == shown:
+            continue
+        t = norm(shown)
         if base.line(e) == t:
             continue
         if (i == 0 and cut_head and base.ends_with(e, t)) or (

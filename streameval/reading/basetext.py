@@ -66,6 +66,11 @@ class BaseText:
     def __len__(self) -> int:
         return len(self._raw)
 
+    @property
+    def raw_lines(self) -> list[str]:
+        """The lines as the file has them (no newline), line k at index k-1."""
+        return self._raw
+
     def line(self, k: int) -> str | None:
         """Normalized text of line ``k`` (1-based), None past the ends."""
         if not 1 <= k <= len(self._raw):

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 from ..errors import Reason
 from ..intervals import merge_ranges
 from ..model import Read, Shown
-from .align import align
+from .align import align, as_expected
 from .basetext import BaseText, BaseTexts
 from .editmap import EditMap, MapChange
+from .output.numbered import numbered_runs
 
 if TYPE_CHECKING:
     from ..repo import RepoView
@@ -34,7 +35,9 @@ __all__ = ["Credit", "Creditor"]
 class Credit:
     """What one read credits: base ranges, and its shown lines by outcome."""
 
-    current: tuple[int, int] | None        # the window proposed, current numbers
+    #: the window(s) proposed, in current numbers: one range, or the runs of printed
+    #: numbers (grep hits); empty when the text alone says where
+    current: list[tuple[int, int]]
     base: list[tuple[int, int]]
     aligned: int = 0          # shown lines placed on a base line
     agent: int = 0            # shown lines with no base counterpart (the agent's own)
@@ -76,20 +79,23 @@ class Creditor:
         lines = list(shown.lines)
         if not lines:
             # an empty output: a file of no lines was shown; any other showed nothing
-            return Credit(None, [], nothing=len(base) > 0, by_text=True)
+            return Credit([], [], nothing=len(base) > 0, by_text=True)
         numbers = list(shown.numbers) if shown.numbers is not None else None
         first = self._first_line(read, shown, n, len(lines))
         if numbers is not None:
-            adjacent = [True] + [b == a + 1 for a, b in zip(numbers, numbers[1:])]
             expect = self._expected_numbers(repo, numbers, shown.base)
-        elif shown.gaps:
-            adjacent, expect = [False] * len(lines), None
+        elif shown.gaps or first is None:
+            expect = None
         else:
-            adjacent = [True] * len(lines)
-            expect = None if first is None else (
-                list(range(first, first + len(lines))) if shown.base
-                else self.edits.base_of(repo, first, len(lines)))
-        ids = align(lines, base, expect, adjacent, shown.cut_head, shown.cut_tail)
+            expect = list(range(first, first + len(lines))) if shown.base \
+                else self.edits.base_of(repo, first, len(lines))
+        exact = expect is not None and as_expected(lines, base, expect, shown.cut_head,
+                                                   shown.cut_tail)
+        if exact:
+            ids = list(expect)        # every line where expected: no None among them
+        else:
+            ids = align(lines, base, expect, _adjacent(numbers, shown.gaps, len(lines)),
+                        shown.cut_head, shown.cut_tail)
         if numbers is None and first is not None and not shown.gaps and not shown.cut_tail:
             ids = ids + self._blank_edge(read, base, ids, first)
         if self.audit is not None:
@@ -97,17 +103,20 @@ class Creditor:
         changed = MapChange.NONE
         if not shown.base and not shown.loose and not shown.gaps:
             changed = self._observe(repo, read, numbers, first, ids, lines)
-        placed = [b for b in ids if b is not None]
+        placed = ids if exact and len(ids) == len(lines) else [b for b in ids if b is not None]
         shown_count = len(lines)
-        agent = 0 if shown.loose else sum(1 for j in range(shown_count) if ids[j] is None)
+        agent = 0 if shown.loose or exact else ids[:shown_count].count(None)
         current = self._current(read, numbers, first, shown_count)
         if observe_only:
             return Credit(current, [], change=changed)
         if not placed and shown.loose:
             return None    # a guessed file whose text is nowhere in the output
-        ranges = merge_ranges((b, b) for b in placed)
-        return Credit(current, ranges, aligned=len(set(placed)), agent=agent,
-                      change=changed, by_text=True)
+        if placed and placed == list(range(placed[0], placed[-1] + 1)):
+            ranges, aligned = [(placed[0], placed[-1])], len(placed)   # the usual read
+        else:
+            ranges, aligned = merge_ranges((b, b) for b in placed), len(set(placed))
+        return Credit(current, ranges, aligned=aligned, agent=agent, change=changed,
+                      by_text=True)
 
     def _first_line(self, read: Read, shown: Shown, n: int, k: int) -> int | None:
         """Current number of the first shown line of a run of lines, when known (not
@@ -122,7 +131,7 @@ class Creditor:
         return start
 
     def _expected_numbers(self, repo: str, numbers: list[int], at_base: bool) -> list[int | None]:
-        if at_base:
+        if at_base or not self.edits.is_edited(repo):
             return list(numbers)
         out: list[int | None] = []
         i = 0
@@ -152,16 +161,7 @@ class Creditor:
                  ids: list[int | None], lines: list[str]) -> MapChange:
         """Let the map follow what the read showed (runs of known current numbers)."""
         if numbers is not None:
-            changed = MapChange.NONE
-            i = 0
-            while i < len(numbers):
-                j = i + 1
-                while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
-                    j += 1
-                changed = max(changed, self.edits.observe(repo, numbers[i], ids[i:j],
-                                                          lines[i:j]))
-                i = j
-            return changed
+            return self.edits.observe_numbered(repo, numbers, ids, lines)
         if first is None:
             return MapChange.NONE
         whole = read.start is None and read.end is None and not (
@@ -170,35 +170,43 @@ class Creditor:
 
     @staticmethod
     def _current(read: Read, numbers: list[int] | None, first: int | None,
-                 k: int) -> tuple[int, int] | None:
+                 k: int) -> list[tuple[int, int]]:
         if numbers:
-            return (min(numbers), max(numbers))
+            return numbered_runs(numbers)
         if first is not None:
-            return (first, first + k - 1)
+            return [(first, first + k - 1)]
         if read.start is not None and read.end is not None and read.start > 0:
-            return (read.start, read.end)
-        return None
+            return [(read.start, read.end)]
+        return []
 
     # ------------------------------------------------------------------ by window
     def _window(self, read: Read, repo: str, n: int, printed: bool,
                 problems: list[tuple[Reason, str]]) -> Credit | None:
-        """The window as asked (no text, or no repository): clamped, mapped, unaligned."""
-        if self.view is None:
-            cur = (read.start or 1, read.end) if read.end is not None else None
-            base = [cur] if cur else []
-            return Credit(cur, base, unaligned=sum(b - a + 1 for a, b in base))
-        current = _clamp(read, repo, n, problems)
-        if current is None and n and not printed:
+        """The window as asked (no text, or no repository): clamped, mapped, unaligned.
+        Printed numbers (grep hits) are the windows when the text cannot be checked."""
+        numbers = read.shown.numbers if read.shown is not None else None
+        asked = numbered_runs(numbers) if numbers else [(read.start, read.end)]
+        if self.view is None:   # nothing to clamp to: a window without an end is no range
+            base = [(a or 1, b) for a, b in asked if b is not None]
+            return Credit(base, base, unaligned=sum(b - a + 1 for a, b in base))
+        current = [w for w in (_clamp(a, b, repo, n, problems) for a, b in asked) if w]
+        if not current and n and not printed:
             return None
-        base = self.edits.to_base(repo, *current) if current else []
+        base = merge_ranges(r for w in current for r in self.edits.to_base(repo, *w))
         return Credit(current, base, unaligned=sum(b - a + 1 for a, b in base))
 
 
-def _clamp(read: Read, repo: str, n: int,
+def _adjacent(numbers: list[int] | None, gaps: bool, k: int) -> list[bool]:
+    """Does shown line i directly follow line i-1 in the file?"""
+    if numbers is not None:
+        return [True] + [b == a + 1 for a, b in zip(numbers, numbers[1:])]
+    return [not gaps] * k
+
+
+def _clamp(start: int | None, end: int | None, repo: str, n: int,
            problems: list[tuple[Reason, str]]) -> tuple[int, int] | None:
     """Lines the file really had (``n`` now; docs/metrics.md §6): None end or past EOF ->
     last line; negative start counts from the end; start > end is swapped (4b)."""
-    start, end = read.start, read.end
     if start is not None and end is not None and start > 0 and end > 0 and start > end:
         start, end = end, start
     if start is None or start == 0:

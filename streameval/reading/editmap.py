@@ -81,7 +81,7 @@ class EditMap:
         #: edited files saved by ``git stash``, newest last
         self._stashes: list[dict[str, LineMap]] = []
         #: windows reads showed that agreed with the map, per file (``_agree``)
-        self._agreed: dict[str, list[Window]] = {}
+        self._agreed: dict[str, list[Window | tuple[tuple[int, ...], tuple[str, ...]]]] = {}
 
     # ------------------------------------------------------------------ state
     def _file(self, path: str) -> LineMap:
@@ -98,6 +98,12 @@ class EditMap:
         base = split_lines(decode_text(data)) if data is not None else []
         runs = [[len(base), 1]] if base else []
         return LineMap(base=base, lines=list(base), runs=runs)
+
+    def is_edited(self, path: str) -> bool:
+        """Has the map moved this file away from the base (its numbers are not base
+        numbers)?"""
+        f = self._files.get(path)
+        return f is not None and f.edited
 
     def edited_files(self) -> list[str]:
         return [p for p, f in self._files.items() if f.edited]
@@ -187,7 +193,8 @@ class EditMap:
             f.uncertain = False
             f.seen = Seen([list(r) for r in f.runs], list(f.lines))
             for old in self._agreed.pop(path, ()):
-                f.seen.add(old, False)   # reads that agreed with the map are facts too
+                for w in _windows(old):
+                    f.seen.add(w, False)   # reads that agreed with the map are facts too
         f.seen.add(window, whole)
         new_ids, new_lines = rebuild(f.seen, f.base, self._placeholder)
         self._patch_cache.pop(path, None)
@@ -196,11 +203,30 @@ class EditMap:
         f.changed()
         return found or MapChange.FOLLOWED
 
-    def _agree(self, path: str, window: Window) -> None:
+    def observe_numbered(self, path: str, numbers: list[int], ids: list[int | None],
+                         texts: list[str]) -> MapChange:
+        """``observe`` for printed numbers, which may have gaps (grep hits): each run of
+        consecutive numbers is a window. An unedited file read where the map expects
+        costs one remembered entry, however many runs (the common case)."""
+        if path not in self._files and ids == numbers:
+            self._agree(path, (tuple(numbers), tuple(texts)))
+            return MapChange.NONE
+        changed = MapChange.NONE
+        i = 0
+        while i < len(numbers):
+            j = i + 1
+            while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
+                j += 1
+            changed = max(changed, self.observe(path, numbers[i], ids[i:j], texts[i:j]))
+            i = j
+        return changed
+
+    def _agree(self, path: str, seen: Window | tuple[tuple[int, ...], tuple[str, ...]]) -> None:
         """Remember a read that agreed with the map (the most recent few per file): it
-        is a fact when a later read disagrees."""
+        is a fact when a later read disagrees. Numbered reads of an unedited file are
+        kept as printed (numbers, texts) and cut into windows only when needed."""
         kept = self._agreed.setdefault(path, [])
-        kept.append(window)
+        kept.append(seen)
         if len(kept) > _MAX_AGREED:
             del kept[0]
 
@@ -425,3 +451,20 @@ def _nearest(f: LineMap, hits: list[int], hunks) -> int:
     """The occurrence whose first line is nearest the first hunk's old start."""
     target = min(h[0] for h in hunks) - 1
     return min(hits, key=lambda i: abs(f.line_at(i) - target))
+
+
+def _windows(seen: Window | tuple[tuple[int, ...], tuple[str, ...]]) -> list[Window]:
+    """A remembered agreeing read as windows: printed numbers of an unedited file are
+    their own base lines, one window per run of consecutive numbers."""
+    if isinstance(seen, Window):
+        return [seen]
+    numbers, texts = seen
+    out: list[Window] = []
+    i = 0
+    while i < len(numbers):
+        j = i + 1
+        while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
+            j += 1
+        out.append(Window(numbers[i], list(numbers[i:j]), list(texts[i:j])))
+        i = j
+    return out

@@ -21,8 +21,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Edit, Read, Shown, ToolCall
-from .output.numbered import numbered_runs, parse_numbered
+from ..model import Edit, Read, ToolCall
+from .output.numbered import numbered_read, parse_numbered
 from .tools import EDITOR_TOOLS
 
 __all__ = ["parse_editor_command", "editor_call", "sweagent_call", "view_reads",
@@ -154,16 +154,11 @@ def view_reads(path: str, output: str) -> list[Read]:
 
 
 def numbered_reads(path: str, numbers: list[int], lines: list[str]) -> list[Read]:
-    """Numbered lines as reads, one per run of consecutive numbers, text kept;
-    the file at file level when no line was shown."""
+    """Numbered lines as one read, text kept; the file at file level when no line was
+    shown."""
     if not numbers:
         return [Read(path, listing=True)]
-    by_number = dict(zip(numbers, lines))
-    reads = []
-    for a, b in numbered_runs(numbers):
-        nums = tuple(range(a, b + 1))
-        reads.append(Read(path, a, b, shown=Shown(tuple(by_number[n] for n in nums), nums)))
-    return reads
+    return [numbered_read(path, numbers, lines)]
 
 
 def editor_call(call: ToolCall, inp: dict[str, Any], failed: bool) -> EditorResult:

@@ -174,12 +174,17 @@ def claude_grep(call: ToolCall) -> NativeResult:
     return res
 
 
+#: a Grep content line of one file: ``N:text`` / ``N-text``
+_NUMBER_FIRST = re.compile(r"\d+[:-]")
+
+
 def _single_file(lines: list[str], path: str) -> bool:
     """Did Grep search one file (its lines carry no path)? The majority of lines decides;
     a named single path wins ties."""
-    multi = sum(1 for ln in lines if grep_out.looks_like_hit(ln, False)
-                and not re.match(r"^\d+[:-]", ln))
-    single = sum(1 for ln in lines if re.match(r"^\d+[:-]", ln))
+    numbered = [_NUMBER_FIRST.match(ln) is not None for ln in lines]
+    single = sum(numbered)
+    multi = sum(1 for ln, num in zip(lines, numbered)
+                if not num and grep_out.looks_like_hit(ln, False))
     return single >= multi and "." in path.rsplit("/", 1)[-1]
 
 

@@ -49,7 +49,7 @@ class ResolvedRead:
 
     trace_path: str
     repo_path: str | None
-    current: tuple[int, int] | None
+    current: list[tuple[int, int]]
     base: list[tuple[int, int]]
     listing: bool
     aligned: int = 0
@@ -210,9 +210,9 @@ class StepBuilder:
             # contents outside the repo is worth a counted problem.
             if reason is not None and not read.listing and not observe_only:
                 out.problems.append((reason, read.path))
-            return ResolvedRead(read.path, None, None, [], read.listing)
+            return ResolvedRead(read.path, None, [], [], read.listing)
         if read.listing:
-            return ResolvedRead(read.path, repo, None, [], True)
+            return ResolvedRead(read.path, repo, [], [], True)
         n = lengths.get(repo)
         if n is None:
             n = lengths[repo] = self.edits.num_lines(repo) or 0

@@ -302,3 +302,33 @@ def test_the_map_follows_every_window_read_since_the_edit(view, case):
     n = m.num_lines("pkg/mod.py")
     mapped = [b for b in m.base_of("pkg/mod.py", 1, n) if b is not None]
     assert mapped == sorted(set(mapped))
+
+
+@settings(max_examples=100)
+@given(st.lists(st.integers(1, len(BASE_LINES)), min_size=1, max_size=12, unique=True),
+       edits_and_reads())
+def test_scattered_numbers_kept_lazily_give_the_same_map(view, hits, case):
+    """A grep-like read of the unedited file is remembered as printed (numbers, texts)
+    and cut into windows only when a later read disagrees; the map must be the same as
+    when every run is observed on its own."""
+    from streameval.reading.editmap import EditMap
+
+    hits = sorted(hits)
+    texts = [BASE_LINES[n - 1] for n in hits]
+    ids, windows = case
+    lazy, eager = EditMap(view), EditMap(view)
+    lazy.observe_numbered("pkg/mod.py", hits, list(hits), texts)
+    i = 0
+    while i < len(hits):
+        j = i + 1
+        while j < len(hits) and hits[j] == hits[j - 1] + 1:
+            j += 1
+        eager.observe("pkg/mod.py", hits[i], hits[i:j], texts[i:j])
+        i = j
+    for a, got in windows:
+        shown = [BASE_LINES[b - 1] if b is not None else "agent" for b in got]
+        assert lazy.observe("pkg/mod.py", a, got, shown) == \
+            eager.observe("pkg/mod.py", a, got, shown)
+    n = eager.num_lines("pkg/mod.py")
+    assert lazy.num_lines("pkg/mod.py") == n
+    assert lazy.base_of("pkg/mod.py", 1, n) == eager.base_of("pkg/mod.py", 1, n)

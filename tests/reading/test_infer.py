@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from shown_runs import runs_of
 
 from streameval.errors import Reason
 from streameval.model import Edit, Read, ToolCall
@@ -105,14 +106,16 @@ def test_grep_content_single_file_numbers_belong_to_the_path():
            "90:  again\n\n[Showing results with pagination = limit: 20, offset: 0]")
     c = call("Grep", {"pattern": "x", "path": "src/solve.mjs", "output_mode": "content",
                       "-n": True, "-B": 5, "-A": 1}, output=out)
-    assert infer(c).reads == [Read("src/solve.mjs", 70, 71), Read("src/solve.mjs", 75, 76),
-                              Read("src/solve.mjs", 90, 90)]
+    assert runs_of(infer(c).reads) == [Read("src/solve.mjs", 70, 71),
+                                       Read("src/solve.mjs", 75, 76),
+                                       Read("src/solve.mjs", 90, 90)]
+    assert len(infer(c).reads) == 1          # one read of the file, its numbers scattered
 
 
 def test_grep_single_file_line_that_looks_like_a_path_match():
     out = "12:    x = 'a:3:b'\n13-    y = 1\n20:    z = 'q:7:r'\n"
-    assert grep_content_reads(out, "pkg/m.py") == [Read("pkg/m.py", 12, 13),
-                                                   Read("pkg/m.py", 20, 20)]
+    assert runs_of(grep_content_reads(out, "pkg/m.py")) == [Read("pkg/m.py", 12, 13),
+                                                            Read("pkg/m.py", 20, 20)]
 
 
 def test_grep_content_without_numbers_keeps_the_text_for_alignment():
@@ -208,7 +211,8 @@ def test_abbreviated_view_counts_only_the_lines_shown():
     out = ("<NOTE>This file is too large to display entirely.</NOTE>\n"
            "     1 import a\n     2 import b\n    40 def f():\n    41     ...\n")
     c = call("str_replace_editor", {"command": "view", "path": "/testbed/big.py"}, output=out)
-    assert infer(c).reads == [Read("/testbed/big.py", 1, 2), Read("/testbed/big.py", 40, 41)]
+    assert runs_of(infer(c).reads) == [Read("/testbed/big.py", 1, 2),
+                                       Read("/testbed/big.py", 40, 41)]
 
 
 def test_editor_view_without_output_uses_the_range():

@@ -190,7 +190,7 @@ def test_read_default_2000_lines_is_clamped_to_the_file(builder):
     out = builder.consume(read(f"{T}/src/b.py"))
     assert out.step.spans == {"src/b.py": [(1, 120)]}
     assert out.step.files == ("src/b.py",)
-    assert out.reads[0].current == (1, 120)
+    assert out.reads[0].current == [(1, 120)]
     assert out.category == "read"
     assert out.step.call_id.startswith("c") and out.step.timestamp is not None
 

@@ -52,9 +52,6 @@ class GrepHits:
     """Per file (raw name as printed, or the single operand): (number or None, text)."""
 
     lines: dict[str, list[tuple[int | None, str]]] = field(default_factory=dict)
-    #: for outputs without numbers: where a ``--`` separated two groups, per file
-    #: (indexes into that file's lines where a new group starts)
-    breaks: dict[str, list[int]] = field(default_factory=dict)
 
 
 def is_error_line(line: str, tool: str = "grep") -> bool:
@@ -77,15 +74,22 @@ class _Parser:
         self.cur: str | None = None
         self.heading: str | None = None
         self.pending: list[str] = []     # context lines before their file's first match
-        self.group_break = False
 
     def feed(self, ln: str) -> None:
         shape = self.shape
+        cur = self.cur
+        if cur is not None and ln.startswith(cur) and shape.numbered \
+                and self.heading is None and shape.single is None:
+            # the next line of the file just seen: the usual case, one regex
+            m = _AFTER_PATH.match(ln, len(cur))
+            if m is not None:
+                self.flush()
+                self._add(cur, int(m.group(2)), ln[m.end():])
+                return
         if not ln.strip() or ln == "--":
             self.flush()
             if not ln.strip():
                 self.heading = None
-            self.group_break = True
             return
         if _NOISE.match(ln) or is_error_line(ln, shape.tool):
             return
@@ -105,14 +109,12 @@ class _Parser:
         self._add(path, num, text)
 
     def _add(self, path: str, num: int | None, text: str) -> None:
-        rows = self.hits.lines.setdefault(path, [])
-        if self.group_break and rows and num is None:
-            self.hits.breaks.setdefault(path, []).append(len(rows))
-        self.group_break = False
-        rows.append((num, text))
+        self.hits.lines.setdefault(path, []).append((num, text))
 
     def flush(self) -> None:
         """Context lines belong to the file of the match next to them."""
+        if not self.pending:
+            return
         cur = self.cur
         for ln in self.pending:
             m = _DASH_NUM.match(ln, len(cur)) if cur and ln.startswith(cur) else None

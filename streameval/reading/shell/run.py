@@ -16,7 +16,7 @@ from typing import Any
 from ...model import Read, Shown
 from .. import categories
 from ..output.harness import clean_lines, cut_parts
-from ..output.numbered import parse_numbered
+from ..output.numbered import numbered_read, parse_numbered
 from ..tools import SHELL_PROGRAMS, is_script_flag
 from . import git as git_mod
 from . import readers, search, writers
@@ -235,7 +235,9 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
         numbers, text = _text_of(seg, part)
         head, tail = k > 0, k < len(parts) - 1
         if numbers is not None:
-            out.extend(_numbered_runs(seg, numbers, text, shared))
+            if numbers:       # a numbered output with no numbered line showed nothing
+                out.append(numbered_read(seg.path, numbers, text, seg.base,
+                                         seg.loose or shared))
             continue
         shown = Shown(tuple(text), None, gaps=seg.filtered, cut_head=head, cut_tail=tail,
                       base=seg.base, loose=seg.loose or shared)
@@ -282,22 +284,6 @@ def _shared_text(segs: list[Seg], lines: list[str], shared: bool) -> list[Read]:
 def _strip_numbers(lines: list[str]) -> list[str]:
     """``cat -n a b`` numbers the files as one stream: only the text is the files'."""
     return [_NUMBERED_LINE.sub("", ln, count=1) for ln in lines]
-
-
-def _numbered_runs(seg: Seg, numbers: list[int], text: list[str],
-                   shared: bool) -> list[Read]:
-    """Numbered lines as one read per run of consecutive numbers, with their text."""
-    out: list[Read] = []
-    i = 0
-    while i < len(numbers):
-        j = i + 1
-        while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
-            j += 1
-        shown = Shown(tuple(text[i:j]), tuple(numbers[i:j]), base=seg.base,
-                      loose=seg.loose or shared)
-        out.append(Read(seg.path, numbers[i], numbers[j - 1], shown=shown))
-        i = j
-    return out
 
 
 def _text_of(seg: Seg, lines: list[str]) -> tuple[list[int] | None, list[str]]:

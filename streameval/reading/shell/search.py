@@ -19,7 +19,7 @@ from ..output.listing import (
     tree_parser,
     tree_shape,
 )
-from ..output.numbered import numbered_runs
+from ..output.numbered import numbered_read
 from .context import EMPTY, Ctx, Seg, Stream, filtered, path_of, split_opts, val
 from .syntax import Simple, Word
 
@@ -41,8 +41,8 @@ _GREP_VALUES = {
 
 
 def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> list[Read]:
-    """Reads of grep hits, file by file: numbered hits as runs of consecutive lines
-    (each with its text), unnumbered ones as one read per ``--`` group, text in order."""
+    """One read per file: numbered hits by their numbers (each with its text);
+    unnumbered ones as text in file order with unknown gaps between them."""
     reads: list[Read] = []
     for raw, rows in hits.lines.items():
         path = join(raw)
@@ -50,17 +50,9 @@ def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> li
             continue
         numbered = [(n, t) for n, t in rows if n is not None]
         if numbered:
-            by_number = dict(numbered)
-            for a, b in numbered_runs([n for n, _ in numbered]):
-                nums = tuple(range(a, b + 1))
-                reads.append(Read(path, a, b, shown=Shown(tuple(by_number[n] for n in nums),
-                                                          nums)))
-            continue
-        cuts = [0, *hits.breaks.get(raw, []), len(rows)]
-        for lo, hi in zip(cuts, cuts[1:]):
-            if hi > lo:
-                text = tuple(t for _, t in rows[lo:hi])
-                reads.append(Read(path, shown=Shown(text, gaps=True)))
+            reads.append(numbered_read(path, [n for n, _ in numbered], [t for _, t in numbered]))
+        elif rows:
+            reads.append(Read(path, shown=Shown(tuple(t for _, t in rows), gaps=True)))
     return reads
 
 
