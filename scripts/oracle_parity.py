@@ -112,74 +112,77 @@ class Instance:
 # ----------------------------------------------------------------------------- records
 
 
-def fuzz_record(inst: Instance, rng: random.Random) -> dict:
-    files = inst.gold + inst.other
+class Fuzzer:
+    """Random unified records for one instance, in the shapes the rules have corners for."""
 
-    def path(f: str) -> str:
-        r = rng.random()
+    def __init__(self, inst: Instance, rng: random.Random):
+        self.inst, self.rng = inst, rng
+        self.files = inst.gold + inst.other
+
+    def path(self, f: str) -> str:
+        r = self.rng.random()
         if r < 0.15:
             return f"/testbed/{f}"
         if r < 0.25:
             return f"./{f}"
         if r < 0.3:
-            return f"/workspace/{inst.id}__0.1/{f}"
+            return f"/workspace/{self.inst.id}__0.1/{f}"
         return f
 
-    def span(f: str) -> dict:
-        n = inst.lines[f]
+    def span(self, f: str) -> dict:
+        rng, n = self.rng, self.inst.lines[f]
         r = rng.random()
-        if r < 0.05:
+        if r < 0.05:     # reversed
             return {"start": rng.randint(n // 2 + 1, n), "end": rng.randint(1, n // 2 + 1)}
-        if r < 0.08:
+        if r < 0.08:     # from line 0
             return {"start": 0, "end": rng.randint(1, 20)}
-        if r < 0.12:
+        if r < 0.12:     # past the end
             return {"start": rng.randint(max(1, n - 10), n), "end": n + rng.randint(1, 30)}
         a = rng.randint(1, n)
         return {"start": a, "end": min(n, a + rng.randint(0, 150))}
 
-    def step() -> dict:
+    def step(self) -> dict:
+        rng = self.rng
         if rng.random() < 0.08:
             return {"files": [], "spans": {}}
-        chosen = rng.sample(files, rng.randint(1, min(3, len(files))))
+        chosen = rng.sample(self.files, rng.randint(1, min(3, len(self.files))))
         out: dict = {"files": [], "spans": {}}
         for f in chosen:
-            p = path(f)
+            p = self.path(f)
             if rng.random() < 0.9:
                 out["files"].append(p)
             if rng.random() < 0.85:
-                out["spans"][p] = [span(f) for _ in range(rng.randint(1, 3))]
+                out["spans"][p] = [self.span(f) for _ in range(rng.randint(1, 3))]
         if rng.random() < 0.15:
             f = rng.choice(chosen)
-            names = inst.names.get(f) or ["missing_name"]
-            out["symbols"] = {path(f): rng.sample(names, min(len(names), rng.randint(1, 3)))}
+            names = self.inst.names.get(f) or ["missing_name"]
+            out["symbols"] = {self.path(f): rng.sample(names, min(len(names), rng.randint(1, 3)))}
         if rng.random() < 0.05:
             out["files"].append("no/such/file.py")
         return out
 
-    steps = [step() for _ in range(rng.randint(0, 12))]
-    traj: dict = {}
-    if steps and rng.random() < 0.9:
-        traj["pred_steps"] = steps
-    final = [s for s in steps[-4:]] or [step()]
-    if rng.random() < 0.92 or not steps:
-        traj["pred_files"] = sorted({f for s in final for f in s["files"]})
+    def record(self) -> dict:
+        rng = self.rng
+        steps = [self.step() for _ in range(rng.randint(0, 12))]
+        traj: dict = {}
+        if steps and rng.random() < 0.9:
+            traj["pred_steps"] = steps
+        if rng.random() < 0.92 or not steps:
+            traj.update(self.final(steps[-4:] or [self.step()]))
+        r = rng.random()
+        patch = self.inst.patch if r < 0.3 else deleting_patch(self.inst, rng) if r < 0.75 else ""
+        return {"instance_id": self.inst.id, "traj_data": traj, "model_patch": patch}
+
+    def final(self, steps: list[dict]) -> dict:
         spans: dict = {}
-        for s in final:
+        for s in steps:
             for f, ss in s["spans"].items():
                 spans.setdefault(f, []).extend(ss)
-        traj["pred_spans"] = spans
-        if rng.random() < 0.1:
-            f = rng.choice(inst.gold)
-            traj["pred_symbols"] = {f: (inst.names.get(f) or ["x"])[:2]}
-    rec = {"instance_id": inst.id, "traj_data": traj}
-    r = rng.random()
-    if r < 0.3:
-        rec["model_patch"] = inst.patch
-    elif r < 0.75:
-        rec["model_patch"] = deleting_patch(inst, rng)
-    else:
-        rec["model_patch"] = ""
-    return rec
+        out = {"pred_files": sorted({f for s in steps for f in s["files"]}), "pred_spans": spans}
+        if self.rng.random() < 0.1:
+            f = self.rng.choice(self.inst.gold)
+            out["pred_symbols"] = {f: (self.inst.names.get(f) or ["x"])[:2]}
+        return out
 
 
 def deleting_patch(inst: Instance, rng: random.Random) -> str:
@@ -274,7 +277,7 @@ def main() -> int:
             sets.append((ex.name, ex))
     for k in range(a.fuzz):
         batch = work / f"fuzz{k:03d}.pred.jsonl"
-        batch.write_text("".join(json.dumps(fuzz_record(i, rng)) + "\n" for i in insts))
+        batch.write_text("".join(json.dumps(Fuzzer(i, rng).record()) + "\n" for i in insts))
         sets.append((batch.name, batch))
     total = same = 0
     areas: Counter[str] = Counter()
