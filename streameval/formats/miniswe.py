@@ -1,4 +1,5 @@
-"""mini-swe-agent trajectories (``*.traj.json``, ``trajectory_format: "mini-swe-agent-1"``).
+"""mini-swe-agent trajectories (``*.traj.json``; ``trajectory_format`` ``mini-swe-agent-1``
+for 1.x, ``mini-swe-agent-1.1`` for 2.x).
 
 A trajectory is one pretty-printed JSON document, rewritten whole after every step, so
 the adapter is a *document* adapter: ``feed`` only buffers, ``close`` parses (a live
@@ -8,6 +9,16 @@ watcher re-reads the file when it changes). The document is
 ``bash`` block (the action) and the next user message holds the observation
 (``<returncode>N</returncode><output>...</output>``, or ``<output_head>``/
 ``<elided_chars>``/``<output_tail>`` for outputs over 10,000 characters).
+
+mini-swe-agent 2.x writes the actions it took in ``extra.actions`` of each assistant
+message (``[{"command", "tool_call_id"?}]``). In text mode the block is fenced
+``mswea_bash_command`` (``bash`` in 1.x); in tool-calling mode the turn's ``tool_calls``
+hold the commands (possibly several) and each answer is a ``role: "tool"`` message with
+the same ``tool_call_id`` whose content is a JSON object (``returncode``, ``output``, or
+``output_head``/``output_tail``/``elided_chars`` for long outputs, and
+``exception_info`` when the action did not run). The content is what the model saw
+(``extra.raw_output`` is the uncut output, which it did not). The run ends with a
+``role: "exit"`` message; ``info`` carries the exit status and submission too.
 
 ContextBench's fork of the agent also lets the model *state* what it read:
 ``<EXPLORE_CONTEXT>`` blocks (``File: /abs/path`` + ``Lines: a-b`` entries) before a
@@ -25,6 +36,7 @@ OpenHands use them too) and are re-exported here.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -63,7 +75,9 @@ __all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BY
 #: of a long output, so a reader of ``ToolCall.output`` knows lines are missing there.
 ELIDED_MARKER = "\n" + OUTPUT_CUT + "\n"
 
-_ACTION_RE = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_ACTION_RE = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
+#: an action mini-swe-agent did not run (the submission command, a cut-off turn)
+_NOT_RUN = re.compile(r"not executed|was not run", re.IGNORECASE)
 _EXPLORE_RE = re.compile(r"<EXPLORE_CONTEXT>(.*?)</EXPLORE_CONTEXT>", re.DOTALL)
 _PATCH_CTX_RE = re.compile(r"<PATCH_CONTEXT>(.*?)</PATCH_CONTEXT>", re.DOTALL)
 _RC_RE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -148,6 +162,32 @@ def _observation(text: str) -> tuple[str | None, dict[str, Any], bool] | None:
     return output, structured, timed_out or shell_failed(rc, output)
 
 
+def _tool_observation(text: str) -> tuple[str | None, dict[str, Any], bool, bool]:
+    """(output, structured, is_error, ran) of a 2.x tool message (a JSON object)."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        return text, {}, False, True
+    rc = obj.get("returncode")
+    rc = rc if isinstance(rc, int) and not isinstance(rc, bool) else None
+    structured: dict[str, Any] = {"returncode": rc}
+    if "output_head" in obj or "output_tail" in obj:
+        n = as_count(obj.get("elided_chars"))
+        structured["elided_chars"] = n
+        output = str(obj.get("output_head") or "") + ELIDED_MARKER + str(obj.get("output_tail") or "")
+    else:
+        output = str(obj.get("output") or "")
+        if output.endswith("\n"):
+            output = output[:-1]
+    exception = as_str(obj.get("exception_info"))
+    if exception:
+        structured["exception_info"] = exception
+    ran = not (exception and _NOT_RUN.search(exception))
+    return output, structured, shell_failed(rc, output), ran
+
+
 def _stated_step(blocks: list[str], call_id: str | None, ts: float | None) -> Step | None:
     files: list[str] = []
     spans: dict[str, list[tuple[int, int]]] = {}
@@ -160,6 +200,32 @@ def _stated_step(blocks: list[str], call_id: str | None, ts: float | None) -> St
     if not files:
         return None
     return Step(files=tuple(files), spans=spans, call_id=call_id, timestamp=ts)
+
+
+def _actions(msg: dict, text: str) -> list[tuple[str, str | None]]:
+    """The commands one assistant turn ran, with the tool call id that answers each
+    (None in text mode). 2.x lists them in ``extra.actions``; else the turn's
+    ``tool_calls``; else exactly one fenced block in the text (zero or several: a format
+    error, nothing ran)."""
+    listed = as_dict(msg.get("extra")).get("actions")
+    if isinstance(listed, list) and listed:
+        out = [(a["command"], as_str(a.get("tool_call_id"))) for a in listed
+               if isinstance(a, dict) and isinstance(a.get("command"), str)]
+        if out:
+            return out
+    calls = []
+    for tc in as_list(msg.get("tool_calls")):
+        fn = as_dict(as_dict(tc).get("function"))
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            args = None
+        if isinstance(args, dict) and isinstance(args.get("command"), str):
+            calls.append((args["command"], as_str(as_dict(tc).get("id"))))
+    if calls:
+        return calls
+    blocks = _ACTION_RE.findall(text)
+    return [(blocks[0], None)] if len(blocks) == 1 else []
 
 
 class MiniSweAdapter(DocumentAdapter):
@@ -246,20 +312,41 @@ class _Parse:
         ts = parse_timestamp(response.get("created"))
         self._count_tokens(as_dict(response.get("usage")))
         self.patch_blocks.extend(_PATCH_CTX_RE.findall(text))
-        actions = _ACTION_RE.findall(text)
+        actions = _actions(msg, text)
         call_id = f"msg-{index}"
         stated = _stated_step(_EXPLORE_RE.findall(text), call_id, ts)
         if stated is not None:
             self.events.append(StatedContext(stated, lineno=self.lineno))
-        if len(actions) != 1:
+        if not actions:
             return  # format error: the agent ran nothing for this turn
-        output, structured, is_error = self._find_observation(index, messages)
-        if stated is not None:
-            structured = dict(structured or {}, stated_context=True)
-        self.events.append(ToolCall(call_id=call_id, tool="bash",
-                                    input={"command": actions[0].strip()},
-                                    output=output, is_error=is_error, started_at=ts,
-                                    cwd=self.cwd, structured=structured, lineno=self.lineno))
+        for k, (command, tool_call_id) in enumerate(actions):
+            ran = True
+            if tool_call_id is not None:
+                output, structured, is_error, ran = self._tool_answer(index, tool_call_id,
+                                                                      messages)
+            else:
+                output, structured, is_error = self._find_observation(index, messages)
+            if stated is not None:
+                structured = dict(structured or {}, stated_context=True)
+            self.events.append(ToolCall(call_id=call_id if k == 0 else f"{call_id}.{k}",
+                                        tool="bash", input={"command": command.strip()},
+                                        output=output, is_error=is_error, started_at=ts,
+                                        cwd=self.cwd, structured=structured,
+                                        lineno=self.lineno, interrupted=not ran))
+
+    @staticmethod
+    def _tool_answer(index: int, tool_call_id: str,
+                     messages: list) -> tuple[str | None, dict | None, bool, bool]:
+        """The ``role: "tool"`` message answering one call of a 2.x tool-calling turn;
+        none (the run stopped first) means the call showed nothing."""
+        for msg in messages[index + 1:]:
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("role") == "assistant":
+                break
+            if msg.get("role") == "tool" and msg.get("tool_call_id") == tool_call_id:
+                return _tool_observation(_content_text(msg.get("content")))
+        return None, None, False, False
 
     @staticmethod
     def _find_observation(index: int, messages: list) -> tuple[str | None, dict | None, bool]:

@@ -14,6 +14,7 @@ Paths stay as the trace wrote them; ``paths.PathMapper`` turns them into repo pa
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -107,13 +108,34 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
     output = None if call.interrupted else call.output
     analysis = analyze(command, output, call.cwd, state.scripts)
     inf.cwd_after = analysis.cwd
-    inf.changes = analysis.changes()
+    inf.changes = _recorded(analysis.changes(), native.bash_edit_diff(call.structured), call.cwd)
     inf.edits.extend(c for c in inf.changes if isinstance(c, Edit))
     if not call.interrupted:
         inf.reads.extend(analysis.reads)
     for part in analysis.unparsed:
         inf.problems.append((Reason.UNPARSED_COMMAND, str(part)[:200]))
     return analysis
+
+
+def _recorded(changes: list[Edit | TreeOp], diff: dict[str, Edit] | None,
+              cwd: str | None) -> list[Edit | TreeOp]:
+    """The command's changes, where the agent recorded what they did (Claude Code's
+    ``bashEditDiff``): the record replaces what the command parser inferred for the
+    files it names, whatever edited them (a script, ``sed -i``, a redirect). A file the
+    command also put back at the base (``git checkout f && ...``) keeps the parsed
+    changes, which say which lines are the base's again."""
+    if not diff:
+        return changes
+
+    def absolute(p: str) -> str:
+        return posixpath.normpath(p if p.startswith("/") or not cwd else posixpath.join(cwd, p))
+
+    reverted = {absolute(c.path) for c in changes
+                if isinstance(c, TreeOp) and c.kind == "revert" and c.path}
+    recorded = {absolute(p): e for p, e in diff.items()}
+    kept = [c for c in changes if not (isinstance(c, Edit) and absolute(c.path) in recorded
+                                       and absolute(c.path) not in reverted)]
+    return kept + [e for p, e in recorded.items() if p not in reverted]
 
 
 def _editor(call: ToolCall, inf: Inference, inp: dict[str, Any]) -> None:

@@ -1,11 +1,14 @@
 """Agents' own file tools: Claude Code's Read/Grep/Glob/LS/Edit/MultiEdit/Write/Notebook*,
-Codex's ``file_change``.
+Codex's ``file_change``, and the edit records agents attach to shell results.
 
 Claude's Read shows numbered lines (``   12→text`` before Code 2.1, ``12\\ttext`` since);
 its result's ``toolUseResult.file`` says which lines (``startLine``, ``numLines``). An
 ``offset`` past the end shows only a warning. Grep prints what ripgrep prints (files,
 counts, or ``path:N:text`` content). Edits carry their text (``old_string`` /
-``new_string``) and, in a result's ``structuredPatch``, the hunks they made.
+``new_string``) and, in a result's ``structuredPatch``, the hunks they made. Since Code
+2.1, a Bash result's ``bashEditDiff`` holds the hunks of every file the command changed
+(``files[].hunks``, same shape; ``changedFiles`` names them all, also those whose hunks
+were left out as too large): an exact record of edits no command parser can follow.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from .output.numbered import has_numbered_lines, parse_numbered
 from .shell.search import grep_reads
 
 __all__ = ["NativeResult", "claude_read", "claude_grep", "claude_glob", "claude_ls_call",
-           "claude_edit", "file_change", "structured_hunks", "CLAUDE_READ_LIMIT"]
+           "claude_edit", "file_change", "structured_hunks", "bash_edit_diff",
+           "CLAUDE_READ_LIMIT"]
 
 #: Claude Code's Read shows at most this many lines when no ``limit`` is given
 CLAUDE_READ_LIMIT = 2000
@@ -95,6 +99,11 @@ def claude_read(call: ToolCall, path: str) -> NativeResult:
         return res
     if isinstance(call.output, str):
         parsed = parse_numbered(call.output)
+        if parsed.numbers and _ends_past_last_newline(call, parsed.numbers, parsed.lines):
+            # Code 2.1 numbers the empty "line" after a final newline (a 3-line file
+            # shows 1-4, line 4 empty): the file has no such line
+            parsed.numbers.pop()
+            parsed.lines.pop()
         if parsed.numbers:
             res.reads.extend(numbered_reads(path, parsed.numbers, parsed.lines))
             return res
@@ -113,6 +122,17 @@ def claude_read(call: ToolCall, path: str) -> NativeResult:
     count = limit if limit and limit > 0 else CLAUDE_READ_LIMIT
     res.reads.append(Read(path, start, start + count - 1))
     return res
+
+
+def _ends_past_last_newline(call: ToolCall, numbers: list[int], lines: list[str]) -> bool:
+    """Is the last numbered line the empty one after the file's final newline? Only the
+    structured result can say (the read reached the end, whose text ends with one)."""
+    file = _file_info(call)
+    if file is None or lines[-1] != "":
+        return False
+    total, content = _int(file.get("totalLines")), file.get("content")
+    return total == numbers[-1] and isinstance(content, str) and (
+        content.endswith("\n") or content == "")
 
 
 def _shown_by_structure(call: ToolCall, path: str) -> list[Read] | None:
@@ -215,7 +235,8 @@ def claude_edit(call: ToolCall, path: str) -> NativeResult:
             else:
                 res.edits.append(Edit(path))
     elif tool == "edit" and isinstance(inp.get("old_string"), str):
-        hunks, texts = structured_hunks(call.structured)
+        st = call.structured if isinstance(call.structured, dict) else {}
+        hunks, texts = structured_hunks(st.get("structuredPatch"))
         res.edits.append(Edit(path, old=inp["old_string"], new=_text(inp.get("new_string")),
                               replace_all=bool(inp.get("replace_all")), hunks=hunks,
                               hunk_text=texts))
@@ -228,15 +249,15 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def structured_hunks(structured: Any) -> tuple[tuple[tuple[int, int, int, int], ...] | None,
-                                               tuple[tuple[str, ...], ...] | None]:
-    """Claude's ``structuredPatch`` -> (hunks of changed lines only, their new text).
+def structured_hunks(patch: Any) -> tuple[tuple[tuple[int, int, int, int], ...] | None,
+                                          tuple[tuple[str, ...], ...] | None]:
+    """Claude's hunk list (``structuredPatch``, a ``bashEditDiff`` file's ``hunks``) ->
+    (hunks of changed lines only, their new text).
 
     Each hunk carries ~3 context lines on each side; they are cut away (and a hunk is
     split at inner context, ``diffs.changed_runs``) so that only lines the agent changed
     are located by number. A hunk without its lines is taken by its numbers alone.
     """
-    patch = structured.get("structuredPatch") if isinstance(structured, dict) else None
     if not isinstance(patch, list) or not patch:
         return None, None
     hunks: list[tuple[int, int, int, int]] = []
@@ -271,3 +292,26 @@ def file_change(call: ToolCall) -> NativeResult:
             res.edits.append(Edit(change["path"], content="") if kind == "delete"
                              else Edit(change["path"]))
     return res
+
+
+def bash_edit_diff(structured: Any) -> dict[str, Edit] | None:
+    """A Bash result's ``bashEditDiff``: one exact edit per file it lists with hunks, and
+    a bare edit (changed, how not said) per other changed file; None when the result
+    has none (older versions, or the setting off). Paths are as Claude printed them
+    (absolute)."""
+    diff = structured.get("bashEditDiff") if isinstance(structured, dict) else None
+    if not isinstance(diff, dict):
+        return None
+    out: dict[str, Edit] = {}
+    files = diff.get("files")
+    for f in files if isinstance(files, list) else []:
+        path = _str(f.get("filePath")) if isinstance(f, dict) else None
+        if path is None:
+            continue
+        hunks, texts = structured_hunks(f.get("hunks"))
+        out[path] = Edit(path, hunks=hunks, hunk_text=texts) if hunks else Edit(path)
+    changed = diff.get("changedFiles")
+    for path in changed if isinstance(changed, list) else []:
+        if isinstance(path, str) and path.strip() and path not in out:
+            out[path] = Edit(path)
+    return out

@@ -170,9 +170,9 @@ def test_structured_hunks_split_at_inner_context_and_pure_insertions():
               "lines": [" a", "-b", " c", "+n", " d", " e"]}]
     # b deleted at old 11; n inserted after old line 12, as new line 12
     # (unified convention: a side with 0 lines names the line before the change)
-    assert structured_hunks({"structuredPatch": patch}) == (
+    assert structured_hunks(patch) == (
         ((11, 1, 10, 0), (12, 0, 12, 1)), ((), ("n",)))
-    assert structured_hunks({"structuredPatch": "nope"}) == (None, None)
+    assert structured_hunks("nope") == (None, None)
 
 
 def test_multiedit_write_and_notebook_edit():

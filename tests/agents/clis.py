@@ -1,0 +1,115 @@
+"""The real agent CLIs the tests drive: their versions (pinned here, nowhere else), where
+they are installed, how to install them, and how to start each against a scripted model.
+
+    python tests/agents/clis.py install      # what .ci/run does; idempotent
+    python tests/agents/clis.py versions     # what is installed
+
+They go into a cache folder (``$STREAMEVAL_AGENTS``, default ``~/.cache/streameval/agents``):
+npm packages under ``npm/``, mini-swe-agent in its own virtualenv under ``mini/`` (its
+dependencies are heavy and must not mix with the project's). The tests never install
+anything; a CLI that is missing fails its test with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+CLAUDE_CODE = "2.1.328"
+CODEX = "0.169.0"
+MINI_SWE_AGENT = "2.4.6"
+#: mini-swe-agent's tool-calling mode imports ``mcp`` through litellm's extra
+LITELLM = "1.106.2"
+
+NPM_PACKAGES = (f"@anthropic-ai/claude-code@{CLAUDE_CODE}", f"@openai/codex@{CODEX}")
+PIP_PACKAGES = (f"mini-swe-agent=={MINI_SWE_AGENT}", f"litellm[mcp]=={LITELLM}")
+INSTALL = "python tests/agents/clis.py install"
+
+#: what a CLI needs from the environment, and nothing else (runs use ``env -i`` semantics)
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def cache() -> Path:
+    root = os.environ.get("STREAMEVAL_AGENTS")
+    return Path(root) if root else Path.home() / ".cache" / "streameval" / "agents"
+
+
+def claude() -> Path:
+    return cache() / "npm" / "node_modules" / ".bin" / "claude"
+
+
+def codex() -> Path:
+    return cache() / "npm" / "node_modules" / ".bin" / "codex"
+
+
+def mini() -> Path:
+    return cache() / "mini" / "bin" / "mini"
+
+
+def missing(binary: Path, name: str, version: str) -> str | None:
+    """Why a CLI cannot run, or None when it can."""
+    if binary.exists() and os.access(binary, os.X_OK):
+        return None
+    return (f"{name} {version} is not installed at {binary}: run `{INSTALL}` "
+            f"(.ci/run does; STREAMEVAL_AGENTS sets the folder)")
+
+
+def install() -> None:
+    root = cache()
+    npm = root / "npm"
+    npm.mkdir(parents=True, exist_ok=True)
+    if missing(claude(), "Claude Code", CLAUDE_CODE) or missing(codex(), "Codex", CODEX) \
+            or _installed_npm(npm) != set(NPM_PACKAGES):
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
+                        "--prefix", str(npm), *NPM_PACKAGES], check=True)
+    env_dir = root / "mini"
+    if missing(mini(), "mini-swe-agent", MINI_SWE_AGENT) or _mini_version() != MINI_SWE_AGENT:
+        venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+        pip = env_dir / "bin" / "pip"
+        subprocess.run([str(pip), "install", "-q", "--disable-pip-version-check",
+                        *PIP_PACKAGES], check=True)
+
+
+def _installed_npm(npm: Path) -> set[str]:
+    out = set()
+    for name in ("@anthropic-ai/claude-code", "@openai/codex"):
+        pkg = npm / "node_modules" / name / "package.json"
+        if pkg.exists():
+            out.add(f"{name}@{json.loads(pkg.read_text())['version']}")
+    return out
+
+
+def _mini_version() -> str | None:
+    py = cache() / "mini" / "bin" / "python"
+    if not py.exists():
+        return None
+    out = subprocess.run([str(py), "-c", "import minisweagent; print(minisweagent.__version__)"],
+                         capture_output=True, text=True, env={**os.environ, "MSWEA_SILENT_STARTUP": "1"})
+    lines = out.stdout.strip().splitlines()
+    return lines[-1] if lines else None
+
+
+def versions() -> dict[str, str | None]:
+    def run(argv: list[str]) -> str | None:
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except OSError:
+            return None
+        return (out.stdout or out.stderr).strip().splitlines()[0] if out.returncode == 0 else None
+    return {"claude": run([str(claude()), "--version"]), "codex": run([str(codex()), "--version"]),
+            "mini-swe-agent": _mini_version()}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["install"]:
+        install()
+        print(json.dumps(versions()))
+    elif sys.argv[1:] == ["versions"]:
+        print(json.dumps(versions(), indent=1))
+    else:
+        print(__doc__)
+        raise SystemExit(2)
