@@ -52,8 +52,15 @@ from .jsonl import (
 _EXEC_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed",
                          "item.started", "item.updated", "item.completed"})
 _ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context"})
-#: Known rollout line types that say nothing about tools or tokens.
-_IGNORED_TYPES = frozenset({"compacted", "error"})
+#: Known rollout line types that say nothing about tools or tokens we use (0.169 adds
+#: ``world_state`` snapshots and per-response ``token_usage_record``s; ``token_count``
+#: events carry the run totals).
+_IGNORED_TYPES = frozenset({"compacted", "error", "world_state", "token_usage_record"})
+#: 0.16x ``exec_command`` results: a header, then ``Output:`` and what the command printed
+_EXEC_HEADER = re.compile(
+    r"\A(?:(?:Chunk ID|Wall time|Process exited with code|Process running with session ID|"
+    r"Original token count|Total output lines)[^\n]*\n)+Output:\n?", re.MULTILINE)
+_EXEC_EXIT = re.compile(r"^Process exited with code (-?\d+)", re.MULTILINE)
 #: Response items of the old rollout format (before the ``response_item`` wrapper).
 _BARE_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output",
                          "custom_tool_call", "custom_tool_call_output", "local_shell_call",
@@ -314,14 +321,20 @@ def _script_of(command: Any) -> str:
 
 def _output_of(output: Any) -> tuple[str | None, bool]:
     """(text shown, is_error) of a call output: a JSON string ``{"output",
-    "metadata": {"exit_code"}}``, plain text (``Exit code: N`` / sandbox failures), or
-    a list of ``input_text`` items (newer Codex)."""
+    "metadata": {"exit_code"}}``, plain text (``Exit code: N`` / sandbox failures), a
+    list of ``input_text`` items, or (0.16x ``exec_command``) a ``Chunk ID`` / ``Wall
+    time`` / ``Process exited with code N`` header and the command's output after
+    ``Output:`` (the header is not the command's output)."""
     if isinstance(output, list):
         return _text_of(output), False
     if isinstance(output, dict):
         return _structured_output(output)
     if not isinstance(output, str):
         return None, False
+    header = _EXEC_HEADER.match(output)
+    if header is not None:
+        code = _EXEC_EXIT.search(header.group(0))
+        return output[header.end():], code is not None and code.group(1) != "0"
     if output.startswith("{"):
         try:
             decoded = orjson.loads(output)

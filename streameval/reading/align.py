@@ -105,18 +105,38 @@ def as_expected(lines: Sequence[str], base: BaseText, expect: Sequence[int | Non
 def _anchors(texts: list[str], base: BaseText, expect: Sequence[int | None] | None,
              ) -> list[tuple[int, int]]:
     """Anchor candidates (unique texts, confirmed expected places), then the longest
-    chain increasing in both coordinates."""
-    cands: list[tuple[int, int]] = []
+    chain increasing in both coordinates.
+
+    A line found at its expected place is a candidate only when the nearest unique
+    line agrees with that place (same offset between shown and base lines): a repeated
+    line (a blank, ``return None``) matching where a wrong proposal put it must not
+    outvote the distinctive lines around it (a harness that trimmed a leading blank
+    line shifts the whole proposal by one)."""
+    unique: list[tuple[int, int]] = []
     for i, t in enumerate(texts):
-        e = expect[i] if expect is not None else None
-        if e is not None and base.line(e) == t:
-            cands.append((i, e))
-            continue
         if t.strip():
             pos = base.positions(t)
             if len(pos) == 1:
-                cands.append((i, pos[0]))
-    return _increasing_chain(cands)
+                unique.append((i, pos[0]))
+    cands = dict(unique)
+    if expect is not None:
+        firsts = [j for j, _ in unique]
+        for i, t in enumerate(texts):
+            e = expect[i]
+            if i in cands or e is None or base.line(e) != t:
+                continue
+            if unique and not _agrees(i, e, unique, firsts):
+                continue
+            cands[i] = e
+    return _increasing_chain(sorted(cands.items()))
+
+
+def _agrees(i: int, e: int, unique: list[tuple[int, int]], firsts: list[int]) -> bool:
+    """Does the nearest unique anchor put shown line ``i`` at base line ``e``?"""
+    k = bisect_left(firsts, i)
+    near = [unique[x] for x in (k - 1, k) if 0 <= x < len(unique)]
+    j, b = min(near, key=lambda p: abs(p[0] - i))
+    return e - b == i - j
 
 
 def _increasing_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -96,6 +96,11 @@ class Creditor:
         else:
             ids = align(lines, base, expect, _adjacent(numbers, shown.gaps, len(lines)),
                         shown.cut_head, shown.cut_tail)
+        proposed, head = first, []
+        if not exact and expect and numbers is None and not shown.gaps and not shown.cut_head:
+            head = _blank_head(base, ids, expect[0])
+            if head and first is not None:
+                first += len(head)    # the output began after the blank lines it trimmed
         if numbers is None and first is not None and not shown.gaps and not shown.cut_tail:
             ids = ids + self._blank_edge(read, base, ids, first)
         if self.audit is not None:
@@ -103,10 +108,11 @@ class Creditor:
         changed = MapChange.NONE
         if not shown.base and not shown.loose and not shown.gaps:
             changed = self._observe(repo, read, numbers, first, ids, lines)
-        placed = ids if exact and len(ids) == len(lines) else [b for b in ids if b is not None]
+        placed = ids if exact and len(ids) == len(lines) else \
+            head + [b for b in ids if b is not None]
         shown_count = len(lines)
         agent = 0 if shown.loose or exact else ids[:shown_count].count(None)
-        current = self._current(read, numbers, first, shown_count)
+        current = self._current(read, numbers, proposed, shown_count + len(head))
         if observe_only:
             return Credit(current, [], change=changed)
         if not placed and shown.loose:
@@ -194,6 +200,16 @@ class Creditor:
             return None
         base = merge_ranges(r for w in current for r in self.edits.to_base(repo, *w))
         return Credit(current, base, unaligned=sum(b - a + 1 for a, b in base))
+
+
+def _blank_head(base: BaseText, ids: list[int | None], start: int | None) -> list[int]:
+    """Blank lines at the start of the window that the output could not show (a harness
+    that trims leading blank lines): the window's first base line ``start`` up to the
+    first shown line, when every one of them is blank."""
+    if start is None or not ids or ids[0] is None or ids[0] <= start:
+        return []
+    gap = range(start, ids[0])
+    return list(gap) if all(base.line(b) == "" for b in gap) else []
 
 
 def _adjacent(numbers: list[int] | None, gaps: bool, k: int) -> list[bool]:

@@ -286,3 +286,15 @@ def test_unparseable_arguments_are_kept_raw():
                                   function_output("c1", "x")])
     (call,) = calls_of(events)
     assert call.input == {"arguments": "{not json"} and call.output == "x"
+
+
+def test_exec_command_header_of_codex_0_169_is_not_output():
+    """0.169's exec_command result: a header (chunk id, wall time, exit code, token
+    count), then ``Output:`` and what the command printed."""
+    from streameval.formats.codex import _output_of
+
+    text = ("Chunk ID: 3a6159\nWall time: 0.0000 seconds\nProcess exited with code 0\n"
+            "Original token count: 6\nOutput:\nprint(1)\nb = 2\n")
+    assert _output_of(text) == ("print(1)\nb = 2\n", False)
+    failed = text.replace("code 0", "code 2")
+    assert _output_of(failed) == ("print(1)\nb = 2\n", True)

@@ -332,3 +332,19 @@ def test_scattered_numbers_kept_lazily_give_the_same_map(view, hits, case):
     n = eager.num_lines("pkg/mod.py")
     assert lazy.num_lines("pkg/mod.py") == n
     assert lazy.base_of("pkg/mod.py", 1, n) == eager.base_of("pkg/mod.py", 1, n)
+
+
+def test_leading_blank_lines_a_harness_trimmed_follow_the_window(b):
+    """Claude Code trims leading blank lines from Bash output: `sed -n '29,40p'` whose
+    lines 29-30 are blank shows 31-40; the window's blank head is still credited, and
+    a repeated blank line at a wrong expected place does not outvote the anchors."""
+    shown = current(BASE_LINES, 31, 40)
+    out = b.consume(bash("sed -n '29,40p' pkg/mod.py", shown))
+    assert out.step.spans == {"pkg/mod.py": [(29, 40)]}
+    assert out.reads[0].agent == 0
+
+
+def test_a_leading_line_that_is_not_blank_is_not_credited(b):
+    shown = current(BASE_LINES, 33, 40)            # 31-32 were not blank: not trimmed
+    out = b.consume(bash("sed -n '31,40p' pkg/mod.py", shown))
+    assert out.step.spans == {"pkg/mod.py": [(33, 40)]}
