@@ -94,13 +94,22 @@ def _tool_call(call_id: str, action: str, observation: Any, cwd: str | None, lin
                     is_error=is_error, cwd=cwd, structured=structured, lineno=lineno)
 
 
-def _working_dir(state: Any) -> str | None:
+def _working_dir(state: Any, observation: Any = None) -> str | None:
+    """The shell's directory after a step: the entry's state, or (0.x, where a document
+    may have none) the ``(Current directory: /repo)`` footer of the observation."""
     if isinstance(state, str):  # older SWE-agent wrote the state as a JSON string
         try:
             state = orjson.loads(state)
         except ValueError:
-            return None
-    return as_str(as_dict(state).get("working_dir"))
+            state = None
+    found = as_str(as_dict(state).get("working_dir"))
+    if found is None and isinstance(observation, str):
+        m = _CURRENT_DIR.search(observation[-400:])
+        found = m.group(1).strip() if m else None
+    return found
+
+
+_CURRENT_DIR = re.compile(r"\(Current directory: (/[^)\n]*)\)")
 
 
 # --------------------------------------------------------------------------- .traj
@@ -150,17 +159,37 @@ def _model_name(replay_config: Any) -> str | None:
     return as_str(model.get("name")) or as_str(model.get("model_name"))
 
 
+def _from_history(history: list) -> list[dict]:
+    """Trajectory entries rebuilt from the chat ``history`` (a document without a
+    ``trajectory``, as some demonstrations are): each assistant ``action`` with the
+    observation message that follows it."""
+    entries: list[dict] = []
+    for k, msg in enumerate(history):
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        action = msg.get("action")
+        if not isinstance(action, str):
+            continue
+        obs = next((m.get("content") for m in history[k + 1:k + 3] if isinstance(m, dict)
+                    and m.get("message_type") == "observation"), None)
+        entries.append({"action": action, "observation": obs if isinstance(obs, str) else ""})
+    return entries
+
+
 def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
     info = as_dict(doc.get("info"))
     entries = as_list(doc.get("trajectory"))
+    if not entries and isinstance(doc.get("history"), list) and "trajectory" not in doc:
+        entries = _from_history(doc["history"])
     env = as_str(doc.get("environment"))
     # each entry's state is read once (older files store it as a JSON string)
-    dirs = [_working_dir(e.get("state")) if isinstance(e, dict) else None for e in entries]
+    dirs = [_working_dir(e.get("state"), e.get("observation")) if isinstance(e, dict) else None
+            for e in entries]
     first_cwd = next(filter(None, dirs), None)
     events: list[TraceEvent] = [RunInfo(
         agent="swe-agent", model=_model_name(doc.get("replay_config")), cwd=first_cwd,
         instance_id=env if env and env not in _DEFAULT_ENVIRONMENTS else None, lineno=lineno)]
-    if not isinstance(doc.get("trajectory"), list):
+    if not isinstance(doc.get("trajectory"), list) and not entries:
         events.append(BadLine(lineno, Reason.MISSING_FIELD.value,
                               "SWE-agent document has no 'trajectory' list"))
     cwd = first_cwd

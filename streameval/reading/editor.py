@@ -278,15 +278,26 @@ def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
             res.reads.extend(_window(out, shown))
         return
     m = _EDIT_RANGE.match(action.strip())
+    replace = _search_replace(action)
     if target and m:
         a, b, text = int(m.group(1)), int(m.group(2)), m.group(3)
         new = text.split("\n") if text else []
         res.edits.append(Edit(target, hunks=((a, b - a + 1, a, len(new)),),
                               hunk_text=(tuple(new),)))
+    elif target and replace is not None:
+        res.edits.append(Edit(target, old=replace[0], new=replace[1]))
     elif target:
         res.edits.append(Edit(target))
     if header:
         res.observed.extend(_window(out, header, target or res.open_file))
+
+
+def _search_replace(action: str) -> tuple[str, str] | None:
+    """``edit 'SEARCH' 'REPLACE'`` (SWE-agent's search/replace editing): the two texts."""
+    words, problem = _split(action)
+    if problem is None and len(words) == 3 and words[0] == "edit" and words[1]:
+        return words[1], words[2]
+    return None
 
 
 def _search_file_path(action: str, output: str) -> str | None:
