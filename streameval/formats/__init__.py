@@ -20,6 +20,8 @@ _REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("sweagent", "streameval.formats.sweagent", "SweAgentAdapter"),
     ("sweagent-checkpoints", "streameval.formats.sweagent", "SweAgentCheckpointsAdapter"),
     ("openhands", "streameval.formats.openhands", "OpenHandsAdapter"),
+    ("openhands-events", "streameval.formats.openhands", "OpenHandsEventsAdapter"),
+    ("openhands-sdk", "streameval.formats.openhands_sdk", "OpenHandsSdkAdapter"),
 )
 
 FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)

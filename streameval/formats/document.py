@@ -57,8 +57,10 @@ class DocumentBuffer:
         self.parts.append(line)
         return []
 
-    def load(self) -> tuple[dict | None, list[TraceEvent]]:
-        """The document's top-level object (None if unusable) and any BadLines."""
+    def load(self, kinds: tuple[type, ...] = (dict,)) -> tuple[dict | list | None,
+                                                             list[TraceEvent]]:
+        """The document's top-level value (None if unusable: not of ``kinds``) and any
+        BadLines."""
         if self.overflow or self.first_lineno is None:
             return None, []
         data = b"\n".join(self.parts)
@@ -77,9 +79,10 @@ class DocumentBuffer:
         except ValueError:
             bad.append(self._json_error(text))
             return None, bad
-        if not isinstance(obj, dict):
+        if not isinstance(obj, kinds):
+            want = " or ".join("an object" if k is dict else "an array" for k in kinds)
             bad.append(BadLine(self.first_lineno, Reason.NOT_AN_OBJECT.value,
-                               f"document is a JSON {type(obj).__name__}, not an object"))
+                               f"document is a JSON {type(obj).__name__}, not {want}"))
             return None, bad
         return obj, bad
 
@@ -115,11 +118,13 @@ class DocumentAdapter(Adapter):
     document: ClassVar[bool] = True
     #: how BadLine messages name the format
     label: ClassVar[str] = "document"
+    #: what the top-level JSON value may be
+    kinds: ClassVar[tuple[type, ...]] = (dict,)
 
     def __init__(self) -> None:
         self.buffer = DocumentBuffer()
 
-    def parse(self, doc: dict, lineno: int) -> list[TraceEvent]:
+    def parse(self, doc, lineno: int) -> list[TraceEvent]:
         raise NotImplementedError
 
     def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
@@ -128,7 +133,7 @@ class DocumentAdapter(Adapter):
     def close(self) -> list[TraceEvent]:
         # a fresh buffer, so the same adapter can read the rewritten document again
         buffer, self.buffer = self.buffer, DocumentBuffer(self.buffer.limit)
-        doc, events = buffer.load()
+        doc, events = buffer.load(self.kinds)
         if doc is None:
             return events
         lineno = buffer.first_lineno or 0

@@ -1,11 +1,17 @@
-"""OpenHands evaluation output (``output.jsonl``): one JSON line per *instance*.
+"""OpenHands (V0) traces: evaluation ``output.jsonl``, the resolver's ``output.jsonl``, and
+the runtime's saved trajectories (a JSON array of events).
 
-Each line is a whole finished run: ``{"instance_id", "history": [events...],
+An evaluation line is a whole finished run: ``{"instance_id", "history": [events...],
 "test_result": {"git_patch"}, "metadata": {agent_class, llm_config, ...}, "metrics",
 "error"}``. History events are actions (``action``: read/edit/run/run_ipython/browse/
 think/finish/message/recall/system...; ``args``; ``id``; ``timestamp``) and
 observations (``observation``, ``cause`` = the action's ``id``, ``content``,
-``extras``). Since one file holds several runs, every line is framed:
+``extras``). The resolver's lines (``{"issue", "instruction", "base_commit",
+"git_patch", "history", ...}``) hold older, flat events: an action's arguments beside
+its ``action`` key (``{"action": "run", "command": ...}``), observations without ids
+(each answers the action before it), the exit code at the top. A saved trajectory is
+the event list alone (``[{"id", "source", "action", "args"}, {"cause", "observation",
+...}]``): one run. Since an output file holds several runs, every line is framed:
 
     RunInfo(instance_id=...)  ToolCall...  Usage(cumulative)  RunEnd(reason, patch)
 
@@ -21,6 +27,7 @@ from typing import Any
 from ..errors import Reason
 from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
 from .base import Adapter
+from .document import DocumentAdapter
 from .jsonl import (
     as_cost,
     as_count,
@@ -28,12 +35,13 @@ from .jsonl import (
     as_str,
     decode_object,
     first_object,
+    head_text,
     parse_timestamp,
     shell_failed,
     token_usage,
 )
 
-__all__ = ["OpenHandsAdapter"]
+__all__ = ["OpenHandsAdapter", "OpenHandsEventsAdapter"]
 
 #: Actions that are conversation or bookkeeping, not tool calls of the agent
 _NOT_TOOLS = frozenset({
@@ -42,6 +50,11 @@ _NOT_TOOLS = frozenset({
 })
 #: Arguments that are the model's prose, not the call (kept out of ToolCall.input)
 _PROSE_ARGS = frozenset({"thought", "final_thought"})
+#: Keys of a flat (resolver) action that are the event's, not the call's arguments
+_EVENT_KEYS = frozenset({"id", "timestamp", "source", "message", "action", "args", "cause",
+                         "tool_call_metadata", "llm_metrics", "is_confirmed", "keep_prompt",
+                         "action_risk", "security_risk", "confirmation_state", "blocking",
+                         "hidden", "wait_for_response", "image_urls"})
 _UPLOADED_RE = re.compile(r"<uploaded_files>\s*(\S+)\s*</uploaded_files>")
 _EDIT_FAILED = ("ERROR:", "No replacement was performed")
 _SNIPPET = 80
@@ -69,8 +82,8 @@ class OpenHandsAdapter(Adapter):
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
         obj = first_object(head)
-        return obj is not None and "history" in obj and (
-            "instance_id" in obj or "test_result" in obj or "metadata" in obj)
+        return obj is not None and "history" in obj and any(
+            k in obj for k in ("instance_id", "test_result", "metadata", "issue", "git_patch"))
 
     def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
         obj = decode_object(line, lineno)
@@ -82,7 +95,7 @@ class OpenHandsAdapter(Adapter):
             return [BadLine(lineno, Reason.MISSING_FIELD.value,
                             f"line {lineno}: OpenHands instance has no 'history' list; skipped")]
         try:
-            return _Instance(obj, lineno).events()
+            return _Instance(obj, lineno, f"line-{lineno}").events()
         except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
             return [BadLine(lineno, Reason.MISSING_FIELD.value,
                             f"line {lineno}: OpenHands instance has an unexpected shape: "
@@ -97,10 +110,13 @@ def _event_id(value: Any) -> Any:
 class _Instance:
     """One line: one run of one instance."""
 
-    def __init__(self, obj: dict, lineno: int):
+    def __init__(self, obj: dict, lineno: int, fallback_id: str | None = None):
         self.obj = obj
         self.lineno = lineno
-        self.iid = as_str(obj.get("instance_id")) or f"line-{lineno}"
+        issue = as_dict(obj.get("issue"))
+        self.iid = as_str(obj.get("instance_id")) or (
+            f"{issue.get('owner')}__{issue.get('repo')}-{issue.get('number')}"
+            if issue.get("repo") else fallback_id)
         self.pending: dict[Any, tuple[dict, str | None]] = {}  # action id -> (event, cwd)
         self.order: list[Any] = []
         self.cwd: str | None = None
@@ -192,6 +208,8 @@ class _Instance:
 
     def _observation(self, event: dict, n: int) -> None:
         key = _event_id(event.get("cause"))
+        if key is None and "id" not in event and self.order and self.order[-1] in self.pending:
+            key = self.order[-1]    # a flat (resolver) event answers the action before it
         if key is not None and key in self.pending:
             action, cwd = self.pending.pop(key)
             self.out.append(self._call(action, event, cwd))
@@ -203,7 +221,9 @@ class _Instance:
 
     def _call(self, action: dict, obs: dict | None, cwd: str | None) -> ToolCall:
         name = action["action"]
-        args = {k: v for k, v in as_dict(action.get("args")).items() if k not in _PROSE_ARGS}
+        raw = action.get("args") if isinstance(action.get("args"), dict) else \
+            {k: v for k, v in action.items() if k not in _EVENT_KEYS}
+        args = {k: v for k, v in raw.items() if k not in _PROSE_ARGS}
         output = None
         is_error = False
         ended = None
@@ -212,7 +232,8 @@ class _Instance:
             output = content if isinstance(content, str) else None
             is_error = _failed(name, obs, output)
             ended = parse_timestamp(obs.get("timestamp"))
-        return ToolCall(call_id=f"{self.iid}:{action.get('id')}", tool=name, input=args,
+        return ToolCall(call_id=f"{self.iid or 'run'}:{action.get('id', len(self.out))}",
+                        tool=name, input=args,
                         output=output, is_error=is_error,
                         started_at=parse_timestamp(action.get("timestamp")), ended_at=ended,
                         cwd=cwd, structured=_structured(obs), lineno=self.lineno)
@@ -227,7 +248,8 @@ class _Instance:
 
 
 def _exit_code(obs: dict) -> int | None:
-    code = as_dict(as_dict(obs.get("extras")).get("metadata")).get("exit_code")
+    code = as_dict(as_dict(obs.get("extras")).get("metadata")).get("exit_code",
+                                                                   obs.get("exit_code"))
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
@@ -255,3 +277,34 @@ def _structured(obs: dict | None) -> dict | None:
         if key in extras:
             out[key] = extras[key]
     return out
+
+
+class OpenHandsEventsAdapter(DocumentAdapter):
+    """A saved OpenHands trajectory: one JSON array of events, one run. V0 events
+    (``action``/``observation``) are read as an output line's history is; the SDK's
+    (``kind``: ``ActionEvent``...) by ``openhands_sdk``."""
+
+    format = "openhands-events"
+    patterns = ("*.json",)
+    label = "OpenHands trajectory"
+    kinds = (list,)
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        text = head_text(head)
+        return _EVENTS_START.match(text) is not None
+
+    def parse(self, doc: list, lineno: int) -> list[TraceEvent]:
+        first = next((e for e in doc if isinstance(e, dict)), {})
+        if "kind" in first:
+            from .openhands_sdk import sdk_events
+            return sdk_events(doc, lineno)
+        return _Instance({"history": doc}, lineno).events()
+
+
+#: a JSON array whose first element is an OpenHands event (V0: ``id`` then ``timestamp``,
+#: ``source``...; the SDK's: ``kind`` among its keys), pretty-printed or not
+_EVENTS_START = re.compile(
+    r'\s*\[\s*\{\s*"(?:id|timestamp|source|kind)"\s*:[^\n]*(?:\n[^\n]*){0,12}?'
+    r'"(?:source|kind)"\s*:\s*"(?:user|agent|environment|SystemPromptEvent|MessageEvent|'
+    r'ActionEvent|ObservationEvent)"')

@@ -95,6 +95,8 @@ def as_expected(lines: Sequence[str], base: BaseText, expect: Sequence[int | Non
         t = norm(shown)
         if base.line(e) == t:
             continue
+        if i == 0 and _first_trimmed(base.line(e), t):
+            continue
         if (i == 0 and cut_head and base.ends_with(e, t)) or (
                 i == last and cut_tail and base.starts_with(e, t)):
             continue
@@ -253,10 +255,21 @@ def _place_each(texts: list[str], base: BaseText, out: list[int | None], lo_i: i
         floor = pick + 1
 
 
+def _first_trimmed(base_line: str | None, shown: str) -> bool:
+    """The output's first line lost its leading blanks (a terminal or a harness that
+    strips the output: OpenHands' SDK shell does)."""
+    return base_line is not None and base_line != shown and bool(shown) \
+        and base_line.lstrip() == shown.lstrip() and not shown[:1].isspace()
+
+
 def _cut_edges(texts: list[str], base: BaseText, out: list[int | None],
                adjacent: Sequence[bool], cut_head: bool, cut_tail: bool) -> None:
-    """A line a harness cut in two is the end (start) of its neighbour's base line."""
+    """A line a harness cut in two is the end (start) of its neighbour's base line; a
+    first line that only lost its leading blanks is its neighbour's line before."""
     k = len(texts)
+    if out[0] is None and k > 1 and out[1] is not None and adjacent[1] \
+            and _first_trimmed(base.line(out[1] - 1), texts[0]):
+        out[0] = out[1] - 1
     if cut_head and out[0] is None and k > 1 and out[1] is not None and adjacent[1] \
             and base.ends_with(out[1] - 1, texts[0]):
         out[0] = out[1] - 1

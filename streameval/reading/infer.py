@@ -23,6 +23,7 @@ from ..errors import Reason
 from ..model import CATEGORIES, Edit, Read, ToolCall, TreeOp
 from . import editor, native
 from .categories import categorize
+from .ipython import ipython_call
 from .shell import ShellAnalysis, analyze
 from .tools import NOT_READS, command_text, kind_of
 
@@ -175,6 +176,10 @@ def infer(call: ToolCall, state: ReaderState | None = None) -> Inference:
     inf.failed = _failed(call)
     if kind == "editor":
         _editor(call, inf, editor.editor_input(call))
+        return inf
+    if kind == "ipython":
+        res = ipython_call(call, inf.failed)
+        inf.reads, inf.edits, inf.category = res.reads, res.edits, res.category
         return inf
     if kind == "sweagent":
         res = editor.sweagent_call(call, state.open_file, inf.failed)

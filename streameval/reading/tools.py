@@ -54,6 +54,7 @@ for _kind, _names in {
     "claude_edit": ("edit", "multiedit", "write", "notebookedit"),
     "file_change": ("file_change",),
     "apply_patch": ("apply_patch",),
+    "ipython": ("run_ipython", "ipython", "execute_ipython_cell"),
 }.items():
     for _n in _names:
         _KINDS[_n] = _kind
@@ -62,7 +63,7 @@ for _kind, _names in {
 def kind_of(tool: str, tool_input: dict[str, Any]) -> str:
     """What a call is, for the reader: ``shell``, ``editor``, ``sweagent``,
     ``claude_read``, ``grep``, ``glob``, ``ls``, ``claude_edit``, ``file_change``,
-    ``apply_patch`` or ``other``.
+    ``apply_patch``, ``ipython`` or ``other``.
 
     The same names mean different tools in different agents, so the input decides:
     OpenHands' ``read``/``edit`` (``oh_aci``) take a ``path`` where Claude's take a

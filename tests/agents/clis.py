@@ -22,11 +22,14 @@ from pathlib import Path
 CLAUDE_CODE = "2.1.328"
 CODEX = "0.169.0"
 MINI_SWE_AGENT = "2.4.6"
+#: the OpenHands agent SDK (V1) needs Python >= 3.12; its tools come in a second package
+OPENHANDS_SDK = "1.58.0"
 #: mini-swe-agent's tool-calling mode imports ``mcp`` through litellm's extra
 LITELLM = "1.106.2"
 
 NPM_PACKAGES = (f"@anthropic-ai/claude-code@{CLAUDE_CODE}", f"@openai/codex@{CODEX}")
 PIP_PACKAGES = (f"mini-swe-agent=={MINI_SWE_AGENT}", f"litellm[mcp]=={LITELLM}")
+SDK_PACKAGES = (f"openhands-sdk=={OPENHANDS_SDK}", f"openhands-tools=={OPENHANDS_SDK}")
 INSTALL = "python tests/agents/clis.py install"
 
 #: what a CLI needs from the environment, and nothing else (runs use ``env -i`` semantics)
@@ -50,6 +53,27 @@ def mini() -> Path:
     return cache() / "mini" / "bin" / "mini"
 
 
+def openhands_python() -> Path:
+    """The interpreter of the OpenHands SDK's virtualenv."""
+    return cache() / "openhands" / "bin" / "python"
+
+
+def python312() -> str | None:
+    """An interpreter the SDK can run on (>= 3.12) that really runs: one pyenv keeps,
+    or one on PATH (a pyenv shim of a version not selected does not run)."""
+    import shutil
+
+    found = [str(root / "bin" / "python") for root in
+             sorted((Path.home() / ".pyenv" / "versions").glob("3.1[23].*"), reverse=True)]
+    found += [p for p in (shutil.which("python3.13"), shutil.which("python3.12")) if p]
+    for py in found:
+        ok = subprocess.run([py, "-c", "import sys; assert sys.version_info >= (3, 12)"],
+                            capture_output=True)
+        if ok.returncode == 0:
+            return py
+    return None
+
+
 def missing(binary: Path, name: str, version: str) -> str | None:
     """Why a CLI cannot run, or None when it can."""
     if binary.exists() and os.access(binary, os.X_OK):
@@ -66,12 +90,35 @@ def install() -> None:
             or _installed_npm(npm) != set(NPM_PACKAGES):
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
                         "--prefix", str(npm), *NPM_PACKAGES], check=True)
+    _install_openhands(root)
     env_dir = root / "mini"
     if missing(mini(), "mini-swe-agent", MINI_SWE_AGENT) or _mini_version() != MINI_SWE_AGENT:
         venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
         pip = env_dir / "bin" / "pip"
         subprocess.run([str(pip), "install", "-q", "--disable-pip-version-check",
                         *PIP_PACKAGES], check=True)
+
+
+def _install_openhands(root: Path) -> None:
+    py = python312()
+    if py is None:
+        print("no Python >= 3.12 here: the OpenHands SDK test will be skipped", file=sys.stderr)
+        return
+    env_dir = root / "openhands"
+    if _module_version(openhands_python(), "openhands.sdk") == OPENHANDS_SDK:
+        return
+    subprocess.run([py, "-m", "venv", "--clear", str(env_dir)], check=True)
+    subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                    *SDK_PACKAGES], check=True)
+
+
+def _module_version(py: Path, module: str) -> str | None:
+    if not py.exists():
+        return None
+    dist = {"openhands.sdk": "openhands-sdk"}.get(module, module)
+    out = subprocess.run([str(py), "-c", f"from importlib.metadata import version; print(version({dist!r}))"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or None
 
 
 def _installed_npm(npm: Path) -> set[str]:
@@ -101,7 +148,8 @@ def versions() -> dict[str, str | None]:
             return None
         return (out.stdout or out.stderr).strip().splitlines()[0] if out.returncode == 0 else None
     return {"claude": run([str(claude()), "--version"]), "codex": run([str(codex()), "--version"]),
-            "mini-swe-agent": _mini_version()}
+            "mini-swe-agent": _mini_version(),
+            "openhands-sdk": _module_version(openhands_python(), "openhands.sdk")}
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ Shapes, each anchored at the start of a line:
 - ``"    12→text"``: Claude Code's Read before 2.1;
 - ``"12:text"``: SWE-agent 0.x's ``open``/``goto``/``scroll`` window;
 - ``"    12 text"``: SWE-agent's abbreviated view of a large file (``loose``), where a line
-  ``"   102 ... eliding lines 102-108 ..."`` stands for lines that were *not* shown.
+  ``"   102 ... eliding lines 102-108 ..."`` stands for lines that were *not* shown;
+- ``"    12  text"``: ``nl``/``cat -n`` output passed through a terminal (OpenHands' SDK
+  shell), which turned the tab into spaces up to the next 8-column stop and trimmed
+  the first line's leading blanks; read only when no line has a tab or an arrow.
 
 The text after the number is the file's line as the tool printed it. Lines of the output
 that are not numbered file lines (a header such as "Here's the result of running `cat -n`",
@@ -28,6 +31,7 @@ __all__ = ["Numbered", "parse_numbered", "numbered_runs", "numbered_read",
 _TAB = re.compile(r"^[ \t]*(\d{1,9})(?:\t|→)(.*)$", re.M)
 _COLON = re.compile(r"^(\d{1,9}):(.*)$", re.M)
 _LOOSE = re.compile(r"^[ \t]*(\d{1,9})(?:\t|→| |$)(.*)$")
+_EXPANDED = re.compile(r"^( *)(\d{1,9})(?:( +)(.*?)|)\r?$", re.M)
 #: SWE-agent's abbreviated view: the body of a definition that was left out
 ELISION = re.compile(r"^\s*\d{1,9} \.\.\. eliding lines \d+-\d+ \.\.\.\s*$")
 _SEARCH = re.compile(r"^[ \t]*\d{1,9}(?:\t|→)", re.M)
@@ -54,6 +58,8 @@ def parse_numbered(text: str, style: str = "tab") -> Numbered:
         found = (_TAB if style == "tab" else _COLON).findall(text)
         if "\r" in text:
             found = [(n, t[:-1] if t.endswith("\r") else t) for n, t in found]
+        if not found and style == "tab":
+            return _expanded(text)
         numbers = list(map(int, (n for n, _ in found)))
         lines = [t for _, t in found]
         if 0 in numbers:    # "0" is no line number
@@ -75,6 +81,29 @@ def parse_numbered(text: str, style: str = "tab") -> Numbered:
             continue
         numbers.append(n)
         lines.append(m.group(2))
+    return Numbered(numbers, lines)
+
+
+def _expanded(text: str) -> Numbered:
+    """``nl``-style lines whose tab a terminal expanded: the number ends at a column
+    before an 8-column stop, the spaces up to it are the tab, the rest is the line.
+    Every non-blank line must look so (else it is not such an output)."""
+    numbers: list[int] = []
+    lines: list[str] = []
+    rows = [r for r in text.split("\n") if r.strip()]
+    for m in map(_EXPANDED.match, rows):
+        if m is None:
+            return Numbered([], [])
+        lead, digits, gap, rest = m.group(1), m.group(2), m.group(3) or "", m.group(4) or ""
+        width = len(lead) + len(digits)
+        tab = 8 - width % 8
+        if gap and len(gap) < tab and rest:
+            return Numbered([], [])
+        numbers.append(int(digits))
+        lines.append(gap[tab:] + rest if len(gap) >= tab else rest)
+    if len(numbers) < 2 or not any(lines) or \
+            any(b != a + 1 for a, b in zip(numbers, numbers[1:])):
+        return Numbered([], [])   # too little to be sure (``seq 3``), or not a run
     return Numbered(numbers, lines)
 
 

@@ -4,10 +4,12 @@ Agents edit files with scripts of their own (``python - <<'EOF' ... open(p, 'w')
 ``python -c``, ``cat > fix.py <<EOF`` then ``python fix.py``) and print files with them.
 The script is *parsed* with ``ast`` (never run) and its file accesses with literal paths
 are found: ``open(p, mode)``, ``Path(p).read_text()``/``write_text()``, a name bound to
-such a literal first (``p = "a.py"; open(p, "w")``). A write is an edit whose text we do
-not know (the next read of the file shows what it became); a single file read is text
-the output may show. Code that does not parse falls back to a plain scan for
-``open("...", "w")``.
+such a literal first (``p = "a.py"; open(p, "w")``), and OpenHands' file skills in its
+IPython cells (``open_file(p)`` reads; ``edit_file_by_replace(p, ...)``,
+``insert_content_at_line``, ``append_file``, ``create_file`` write). A write is an edit
+whose text we do not know (the next read of the file shows what it became); a single
+file read is text the output may show. Code that does not parse falls back to a plain
+scan for ``open("...", "w")``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ _WRITE_MODES = set("wax+")
 _PATH_CALLS = {"Path", "PurePath", "PosixPath"}
 
 
-_FILE_CALLS = ("open(", "_text(", "_bytes(")
+_FILE_CALLS = ("open(", "_text(", "_bytes(", "_file(", "_line(", "_file_by_replace(")
+#: OpenHands agent skills (``openhands.runtime.plugins.agent_skills``): name -> writes?
+_SKILLS = {"open_file": False, "edit_file_by_replace": True, "insert_content_at_line": True,
+           "append_file": True, "create_file": True}
+_SKILL_PATH_ARGS = ("path", "file_name", "filename")
 
 
 def script_files(code: str) -> tuple[list[str], list[str]]:
@@ -95,6 +101,11 @@ def _access(node: ast.Call, names: dict[str, str]) -> tuple[str, bool] | None:
     if name in ("read_text", "read_bytes", "write_text", "write_bytes") and method:
         path = _literal(node.func.value, names)
         return None if path is None else (path, name.startswith("write"))
+    if name in _SKILLS and not method:
+        arg = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in _SKILL_PATH_ARGS), None)
+        path = _literal(arg, names) if arg is not None else None
+        return None if path is None else (path, _SKILLS[name])
     return None
 
 
