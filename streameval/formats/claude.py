@@ -50,9 +50,15 @@ _IGNORED_TYPES = frozenset({
     "summary", "file-history-snapshot", "progress", "queue-operation", "attachment",
     "custom-title", "rate_limit_event", "stream_event", "tool_progress", "auth_status",
     "control_request", "control_response", "control_cancel_request", "keep_alive",
+    # session transcripts of Code 2.1 (seen in 2.1.328): the API requests it made, cost
+    # and prompt bookkeeping, titles
+    "api-request", "api-request-blob", "api-request-shape", "atis-latch", "cost-state",
+    "last-prompt", "tools-used", "ai-title", "pr-link", "mode", "permission-mode",
+    "agent-name", "bridge-session", "file-history-delta",
 })
 _DETECT_TYPES = frozenset({"system", "assistant", "user", "result", "summary",
-                           "file-history-snapshot", "progress", "queue-operation"})
+                           "file-history-snapshot", "progress", "queue-operation",
+                           "api-request", "attachment", "last-prompt", "cost-state"})
 _DETECT_KEYS = ("message", "session_id", "sessionId", "uuid", "leafUuid", "snapshot",
                 "parentUuid")
 

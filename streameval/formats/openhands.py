@@ -172,7 +172,8 @@ class _Instance:
             reason = f"error: {str(error)[:500]}"
         else:
             reason = "finished" if self.finished else "stopped"
-        patch = as_str(as_dict(self.obj.get("test_result")).get("git_patch"))
+        patch = as_str(as_dict(self.obj.get("test_result")).get("git_patch")) \
+            or as_str(self.obj.get("git_patch"))    # the resolver's lines
         ts = None
         if history and isinstance(history[-1], dict):
             ts = parse_timestamp(history[-1].get("timestamp"))

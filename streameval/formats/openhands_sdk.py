@@ -14,14 +14,15 @@ or as one JSON array. Seen from ``openhands-sdk`` 1.58:
   (a call the user refused) answer a call with nothing run;
 - ``SystemPromptEvent``, ``MessageEvent``, state updates: no tool call.
 
-A call is emitted when its answer arrives; one never answered is ``interrupted``.
+A call is emitted when its answer arrives; one never answered is ``interrupted``. The
+answered ``finish`` call ends the run.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..model import BadLine, RunInfo, ToolCall, TraceEvent
+from ..model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent
 from .base import Adapter
 from .jsonl import (
     as_dict,
@@ -100,6 +101,8 @@ class _SdkReader:
             if call is not None:
                 self._answer(call, obj, kind, lineno)
                 out.append(call)
+                if call.tool == "finish" and not call.is_error:
+                    out.append(RunEnd("finished", timestamp=call.ended_at, lineno=lineno))
         return out
 
     def _answer(self, call: ToolCall, obj: dict, kind: str, lineno: int) -> None:

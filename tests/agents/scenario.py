@@ -54,6 +54,8 @@ SCRIPT = ("cat <<'EOF' > fix_mod.py\n"
           "open(p, 'w').writelines(lines)\n"
           "EOF\n"
           "python3 fix_mod.py")
+#: the call the run is killed in (Claude Code refuses a bare ``sleep``)
+WAIT = "python3 -c 'import time; time.sleep(30)'"
 #: the agent's own edit: alpha's body (base line 4) changed
 EDIT_OLD, EDIT_NEW = "    value = x * 2\n", "    value = x * 20\n"
 

@@ -2,7 +2,7 @@
 
 Both traces it writes are checked: the ``--output-format stream-json`` stdout, followed
 live while the CLI writes it, and the session transcript under
-``$HOME/.claude/projects``. The run is killed while its last call (``sleep 30``) runs,
+``$HOME/.claude/projects``. The run is killed while its last call (a 30-second wait) runs,
 so that call never gets a result.
 """
 
@@ -16,6 +16,7 @@ from scenario import (
     EDIT_OLD,
     EXPECTED,
     SCRIPT,
+    WAIT,
     expected_reads,
     inspected,
     make_setup,
@@ -50,7 +51,7 @@ def turns(repo) -> list:
         "sed_after": bash("sed -n '30,40p' pkg/mod.py"),
         "read_after": Call("Read", {"file_path": mod, "offset": 8, "limit": 8}),
         "head_big": bash("head -n 5 pkg/big.txt"),
-        "interrupted": bash("sleep 30"),
+        "interrupted": bash(WAIT),
     }
     return [calls[name] for name in PLAN] + [Say("Done.")]
 
@@ -69,7 +70,7 @@ def claude_run(tmp_path_factory):
                "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
         run = run_cli([str(claude()), "-p", "Fix the module.", "--output-format", "stream-json",
                        "--verbose", "--permission-mode", "bypassPermissions"],
-                      env, setup.repo, setup, stdout_trace=trace, kill_when="sleep 30")
+                      env, setup.repo, setup, stdout_trace=trace, kill_when="time.sleep(30)")
     sessions = sorted((setup.home / ".claude" / "projects").glob("*/*.jsonl"))
     return setup, trace, run, sessions, tmp
 

@@ -6,7 +6,7 @@ Codex offers ``exec_command {cmd}`` and, for model names it knows, the freeform
 followed live while it writes them (its ``file_change`` items name the file but not
 the change, so alignment finds the edits), and the session rollout under
 ``$CODEX_HOME/sessions`` (which holds the patch itself). The run is killed while its
-last command (``sleep 30``) runs.
+last command (a 30-second wait) runs.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from scenario import (
     EDIT_OLD,
     EXPECTED,
     SCRIPT,
+    WAIT,
     expected_reads,
     inspected,
     make_setup,
@@ -53,7 +54,7 @@ def turns() -> list:
         "sed_after": sh("sed -n '30,40p' pkg/mod.py"),
         "read_after": sh("nl -ba pkg/mod.py | sed -n '8,15p'"),
         "head_big": sh("head -n 5 pkg/big.txt"),
-        "interrupted": sh("sleep 30"),
+        "interrupted": sh(WAIT),
     }
     return [calls[name] for name in PLAN] + [Say("Done.")]
 
@@ -77,7 +78,7 @@ def codex_run(tmp_path_factory):
         run = run_cli([str(codex()), "exec", "--json", "--skip-git-repo-check",
                        "--dangerously-bypass-approvals-and-sandbox", "-C", str(setup.repo),
                        "Fix the module."], env, setup.repo, setup, stdout_trace=trace,
-                      kill_when="sleep 30")
+                      kill_when="time.sleep(30)")
     rollouts = sorted((setup.home / "sessions").rglob("rollout-*.jsonl"))
     return setup, trace, run, rollouts, tmp
 

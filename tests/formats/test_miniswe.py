@@ -90,7 +90,9 @@ def test_golden_summary(real_fixtures: Path, name: str):
 
 
 def test_fixtures_are_all_covered(real_fixtures: Path):
-    assert len(FIXTURES) == 5
+    # five 1.x runs from gruckion/mini-swe-agent, two 2.4.6 runs (text and tool mode)
+    assert len(FIXTURES) == 7
+    assert sum(name.startswith("mini-swe-agent2") for name in FIXTURES) == 2
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -154,3 +154,40 @@ def test_wrong_types_inside_an_instance():
     assert [(c.tool, c.input, c.output, c.is_error) for c in calls] == [
         ("edit", {}, None, False), ("error", {}, "boom", True)]
     assert not any(isinstance(e, Usage) for e in events)
+
+
+#: (folder, fixture, format) of the other OpenHands shapes: the resolver's output, the
+#: runtime's saved trajectories (public, All-Hands-AI/OpenHands), and the agent SDK's
+#: events written by the real SDK 1.58.0 in tests/agents (as JSON lines, and the files
+#: it persisted itself, as one array)
+OTHERS = [
+    ("openhands", "openhands-resolver__All-Hands-AI__OpenHands__mock_output.jsonl", "openhands"),
+    ("openhands-events", "openhands-events__All-Hands-AI__OpenHands__runtime-trajs-basic.json",
+     "openhands-events"),
+    ("openhands-events",
+     "openhands-events__All-Hands-AI__OpenHands__runtime-trajs-wrong_initial_state.json",
+     "openhands-events"),
+    ("openhands-sdk", "openhands-sdk__streameval__scripted-1.58.0.events.jsonl", "openhands-sdk"),
+    ("openhands-sdk", "openhands-sdk__streameval__scripted-1.58.0.saved-events.json",
+     "openhands-events"),
+]
+
+
+@pytest.mark.parametrize(("folder", "name", "fmt"), OTHERS, ids=[o[1] for o in OTHERS])
+def test_other_shapes_detected_and_golden(real_fixtures: Path, folder: str, name: str, fmt: str):
+    from streameval.formats import adapter_class
+
+    data = (real_fixtures / folder / name).read_bytes()
+    head = [line for line in data.split(b"\n") if line.strip()][:8]
+    assert detect_format(head) == fmt
+    got = summarize(run_adapter(adapter_class(fmt)(), data), name)
+    assert got == json.loads((EXPECTED / f"{name}.json").read_text())
+
+
+def test_resolver_runs_are_named_by_their_issue(real_fixtures: Path):
+    name = OTHERS[0][1]
+    events = run_adapter(OpenHandsAdapter(), (real_fixtures / "openhands" / name).read_bytes())
+    infos = [e.instance_id for e in events if isinstance(e, RunInfo)]
+    assert infos == ["neubig__pr-viewer-5", "neubig__pr-viewer-1"]
+    ends = [e for e in events if isinstance(e, RunEnd)]
+    assert [e.reason for e in ends] == ["finished", "finished"] and all(e.patch for e in ends)

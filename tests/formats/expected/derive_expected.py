@@ -95,18 +95,33 @@ def claude(path: Path) -> dict:
 
 
 def script(command) -> str:
-    if isinstance(command, list):
-        if len(command) == 3 and command[0] in ("bash", "zsh", "sh") and command[1] in ("-lc", "-c"):
-            return command[2]
-        return shlex.join(command)
-    argv = shlex.split(command)
-    if len(argv) == 3 and argv[0] in ("bash", "zsh", "sh") and argv[1] in ("-lc", "-c"):
+    """``bash -lc X`` (also ``/bin/bash -lc X``, Codex 0.169) is X."""
+    argv = command if isinstance(command, list) else shlex.split(command)
+    if len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in ("bash", "zsh", "sh") \
+            and argv[1] in ("-lc", "-c"):
         return argv[2]
-    return command
+    return shlex.join(command) if isinstance(command, list) else command
+
+
+def codex_failed(output: str) -> bool:
+    """A rollout call output: JSON with metadata.exit_code (older), the 0.169 exec_command
+    header ("Process exited with code N" before "Output:"), or plain text."""
+    try:
+        return json.loads(output)["metadata"]["exit_code"] != 0
+    except (ValueError, KeyError, TypeError):
+        pass
+    head = output.split("\nOutput:", 1)[0]
+    for line in head.splitlines():
+        if line.startswith("Process exited with code "):
+            return line.split()[-1] != "0"
+        if line.startswith("Exit code: "):
+            return line.split()[-1] != "0"
+    return output.startswith(("failed", "patch rejected"))
 
 
 def codex(path: Path) -> dict:
     calls, opened, increments, final, run_info, run_ends = [], {}, [0, 0, 0, 0], None, 0, []
+    started = {}
     for o in lines(path):
         t = o.get("type")
         if t == "thread.started" or t == "session_meta":
@@ -121,8 +136,11 @@ def codex(path: Path) -> dict:
             run_ends.append("completed")
         elif t == "turn.failed":
             run_ends.append("failed")
+        elif t == "item.started" and o["item"]["type"] == "command_execution":
+            started[o["item"]["id"]] = o["item"]
         elif t == "item.completed" and o["item"]["type"] == "command_execution":
             it = o["item"]
+            started.pop(it["id"], None)
             calls.append({"tool": "shell", "input": {"command": script(it["command"])},
                           "is_error": it["exit_code"] not in (0, None), "answered": True})
         elif t == "item.completed" and o["item"]["type"] == "file_change":
@@ -131,24 +149,31 @@ def codex(path: Path) -> dict:
         elif t == "response_item" and o["payload"]["type"] == "function_call":
             p = o["payload"]
             args = json.loads(p["arguments"])
+            if "cmd" in args:            # exec_command (0.16x) names it cmd
+                args["command"] = args.pop("cmd")
             if "command" in args:
                 args["command"] = script(args["command"])
             opened[p["call_id"]] = {"tool": p["name"], "input": args}
-        elif t == "response_item" and o["payload"]["type"] == "function_call_output":
+        elif t == "response_item" and o["payload"]["type"] == "custom_tool_call":
+            p = o["payload"]
+            opened[p["call_id"]] = {"tool": p["name"], "input": {"input": p["input"]}}
+        elif t == "response_item" and o["payload"]["type"] in ("function_call_output",
+                                                               "custom_tool_call_output"):
             p = o["payload"]
             call = dict(opened.pop(p["call_id"]))
-            try:
-                exit_code = json.loads(p["output"])["metadata"]["exit_code"]
-                failed = exit_code != 0
-            except ValueError:  # plain text: sandbox refusals, "patch rejected by user"
-                failed = p["output"].startswith(("failed", "patch rejected"))
-            calls.append({**call, "is_error": failed, "answered": True})
+            calls.append({**call, "is_error": codex_failed(p["output"]), "answered": True})
         elif t == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]:
             u = o["payload"]["info"]["total_token_usage"]
             final = {"input_tokens": u["input_tokens"] - u["cached_input_tokens"],
                      "output_tokens": u["output_tokens"],
                      "cache_read_tokens": u["cached_input_tokens"],
                      "cache_creation_tokens": 0, "cost_usd": None}
+    # calls never answered (the run was killed): exec items started, rollout calls opened
+    for it in started.values():
+        calls.append({"tool": "shell", "input": {"command": script(it["command"])},
+                      "is_error": False, "answered": False})
+    for call in opened.values():
+        calls.append({**call, "is_error": False, "answered": False})
     return summary(calls, increments, final, run_info, run_ends)
 
 
