@@ -22,6 +22,7 @@ _REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("openhands", "streameval.formats.openhands", "OpenHandsAdapter"),
     ("openhands-events", "streameval.formats.openhands", "OpenHandsEventsAdapter"),
     ("openhands-sdk", "streameval.formats.openhands_sdk", "OpenHandsSdkAdapter"),
+    ("atif", "streameval.formats.atif", "AtifAdapter"),
 )
 
 FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)

@@ -331,10 +331,8 @@ def _output_of(output: Any) -> tuple[str | None, bool]:
         return _structured_output(output)
     if not isinstance(output, str):
         return None, False
-    header = _EXEC_HEADER.match(output)
-    if header is not None:
-        code = _EXEC_EXIT.search(header.group(0))
-        return output[header.end():], code is not None and code.group(1) != "0"
+    if _EXEC_HEADER.match(output):
+        return exec_output(output)
     if output.startswith("{"):
         try:
             decoded = orjson.loads(output)
@@ -343,6 +341,17 @@ def _output_of(output: Any) -> tuple[str | None, bool]:
         if isinstance(decoded, dict) and "output" in decoded:
             return _structured_output(decoded)
     return output, _text_says_failed(output)
+
+
+def exec_output(text: str) -> tuple[str, bool]:
+    """(what the command printed, failed?) of a 0.16x ``exec_command`` result: the
+    header (chunk id, wall time, ``Process exited with code N``, token count) ends at
+    ``Output:``. Text without the header is returned as it is."""
+    header = _EXEC_HEADER.match(text)
+    if header is None:
+        return text, False
+    code = _EXEC_EXIT.search(header.group(0))
+    return text[header.end():], code is not None and code.group(1) != "0"
 
 
 def _structured_output(decoded: dict) -> tuple[str | None, bool]:

@@ -36,7 +36,7 @@ from .runs import RunTable
 log = logging.getLogger(__name__)
 
 DEFAULT_GLOBS = ("trace.jsonl", "*.traj.json", "*.traj", "*.checkpoints.jsonl",
-                 "output.jsonl", "rollout-*.jsonl", "events.jsonl")
+                 "output.jsonl", "rollout-*.jsonl", "events.jsonl", "trajectory.json")
 CHECKPOINT_VERSION = 1
 
 

@@ -24,12 +24,15 @@ CODEX = "0.169.0"
 MINI_SWE_AGENT = "2.4.6"
 #: the OpenHands agent SDK (V1) needs Python >= 3.12; its tools come in a second package
 OPENHANDS_SDK = "1.58.0"
+#: Harbor (Python >= 3.12): its converters turn agents' native logs into ATIF
+HARBOR = "0.24.0"
 #: mini-swe-agent's tool-calling mode imports ``mcp`` through litellm's extra
 LITELLM = "1.106.2"
 
 NPM_PACKAGES = (f"@anthropic-ai/claude-code@{CLAUDE_CODE}", f"@openai/codex@{CODEX}")
 PIP_PACKAGES = (f"mini-swe-agent=={MINI_SWE_AGENT}", f"litellm[mcp]=={LITELLM}")
 SDK_PACKAGES = (f"openhands-sdk=={OPENHANDS_SDK}", f"openhands-tools=={OPENHANDS_SDK}")
+HARBOR_PACKAGES = (f"harbor=={HARBOR}",)
 INSTALL = "python tests/agents/clis.py install"
 
 #: what a CLI needs from the environment, and nothing else (runs use ``env -i`` semantics)
@@ -56,6 +59,11 @@ def mini() -> Path:
 def openhands_python() -> Path:
     """The interpreter of the OpenHands SDK's virtualenv."""
     return cache() / "openhands" / "bin" / "python"
+
+
+def harbor_python() -> Path:
+    """The interpreter of Harbor's virtualenv."""
+    return cache() / "harbor" / "bin" / "python"
 
 
 def python312() -> str | None:
@@ -90,7 +98,7 @@ def install() -> None:
             or _installed_npm(npm) != set(NPM_PACKAGES):
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
                         "--prefix", str(npm), *NPM_PACKAGES], check=True)
-    _install_openhands(root)
+    _install_py312(root)
     env_dir = root / "mini"
     if missing(mini(), "mini-swe-agent", MINI_SWE_AGENT) or _mini_version() != MINI_SWE_AGENT:
         venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
@@ -99,23 +107,29 @@ def install() -> None:
                         *PIP_PACKAGES], check=True)
 
 
-def _install_openhands(root: Path) -> None:
+def _install_py312(root: Path) -> None:
+    """The OpenHands SDK and Harbor, each in its own virtualenv (they need Python >= 3.12
+    and pin different libraries)."""
     py = python312()
     if py is None:
-        print("no Python >= 3.12 here: the OpenHands SDK test will be skipped", file=sys.stderr)
+        print("no Python >= 3.12 here: the OpenHands SDK and Harbor tests will be skipped",
+              file=sys.stderr)
         return
-    env_dir = root / "openhands"
-    if _module_version(openhands_python(), "openhands.sdk") == OPENHANDS_SDK:
-        return
-    subprocess.run([py, "-m", "venv", "--clear", str(env_dir)], check=True)
-    subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-                    *SDK_PACKAGES], check=True)
+    for name, dist, version, packages in (
+            ("openhands", "openhands-sdk", OPENHANDS_SDK, SDK_PACKAGES),
+            ("harbor", "harbor", HARBOR, HARBOR_PACKAGES)):
+        env_dir = root / name
+        if _module_version(env_dir / "bin" / "python", dist) == version:
+            continue
+        subprocess.run([py, "-m", "venv", "--clear", str(env_dir)], check=True)
+        subprocess.run([str(env_dir / "bin" / "pip"), "install", "-q",
+                        "--disable-pip-version-check", *packages], check=True)
 
 
 def _module_version(py: Path, module: str) -> str | None:
     if not py.exists():
         return None
-    dist = {"openhands.sdk": "openhands-sdk"}.get(module, module)
+    dist = {"openhands.sdk": "openhands-sdk"}.get(module, module)   # module or dist name
     out = subprocess.run([str(py), "-c", f"from importlib.metadata import version; print(version({dist!r}))"],
                          capture_output=True, text=True)
     return out.stdout.strip() or None
@@ -149,7 +163,8 @@ def versions() -> dict[str, str | None]:
         return (out.stdout or out.stderr).strip().splitlines()[0] if out.returncode == 0 else None
     return {"claude": run([str(claude()), "--version"]), "codex": run([str(codex()), "--version"]),
             "mini-swe-agent": _mini_version(),
-            "openhands-sdk": _module_version(openhands_python(), "openhands.sdk")}
+            "openhands-sdk": _module_version(openhands_python(), "openhands-sdk"),
+            "harbor": _module_version(harbor_python(), "harbor")}
 
 
 if __name__ == "__main__":
