@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from clis import HARBOR, harbor_python, missing, python312
-from scenario import inspected, make_setup, replayed, shown_by_call
-
 from fixture_paths import REAL
+from scenario import inspected, make_setup, replayed, shown_by_call
 
 pytestmark = pytest.mark.agents
 
