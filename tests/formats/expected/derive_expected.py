@@ -119,62 +119,78 @@ def codex_failed(output: str) -> bool:
     return output.startswith(("failed", "patch rejected"))
 
 
-def codex(path: Path) -> dict:
-    calls, opened, increments, final, run_info, run_ends = [], {}, [0, 0, 0, 0], None, 0, []
-    started = {}
-    for o in lines(path):
+class _Codex:
+    """One pass over a Codex trace (exec --json events or a rollout)."""
+
+    def __init__(self) -> None:
+        self.calls, self.opened, self.started = [], {}, {}
+        self.increments, self.final, self.run_info, self.run_ends = [0, 0, 0, 0], None, 0, []
+
+    def line(self, o: dict) -> None:
         t = o.get("type")
-        if t == "thread.started" or t == "session_meta":
-            run_info += 1
-        elif t == "turn_context" and o["payload"].get("model") and run_info == 1:
-            run_info += 1  # the model becomes known once in this fixture
+        if t in ("thread.started", "session_meta"):
+            self.run_info += 1
+        elif t == "turn_context" and o["payload"].get("model") and self.run_info == 1:
+            self.run_info += 1  # the model becomes known once in this fixture
         elif t == "turn.completed":
             u = o["usage"]
-            increments[0] += u["input_tokens"] - u["cached_input_tokens"]
-            increments[1] += u["output_tokens"]
-            increments[2] += u["cached_input_tokens"]
-            run_ends.append("completed")
+            self.increments[0] += u["input_tokens"] - u["cached_input_tokens"]
+            self.increments[1] += u["output_tokens"]
+            self.increments[2] += u["cached_input_tokens"]
+            self.run_ends.append("completed")
         elif t == "turn.failed":
-            run_ends.append("failed")
-        elif t == "item.started" and o["item"]["type"] == "command_execution":
-            started[o["item"]["id"]] = o["item"]
-        elif t == "item.completed" and o["item"]["type"] == "command_execution":
-            it = o["item"]
-            started.pop(it["id"], None)
-            calls.append({"tool": "shell", "input": {"command": script(it["command"])},
-                          "is_error": it["exit_code"] not in (0, None), "answered": True})
-        elif t == "item.completed" and o["item"]["type"] == "file_change":
-            calls.append({"tool": "file_change", "input": {"changes": o["item"]["changes"]},
-                          "is_error": False, "answered": True})
-        elif t == "response_item" and o["payload"]["type"] == "function_call":
-            p = o["payload"]
+            self.run_ends.append("failed")
+        elif t in ("item.started", "item.completed"):
+            self.item(t, o["item"])
+        elif t == "response_item":
+            self.response_item(o["payload"])
+        elif t == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]:
+            u = o["payload"]["info"]["total_token_usage"]
+            self.final = {"input_tokens": u["input_tokens"] - u["cached_input_tokens"],
+                          "output_tokens": u["output_tokens"],
+                          "cache_read_tokens": u["cached_input_tokens"],
+                          "cache_creation_tokens": 0, "cost_usd": None}
+
+    def item(self, t: str, it: dict) -> None:
+        if it["type"] == "command_execution" and t == "item.started":
+            self.started[it["id"]] = it
+        elif it["type"] == "command_execution":
+            self.started.pop(it["id"], None)
+            self.calls.append({"tool": "shell", "input": {"command": script(it["command"])},
+                               "is_error": it["exit_code"] not in (0, None), "answered": True})
+        elif it["type"] == "file_change" and t == "item.completed":
+            self.calls.append({"tool": "file_change", "input": {"changes": it["changes"]},
+                               "is_error": False, "answered": True})
+
+    def response_item(self, p: dict) -> None:
+        if p["type"] == "function_call":
             args = json.loads(p["arguments"])
             if "cmd" in args:            # exec_command (0.16x) names it cmd
                 args["command"] = args.pop("cmd")
             if "command" in args:
                 args["command"] = script(args["command"])
-            opened[p["call_id"]] = {"tool": p["name"], "input": args}
-        elif t == "response_item" and o["payload"]["type"] == "custom_tool_call":
-            p = o["payload"]
-            opened[p["call_id"]] = {"tool": p["name"], "input": {"input": p["input"]}}
-        elif t == "response_item" and o["payload"]["type"] in ("function_call_output",
-                                                               "custom_tool_call_output"):
-            p = o["payload"]
-            call = dict(opened.pop(p["call_id"]))
-            calls.append({**call, "is_error": codex_failed(p["output"]), "answered": True})
-        elif t == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]:
-            u = o["payload"]["info"]["total_token_usage"]
-            final = {"input_tokens": u["input_tokens"] - u["cached_input_tokens"],
-                     "output_tokens": u["output_tokens"],
-                     "cache_read_tokens": u["cached_input_tokens"],
-                     "cache_creation_tokens": 0, "cost_usd": None}
-    # calls never answered (the run was killed): exec items started, rollout calls opened
-    for it in started.values():
-        calls.append({"tool": "shell", "input": {"command": script(it["command"])},
-                      "is_error": False, "answered": False})
-    for call in opened.values():
-        calls.append({**call, "is_error": False, "answered": False})
-    return summary(calls, increments, final, run_info, run_ends)
+            self.opened[p["call_id"]] = {"tool": p["name"], "input": args}
+        elif p["type"] == "custom_tool_call":
+            self.opened[p["call_id"]] = {"tool": p["name"], "input": {"input": p["input"]}}
+        elif p["type"] in ("function_call_output", "custom_tool_call_output"):
+            call = dict(self.opened.pop(p["call_id"]))
+            self.calls.append({**call, "is_error": codex_failed(p["output"]), "answered": True})
+
+    def summary(self) -> dict:
+        # calls never answered (the run was killed): exec items started, rollout calls opened
+        for it in self.started.values():
+            self.calls.append({"tool": "shell", "input": {"command": script(it["command"])},
+                               "is_error": False, "answered": False})
+        for call in self.opened.values():
+            self.calls.append({**call, "is_error": False, "answered": False})
+        return summary(self.calls, self.increments, self.final, self.run_info, self.run_ends)
+
+
+def codex(path: Path) -> dict:
+    reader = _Codex()
+    for o in lines(path):
+        reader.line(o)
+    return reader.summary()
 
 
 def main() -> int:
