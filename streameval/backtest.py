@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import GRANULARITIES
+from .reading.toolmap import TOOL_MAP_HELP
 
 
 @dataclass(slots=True)
@@ -217,6 +218,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     repo = p.add_mutually_exclusive_group()
     repo.add_argument("--repos", help="directory of clones named owner__repo")
     repo.add_argument("--repo", help="one repository for every trace (git or directory)")
+    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
     p.add_argument("--format", dest="fmt", help="trace format for every file (default: detected)")
     p.add_argument("--high-coverage", type=float, default=0.8,
                    help="final coverage from which a stopped run counts as wrongly stopped (0.8)")
@@ -242,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
               + " ".join(map(str, args.traces)), file=sys.stderr)
         return 2
     try:
-        res = load_resources(args.gold, args.repos, args.repo)
+        res = load_resources(args.gold, args.repos, args.repo, args.tool_map)
     except (StreamevalError, OSError) as exc:
         print(f"streameval abort-backtest: {exc}", file=sys.stderr)
         return 2

@@ -30,3 +30,16 @@ def port() -> int:
     if not 0 <= value <= 65535:
         raise SystemExit(f"streameval: STREAMEVAL_PORT={raw!r} is out of range")
     return value
+
+
+def toml_loads(text: str, where: str, error: type[Exception]) -> dict:
+    """A TOML document as a dict; ``error(message)`` (naming ``where``) when it is not
+    TOML. Python 3.11+ reads TOML itself; 3.10 needs ``tomli`` (a dependency there)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{where}: not valid TOML: {exc}") from None

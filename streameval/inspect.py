@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .model import GRANULARITIES, ToolCall
+from .reading.toolmap import TOOL_MAP_HELP
 
 #: reads listed in the summary (and written to --json) per run
 FIRST_READS = 10
@@ -36,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gold", help="gold file (parquet, JSON, JSONL or a directory of annot.json)")
     p.add_argument("--repos", help="directory of clones named owner__repo")
     p.add_argument("--repo", help="one repository (git or plain directory) for this trace")
+    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
     p.add_argument("--format", dest="fmt", help="trace format (default: detected)")
     p.add_argument("--commit", help="with --repo and no gold: the commit to read files at "
                                      "(default HEAD; with gold, the gold's base commit)")
@@ -291,13 +293,15 @@ def _print_metrics(out: TextIO, m: dict) -> None:
 def _resources(args):
     from .gold import load_gold
     from .reading.basetext import BaseTexts
+    from .reading.toolmap import load_tool_map
     from .repo import RepoCache
     from .symbols import SymbolIndex
     from .tracefile import Resources
 
     gold = load_gold(args.gold) if args.gold else None
     repos = RepoCache(args.repos, args.repo) if (args.repos or args.repo) else None
-    return Resources(gold, repos, SymbolIndex(), BaseTexts())
+    tools = load_tool_map(args.tool_map) if getattr(args, "tool_map", None) else None
+    return Resources(gold, repos, SymbolIndex(), BaseTexts(), tools)
 
 
 def _session_factory(args, res, fmt: str, printer: _Printer, plain):
@@ -317,9 +321,9 @@ def _session_factory(args, res, fmt: str, printer: _Printer, plain):
         if res.gold is not None and res.repos is not None:
             s = make_session(res, ident, fmt)
             if s.view is None and plain is not None:
-                s = RunSession(ident, None, plain, fmt=fmt, error=s.error)
+                s = RunSession(ident, None, plain, fmt=fmt, error=s.error, tools=res.tools)
         else:
-            s = RunSession(ident, None, plain, fmt=fmt,
+            s = RunSession(ident, None, plain, fmt=fmt, tools=res.tools,
                            error="no gold given" if res.gold is None else "no repository given")
         s.listeners.append(printer)
         return s

@@ -27,6 +27,7 @@ from . import config
 from .errors import Reason, StreamevalError
 from .formats.unified import UnifiedError, UnifiedRecord, iter_unified_records, record_events
 from .model import RunIdentity
+from .reading.toolmap import TOOL_MAP_HELP
 from .tracefile import (
     Resources,
     evaluate_trace,
@@ -53,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory of repositories (git clones named after the repo)")
     parser.add_argument("--repo", metavar="PATH",
                         help="one repository (git clone, or a plain directory: commit ignored)")
+    parser.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
     parser.add_argument("--out", metavar="FILE", help="JSONL output (default: stdout)")
     parser.add_argument("--csv", metavar="FILE", help="also write Benchkit-style CSV columns")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print("streameval replay: give --repos DIR and/or --repo PATH", file=sys.stderr)
         return 2
     try:
-        context = _Context.build(args.gold, args.repos, args.repo)
+        context = _Context.build(*_sources(args))
     except (StreamevalError, OSError) as e:
         print(f"streameval replay: cannot load gold {args.gold}: {e}", file=sys.stderr)
         return 2
@@ -154,7 +156,7 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: _Context,
     progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
     kept: list[dict[str, Any]] = []
     try:
-        for records in evaluate_jobs(jobs, context, args.gold, args.repos, args.repo,
+        for records in evaluate_jobs(jobs, context, _sources(args),
                                      args.workers):
             for record in records:
                 out.write(record_line(record))
@@ -333,16 +335,22 @@ class _Context:
         return self.res.repos
 
     @classmethod
-    def build(cls, gold_path: str, repos_dir: str | None, repo: str | None) -> _Context:
-        return cls(load_resources(gold_path, repos_dir, repo), gold_path)
+    def build(cls, gold_path: str, repos_dir: str | None, repo: str | None,
+              tool_map: str | None = None) -> _Context:
+        return cls(load_resources(gold_path, repos_dir, repo, tool_map), gold_path)
 
 
 _WORKER_CONTEXT: _Context | None = None
 
 
-def _init_worker(gold_path: str, repos_dir: str | None, repo: str | None) -> None:
+def _sources(args) -> tuple[str, str | None, str | None, str | None]:
+    """What a worker process needs to build its own context: gold, repos, tool map."""
+    return args.gold, args.repos, args.repo, args.tool_map
+
+
+def _init_worker(sources: tuple[str, str | None, str | None, str | None]) -> None:
     global _WORKER_CONTEXT
-    _WORKER_CONTEXT = _Context.build(gold_path, repos_dir, repo)
+    _WORKER_CONTEXT = _Context.build(*sources)
 
 
 def _evaluate_in_worker(job: Job) -> list[dict[str, Any]]:
@@ -350,8 +358,8 @@ def _evaluate_in_worker(job: Job) -> list[dict[str, Any]]:
     return evaluate_job(job, _WORKER_CONTEXT)
 
 
-def evaluate_jobs(jobs: list[Job], context: _Context, gold_path: str,
-                  repos_dir: str | None, repo: str | None,
+def evaluate_jobs(jobs: list[Job], context: _Context,
+                  sources: tuple[str, str | None, str | None, str | None],
                   workers: int = 1) -> Iterator[list[dict[str, Any]]]:
     """Each job's records, in job order; with ``workers > 1`` each process builds its
     own context (gold, repositories, symbol index) once, in the pool initializer."""
@@ -366,7 +374,7 @@ def evaluate_jobs(jobs: list[Job], context: _Context, gold_path: str,
     chunk = max(1, min(16, len(jobs) // (workers * 4)))
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_init_worker,
-                             initargs=(gold_path, repos_dir, repo)) as pool:
+                             initargs=(sources,)) as pool:
         yield from pool.map(_evaluate_in_worker, jobs, chunksize=chunk)
 
 

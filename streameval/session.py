@@ -53,6 +53,8 @@ class RunExtras:
     lines_aligned: int = 0
     lines_agent_written: int = 0
     lines_unaligned: int = 0
+    #: reads of repository files per tool name (a context engine's share shows here)
+    reads_by_tool: Counter = field(default_factory=Counter)
     tokens: TokenUsage = field(default_factory=TokenUsage)
     cost_usd: float | None = None
     first_gold_file_step: int | None = None
@@ -114,7 +116,7 @@ class RunSession:
 
     def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
                  fmt: str = "", include_sidechain: bool = False, error: str | None = None,
-                 texts=None):
+                 texts=None, tools=None):
         from .reading.steps import StepBuilder
 
         self.identity = identity
@@ -123,7 +125,7 @@ class RunSession:
         self.fmt = fmt
         self.include_sidechain = include_sidechain
         self.error = error
-        self.builder = StepBuilder(view, texts=texts)
+        self.builder = StepBuilder(view, texts=texts, tools=tools)
         self.state = None
         if gold is not None and view is not None and error is None:
             from .state import InstanceState
@@ -209,6 +211,8 @@ class RunSession:
         ex.edits += len(outcome.edits) + len(
             [p for p in outcome.found_edits if p not in outcome.edits])
         for r in outcome.reads:
+            if r.repo_path is not None and not r.listing:
+                ex.reads_by_tool[call.tool] += 1
             ex.lines_aligned += r.aligned
             ex.lines_agent_written += r.agent
             ex.lines_unaligned += r.unaligned
@@ -351,6 +355,7 @@ class RunSession:
             "problems": dict(sorted(ex.problems.items())),
             "edits": ex.edits,
             "shown_lines": ex.shown_lines(),
+            "reads_by_tool": dict(sorted(ex.reads_by_tool.items())),
         })
         return rec
 

@@ -143,19 +143,24 @@ class Resources:
     repos: Any  # repo.RepoCache
     symbols: Any = None  # symbols.SymbolIndex
     texts: Any = None  # reading.basetext.BaseTexts
+    tools: Any = None  # reading.toolmap.ToolMap (--tool-map)
 
     def lookup(self, instance_id: str | None):
         return self.gold.get(instance_id) if (self.gold is not None and instance_id) else None
 
 
-def load_resources(gold: str, repos: str | None, repo: str | None) -> Resources:
-    """Gold, repositories (``--repos``/``--repo``) and a symbol index, as every command loads them."""
+def load_resources(gold: str, repos: str | None, repo: str | None,
+                   tool_map: str | None = None) -> Resources:
+    """Gold, repositories (``--repos``/``--repo``), a symbol index and the tool map
+    (``--tool-map``), as every command loads them."""
     from .gold import load_gold
     from .reading.basetext import BaseTexts
+    from .reading.toolmap import load_tool_map
     from .repo import RepoCache
     from .symbols import SymbolIndex
 
-    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex(), BaseTexts())
+    tools = load_tool_map(tool_map) if tool_map else None
+    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex(), BaseTexts(), tools)
 
 
 def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
@@ -186,6 +191,7 @@ def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
 
 def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSession:
     """A session with its gold and repo looked up; failures become an error record."""
+    kw.setdefault("tools", res.tools)
     gold = res.lookup(identity.instance_id)
     if gold is None:
         bad = res.gold.error_for(identity.instance_id) if res.gold is not None else None

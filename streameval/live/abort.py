@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import toml_loads
 from ..model import GRANULARITIES
 
 log = logging.getLogger(__name__)
@@ -102,19 +103,7 @@ class AbortConfig:
 
 
 def _toml_loads(text: str, where: str) -> dict:
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            raise AbortConfigError(
-                f"{where}: reading abort policies needs Python 3.11+ (tomllib) "
-                "or, on Python 3.10, the 'tomli' package (pip install tomli)") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise AbortConfigError(f"{where}: not valid TOML: {exc}") from None
+    return toml_loads(text, where, AbortConfigError)
 
 
 def load_policies(path: str | Path) -> AbortConfig:

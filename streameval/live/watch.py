@@ -29,6 +29,7 @@ import orjson
 from .. import config
 from ..errors import Reason
 from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
+from ..reading.toolmap import TOOL_MAP_HELP
 from ..tracefile import Resources, load_resources, record_line
 from .follow import TraceFollower
 from .runs import RunTable
@@ -387,6 +388,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gold", required=True, help="gold (parquet, JSON, JSONL, annot dirs)")
     p.add_argument("--repos", help="directory of clones named owner__repo")
     p.add_argument("--repo", help="one repository for every trace (git or directory)")
+    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
     p.add_argument("--host", default=config.host(),
                    help="metrics address (STREAMEVAL_HOST; default 127.0.0.1)")
     p.add_argument("--port", type=int, default=config.port(),
@@ -430,7 +432,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
         return 2
     cfg = config_from_args(args)
-    res = load_resources(args.gold, args.repos, args.repo)
+    res = load_resources(args.gold, args.repos, args.repo, args.tool_map)
     w = Watcher(cfg, res)
     from .abort import AbortConfigError, from_args
 

@@ -25,6 +25,7 @@ from . import editor, native
 from .categories import categorize
 from .ipython import ipython_call
 from .shell import ShellAnalysis, analyze
+from .toolmap import ToolMap, mapped_reads
 from .tools import NOT_READS, command_text, kind_of
 
 __all__ = ["Inference", "ReaderState", "infer"]
@@ -157,12 +158,20 @@ _DEFAULT_CATEGORY = {
 }
 
 
-def infer(call: ToolCall, state: ReaderState | None = None) -> Inference:
-    """Reads, edits, category and problems of one tool call (never raises on bad input)."""
+def infer(call: ToolCall, state: ReaderState | None = None,
+          tools: ToolMap | None = None) -> Inference:
+    """Reads, edits, category and problems of one tool call (never raises on bad input).
+    ``tools``: the user's map of tools that show code (MCP servers), asked first."""
     state = state if state is not None else ReaderState()
     if not isinstance(call.input, dict):
         call = replace(call, input={})
     tool = (call.tool or "").strip()
+    rule = tools.match(tool) if tools is not None else None
+    if rule is not None:
+        inf = Inference(category=rule.category(), failed=_failed(call))
+        if not inf.failed:
+            inf.reads = mapped_reads(call, rule)
+        return inf
     kind = kind_of(tool, call.input)
     inf = Inference(category="other")
     if kind in ("shell", "apply_patch"):

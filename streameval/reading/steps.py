@@ -35,6 +35,7 @@ from .editmap import EditMap, MapChange
 from .infer import Inference, ReaderState, infer
 from .paths import PathMapper
 from .shell import WHOLE_TREE
+from .toolmap import ToolMap
 
 if TYPE_CHECKING:
     from ..repo import RepoView
@@ -89,8 +90,9 @@ class StepBuilder:
     """
 
     def __init__(self, view: RepoView | None = None, roots: Iterable[str] = (),
-                 texts: BaseTexts | None = None):
+                 texts: BaseTexts | None = None, tools: ToolMap | None = None):
         self.view = view
+        self.tools = tools
         self.paths = PathMapper(view, roots)
         self.edits = EditMap(view)
         self.creditor = Creditor(view, self.edits, texts)
@@ -114,7 +116,7 @@ class StepBuilder:
         if call.cwd:
             self._cwd = call.cwd
         cwd = call.cwd or self._cwd
-        inf = infer(call, self.state)
+        inf = infer(call, self.state, self.tools)
         self._bound_scripts()
         if call.cwd_persists and inf.cwd_after and inf.cwd_after.startswith("/"):
             self._shell_cwd = inf.cwd_after
