@@ -19,237 +19,38 @@ logged, and counted in ``streameval_aborts_total{policy,action}``.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import queue
 import re
-import signal as _signal
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import toml_loads
 from ..model import GRANULARITIES
+from .abort_actions import WebhookSender, send_signal, write_abort_file
+from .abort_policy import (
+    ABORT_NAME,
+    ACTIONS,
+    COMMON_KEYS,
+    KINDS,
+    TIME_KINDS,
+    TOKEN_KINDS,
+    AbortConfig,
+    AbortConfigError,
+    Decision,
+    Policy,
+    WebhookConfig,
+    load_policies,
+    parse_policies,
+)
+
+__all__ = ["ABORT_NAME", "ACTIONS", "COMMON_KEYS", "KINDS", "TIME_KINDS", "TOKEN_KINDS",
+           "AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
+           "WebhookConfig", "WebhookSender", "attach", "from_args", "load_policies",
+           "parse_policies", "send_signal", "trace_path_of", "write_abort_file"]
 
 log = logging.getLogger(__name__)
-
-ABORT_NAME = "ABORT"
-ACTIONS = ("file", "webhook", "signal")
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
-
-#: kind -> (required keys, optional keys with defaults)
-KINDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-    "max_steps": (("limit",), {}),
-    "max_lines": (("limit",), {}),
-    "max_bytes": (("limit",), {}),
-    "stagnation": (("steps",), {"granularity": "line"}),
-    "redundancy": (("above",), {"after_steps": 0, "granularity": "line"}),
-    "precision": (("below",), {"after_steps": 0, "granularity": "line"}),
-    "tokens": (("limit",), {"kinds": list(TOKEN_KINDS)}),
-    "cost": (("limit_usd",), {}),
-    "wall_time": (("seconds",), {}),
-}
-COMMON_KEYS = ("name", "kind", "action", "url", "signal", "description")
-#: kinds whose value moves with the clock alone (checked at every watcher tick)
-TIME_KINDS = frozenset({"wall_time"})
-_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-
-
-class AbortConfigError(ValueError):
-    """The policy file cannot be used; the message names the file, policy and key."""
-
-
-# ---------------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """One rule. ``limit`` is the budget or threshold in the kind's own unit."""
-
-    name: str
-    kind: str
-    action: str
-    limit: float
-    after_steps: int = 0
-    granularity: str = "line"
-    token_kinds: tuple[str, ...] = TOKEN_KINDS
-    url: str | None = None
-    signal: int = int(_signal.SIGTERM)
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookConfig:
-    url: str | None = None
-    timeout: float = 5.0
-    retries: int = 3
-    backoff: float = 1.0
-    queue_size: int = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class AbortConfig:
-    policies: tuple[Policy, ...]
-    allow_signals: bool = False
-    webhook: WebhookConfig = field(default_factory=WebhookConfig)
-    source: str = "<config>"
-
-
-def _toml_loads(text: str, where: str) -> dict:
-    return toml_loads(text, where, AbortConfigError)
-
-
-def load_policies(path: str | Path) -> AbortConfig:
-    """Read and validate a policy file; raises AbortConfigError with a precise message."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AbortConfigError(f"{path}: cannot read abort policies ({exc})") from None
-    return parse_policies(text, str(path))
-
-
-def parse_policies(text: str, where: str = "<config>") -> AbortConfig:
-    data = _toml_loads(text, where)
-    unknown = set(data) - {"allow_signals", "webhook", "policy"}
-    if unknown:
-        raise AbortConfigError(f"{where}: unknown top-level key(s) {sorted(unknown)}; "
-                               "expected allow_signals, [webhook], [[policy]]")
-    allow = data.get("allow_signals", False)
-    if not isinstance(allow, bool):
-        raise AbortConfigError(f"{where}: allow_signals must be true or false")
-    webhook = _webhook(data.get("webhook", {}), where)
-    raw = data.get("policy", [])
-    if not isinstance(raw, list) or not raw:
-        raise AbortConfigError(f"{where}: no policies; add at least one [[policy]] table")
-    policies = tuple(_policy(p, i, where, allow, webhook) for i, p in enumerate(raw, 1))
-    names = Counter(p.name for p in policies)
-    dup = [n for n, c in names.items() if c > 1]
-    if dup:
-        raise AbortConfigError(f"{where}: policy names must be unique; repeated: {dup}")
-    return AbortConfig(policies, allow, webhook, where)
-
-
-def _number(value: Any, what: str, *, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise AbortConfigError(f"{what} must be a number, got {value!r}")
-    if value < minimum:
-        raise AbortConfigError(f"{what} must be >= {minimum:g}, got {value!r}")
-    return float(value)
-
-
-def _url(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not re.match(r"^https?://", value):
-        raise AbortConfigError(f"{what} must be an http:// or https:// URL, got {value!r}")
-    return value
-
-
-def _webhook(raw: Any, where: str) -> WebhookConfig:
-    if not isinstance(raw, dict):
-        raise AbortConfigError(f"{where}: [webhook] must be a table")
-    unknown = set(raw) - {"url", "timeout", "retries", "backoff", "queue_size"}
-    if unknown:
-        raise AbortConfigError(f"{where}: [webhook]: unknown key(s) {sorted(unknown)}")
-    w = f"{where}: [webhook]"
-    return WebhookConfig(
-        url=_url(raw["url"], f"{w} url") if "url" in raw else None,
-        timeout=_number(raw.get("timeout", 5.0), f"{w} timeout", minimum=0.001),
-        retries=int(_number(raw.get("retries", 3), f"{w} retries")),
-        backoff=_number(raw.get("backoff", 1.0), f"{w} backoff"),
-        queue_size=int(_number(raw.get("queue_size", 1000), f"{w} queue_size", minimum=1)))
-
-
-def _signal_number(value: Any, what: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        name = value.upper()
-        name = name if name.startswith("SIG") else "SIG" + name
-        sig = getattr(_signal.Signals, name, None)
-        if sig is not None:
-            return int(sig)
-    raise AbortConfigError(f"{what} must be a signal name like \"SIGTERM\" or a number, got {value!r}")
-
-
-def _policy(raw: Any, i: int, where: str, allow_signals: bool, webhook: WebhookConfig) -> Policy:
-    if not isinstance(raw, dict):
-        raise AbortConfigError(f"{where}: policy #{i} must be a table")
-    name = raw.get("name", f"policy{i}")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise AbortConfigError(f"{where}: policy #{i}: name must be 1-64 of A-Z a-z 0-9 _ . : -, got {name!r}")
-    what = f"{where}: policy {name!r}"
-    kind = raw.get("kind")
-    if kind not in KINDS:
-        raise AbortConfigError(f"{what}: kind must be one of {sorted(KINDS)}, got {kind!r}")
-    required, optional = KINDS[kind]
-    unknown = set(raw) - set(COMMON_KEYS) - set(required) - set(optional)
-    if unknown:
-        raise AbortConfigError(f"{what} (kind {kind}): unknown key(s) {sorted(unknown)}; "
-                               f"expected {sorted(set(required) | set(optional))}")
-    missing = [k for k in required if k not in raw]
-    if missing:
-        raise AbortConfigError(f"{what} (kind {kind}): missing {missing}")
-    action = raw.get("action", "file")
-    if action not in ACTIONS:
-        raise AbortConfigError(f"{what}: action must be one of {list(ACTIONS)}, got {action!r}")
-    if action == "signal" and not allow_signals:
-        raise AbortConfigError(f"{what}: action \"signal\" needs `allow_signals = true` at the "
-                               "top of the file (signals stop processes: opt in explicitly)")
-    url = _url(raw["url"], f"{what} url") if "url" in raw else webhook.url
-    if action == "webhook" and url is None:
-        raise AbortConfigError(f"{what}: action \"webhook\" needs a url (in the policy or [webhook])")
-    opts = {**optional, **{k: raw[k] for k in optional if k in raw}}
-    gran = opts.get("granularity", "line")
-    if gran not in GRANULARITIES:
-        raise AbortConfigError(f"{what}: granularity must be one of {list(GRANULARITIES)}, got {gran!r}")
-    kinds = opts.get("kinds", list(TOKEN_KINDS))
-    if not isinstance(kinds, list) or not kinds or any(k not in TOKEN_KINDS for k in kinds):
-        raise AbortConfigError(f"{what}: kinds must be a non-empty list of {list(TOKEN_KINDS)}")
-    limit = _number(raw[required[0]], f"{what} {required[0]}")
-    if kind in ("redundancy", "precision") and limit > 1:
-        raise AbortConfigError(f"{what}: {required[0]} is a ratio between 0 and 1, got {limit:g}")
-    description = raw.get("description", "")
-    return Policy(
-        name=name, kind=kind, action=action, limit=limit,
-        after_steps=int(_number(opts.get("after_steps", 0), f"{what} after_steps")),
-        granularity=gran, token_kinds=tuple(kinds), url=url,
-        signal=_signal_number(raw.get("signal", "SIGTERM"), f"{what} signal"),
-        description=description if isinstance(description, str) else "")
-
-
-# ---------------------------------------------------------------------- decisions
-
-
-@dataclass(slots=True)
-class Decision:
-    """One policy tripping for one run; ``outcome`` says what the action did."""
-
-    policy: str
-    kind: str
-    action: str
-    run_key: str
-    run_id: str
-    instance_id: str
-    step: int
-    value: float
-    limit: float
-    reason: str
-    tokens: int = 0
-    cost_usd: float | None = None
-    decided_at: float | None = None
-    trace: str | None = None
-    dry_run: bool = False
-    outcome: str = "pending"
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 class _Progress:
@@ -362,142 +163,6 @@ def _evaluate_coverage(p: Policy, steps: int, snap, progress: _Progress | None):
     if k == "precision" and n.precision < p.limit:
         return n.precision, f"{g} precision {n.precision:.3f} below {p.limit:g} after {steps} steps"
     return None
-
-
-# ---------------------------------------------------------------------- actions
-
-
-class WebhookSender:
-    """One daemon worker posting JSON, with a timeout and bounded retries per item.
-
-    ``submit`` never blocks: a full queue drops the item (counted). A dead endpoint
-    costs the worker ``(retries + 1) * timeout`` plus backoff per item, never the
-    evaluator.
-    """
-
-    def __init__(self, cfg: WebhookConfig):
-        self.cfg = cfg
-        self.queue: queue.Queue = queue.Queue(maxsize=cfg.queue_size)
-        self.counts: Counter = Counter()   # sent, gave_up, dropped, attempts
-        self.results: deque = deque(maxlen=200)
-        self._cond = threading.Condition()
-        self._pending = 0
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-
-    def submit(self, url: str, payload: dict) -> bool:
-        with self._cond:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name="streameval-webhook",
-                                                daemon=True)
-                self._thread.start()
-            try:
-                self.queue.put_nowait((url, payload))
-            except queue.Full:
-                self.counts["dropped"] += 1
-                log.warning("abort webhook queue full; dropped the decision for %s", url)
-                return False
-            self._pending += 1
-        return True
-
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            try:
-                url, payload = self.queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            try:
-                self._deliver(url, payload)
-            finally:
-                with self._cond:
-                    self._pending -= 1
-                    self._cond.notify_all()
-
-    def _deliver(self, url: str, payload: dict) -> None:
-        body = json.dumps(payload).encode()
-        error = ""
-        for attempt in range(1, self.cfg.retries + 2):
-            self.counts["attempts"] += 1
-            try:
-                req = urllib.request.Request(url, data=body, method="POST",
-                                             headers={"Content-Type": "application/json"})
-                with urllib.request.urlopen(req, timeout=self.cfg.timeout) as resp:
-                    resp.read(1 << 16)
-                self.counts["sent"] += 1
-                self.results.append({"url": url, "ok": True, "attempts": attempt,
-                                     "policy": payload.get("policy")})
-                return
-            except urllib.error.HTTPError as exc:
-                error = f"HTTP {exc.code}"
-                exc.close()  # it holds the response's socket
-                if 400 <= exc.code < 500 and exc.code != 429:
-                    break  # the endpoint refuses this payload: retrying will not help
-            except (OSError, ValueError) as exc:
-                error = str(exc)
-            if attempt <= self.cfg.retries and self._stop.wait(self.cfg.backoff * attempt):
-                break
-        self.counts["gave_up"] += 1
-        self.results.append({"url": url, "ok": False, "attempts": attempt, "error": error,
-                             "policy": payload.get("policy")})
-        log.warning("abort webhook %s gave up after %d attempt(s): %s", url, attempt, error)
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted item was delivered or given up (tests, shutdown)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._pending == 0, timeout)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-
-def write_abort_file(directory: Path, decision: Decision) -> str:
-    """Write ``ABORT`` beside the trace atomically (tmp + rename); returns the outcome.
-
-    The file holds the latest decision plus every earlier one for that directory,
-    so a harness reading it sees why. A decision already in the file (a restarted
-    watcher re-reading the trace) is not written again.
-    """
-    target = directory / ABORT_NAME
-    previous: list = []
-    try:
-        old = json.loads(target.read_text(encoding="utf-8"))
-        previous = list(old.get("decisions", [])) if isinstance(old, dict) else []
-    except (OSError, ValueError):
-        previous = []
-    if any(isinstance(d, dict) and d.get("run_id") == decision.run_id
-           and d.get("policy") == decision.policy for d in previous):
-        return "exists"
-    mine = {**decision.to_json(), "outcome": "written"}  # what the file says once it exists
-    doc = {**mine, "decisions": [*previous, mine]}
-    tmp = directory / f".{ABORT_NAME}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError as exc:
-        log.error("cannot write %s: %s", target, exc)
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        return "failed"
-    return "written"
-
-
-def send_signal(pid: int | None, signum: int) -> str:
-    """Signal the agent's process; the outcome names why nothing happened, if so."""
-    if pid is None:
-        return "no_pid"
-    if pid <= 1 or pid == os.getpid():
-        return "refused"
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        return "no_process"
-    except PermissionError:
-        return "not_permitted"
-    return "signalled"
 
 
 # ---------------------------------------------------------------------- the engine
