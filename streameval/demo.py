@@ -16,13 +16,14 @@ from . import config
 
 
 def examples_dir() -> Path:
-    """``examples/`` of the source checkout (the README runs the demo from there)."""
-    return Path(__file__).resolve().parent.parent / "examples"
+    """The example run shipped inside the package (``examples/`` in a checkout links
+    here), so the demo plays from a wheel install as from the source tree."""
+    return Path(__file__).resolve().parent / "examples"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=Path, default=None,
-                   help="examples directory (default: the checkout's examples/)")
+                   help="examples directory (default: the one shipped with the package)")
     p.add_argument("--host", default=config.host(), help="metrics address (STREAMEVAL_HOST)")
     p.add_argument("--port", type=int, default=config.port(),
                    help="metrics port (STREAMEVAL_PORT; default 9108; 0 = any free port)")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 __all__ = ["FileDiff", "Hunk", "changed_runs", "parse_diff"]
 
 _HUNK = re.compile(r"^@@\s+-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?\s+@@")
-_HEADER = re.compile(r"^(---|\+\+\+)[ \t]+(.*)$")
+_HEADER = re.compile(r"^(---|\+\+\+)\s+(.*)$")  # any white space, as the evaluator
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 #: a count past this is not believed: a hunk header claims what its body must hold
 _MAX_COUNT = 10_000_000

@@ -110,7 +110,8 @@ class GoldSet:
 # --------------------------------------------------------------------------- loading
 
 _ID_KEYS = ("instance_id", "inst_id", "id")
-_ROW_MARKERS = {"instance_id", "inst_id", "gold_context", "gold_ctx", "init_ctx", "add_ctx"}
+_CONTEXT_KEYS = frozenset({"gold_context", "gold_ctx", "init_ctx", "add_ctx"})
+_ROW_MARKERS = {"instance_id", "inst_id", *_CONTEXT_KEYS}
 _PARQUET_COLUMNS = ("instance_id", "inst_id", "original_inst_id", "repo", "repo_url",
                     "language", "base_commit", "commit", "gold_context", "gold_ctx",
                     "init_ctx", "add_ctx", "patch")
@@ -136,6 +137,10 @@ def load_gold(path: str | os.PathLike[str]) -> GoldSet:
         rows = _file_rows(p)
     for n, (fallback_id, row) in enumerate(rows):
         _add_row(gold, row, fallback_id or f"{p.name}#{n + 1}")
+    if not len(gold):
+        why = (f"{len(gold.errors)} rejected, the first {gold.errors[0][0]}: {gold.errors[0][1]}"
+               if gold.errors else "no rows at all")
+        raise GoldError(f"gold file {p} has no usable gold rows ({why})")
     return gold
 
 
@@ -241,8 +246,10 @@ def _instance(iid: str, row: dict[str, Any]) -> GoldInstance:
     else:
         key = "gold_context" if row.get("gold_context") is not None else "gold_ctx"
         init, add = _spans(row.get(key), key), []
-    if not init and not add:
-        raise _BadRow("no gold items")
+    if not init and not add and not _CONTEXT_KEYS & row.keys():
+        # a row that names no gold context at all is not a gold row (a trace line, a
+        # CSV record); one whose context is empty is scored, as the evaluator does
+        raise _BadRow("no gold_context, init_ctx or add_ctx")
     return GoldInstance(
         instance_id=iid,
         original_inst_id=_str_or_none(row.get("original_inst_id")),

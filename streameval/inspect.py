@@ -88,14 +88,16 @@ def describe_call(call: ToolCall | None, width: int) -> str:
         return ""
     inp = call.input or {}
     text = ""
-    for key in ("command", "cmd", "file_path", "path", "pattern", "input"):
+    # what the call does before where: a Grep is its pattern (then its path)
+    for key in ("command", "cmd", "pattern", "query", "file_path", "path", "input"):
         value = inp.get(key)
         if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
             value = " ".join(value)
         if isinstance(value, str) and value.strip():
             text = " ".join(value.split())
             path = inp.get("path")
-            if key == "command" and isinstance(path, str) and path not in text:
+            if key in ("command", "pattern", "query") and isinstance(path, str) \
+                    and path not in text:
                 text = f"{text} {path}"   # editor calls: "view /testbed/x.py"
             break
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -294,7 +296,7 @@ def _resources(args):
     from .gold import load_gold
     from .reading.basetext import BaseTexts
     from .reading.toolmap import load_tool_map
-    from .repo import RepoCache
+    from .repocache import RepoCache
     from .symbols import SymbolIndex
     from .tracefile import Resources
 
@@ -334,7 +336,7 @@ def _session_factory(args, res, fmt: str, printer: _Printer, plain):
 def _plain_view(args):
     """``--repo`` at ``--commit`` (HEAD) for display; raises RepoError/OSError."""
     from .errors import RepoError
-    from .repo import open_repo
+    from .repocache import open_repo
 
     path = Path(args.repo)
     if not path.is_dir():

@@ -1,5 +1,8 @@
 """Repository access: the bytes of a path at a commit, and line <-> byte offsets.
 
+(``repodir`` serves a plain directory the same way; ``repocache`` finds an instance's
+repository.)
+
 This module is the only owner of ``git``: one long-lived ``git cat-file --batch`` per
 repository serves every file read, and ``git ls-tree`` lists the regular files of a
 commit once. Nothing is ever checked out, so one clone serves every base commit at once.
@@ -18,18 +21,13 @@ import re
 import subprocess
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .errors import Reason, RepoError
-from .filecache import DEFAULT_MAX_BYTES, LRU, FileCache, LineIndex
+from .filecache import LRU, FileCache, LineIndex
 
-if TYPE_CHECKING:
-    from .gold import GoldInstance
-
-DEFAULT_MAX_REPOS = 16                    # open `git cat-file` processes
 DEFAULT_MAX_COMMITS = 8                   # file lists kept per repository
 
 _BAD_PATH_CHARS = ("\n", "\r", "\0")      # cannot travel on cat-file's line protocol
@@ -147,7 +145,7 @@ def clean_predicted_path(path: str) -> str | None:
     Normalizing happens *after* the leading ``/`` is gone, so ``/../x`` is the escape
     ``../x`` (rejected) rather than the root-clamped ``/x``.
     """
-    s = path.strip(_STRIP)
+    s = path.strip(_STRIP).replace("\\", "/")  # Windows separators (as the evaluator)
     if not s or any(c in s for c in _BAD_PATH_CHARS):
         return None
     while s.startswith(("./", "/")):
@@ -377,220 +375,3 @@ def _stop_process(box: list[Any]) -> None:
 def _git_env() -> dict[str, str]:
     # No pager, no prompts, no locale-dependent messages in our errors.
     return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
-
-
-# --------------------------------------------------------------------------- directory
-
-class DirectoryRepo:
-    """A plain directory as a repository (no commits): what is on disk now.
-
-    A path is a repo file when it names a regular file whose real path lies inside the
-    root, so a symlink out of the tree (or ``..``) never reaches outside files.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], cache: FileCache | None = None):
-        self.path = Path(path)
-        self.identity = os.path.realpath(self.path)
-        if not os.path.isdir(self.identity):
-            raise RepoError(f"directory {self.path} does not exist", Reason.MISSING_REPO)
-        self._cache = cache if cache is not None else FileCache()
-        self._listing: frozenset[str] | None = None
-
-    def __repr__(self) -> str:
-        return f"DirectoryRepo({self.identity!r})"
-
-    def at(self, commit: str | None = None) -> RepoView:
-        """The directory as it is; ``commit`` is ignored (a directory has none)."""
-        return RepoView(self, "", self._cache)
-
-    def close(self) -> None:
-        """Nothing to release; present so every repository closes the same way."""
-
-    def __enter__(self) -> DirectoryRepo:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _real(self, path: str) -> str | None:
-        if not _is_clean_rel(path):
-            return None
-        real = os.path.realpath(os.path.join(self.identity, path))
-        if not real.startswith(self.identity.rstrip(os.sep) + os.sep):
-            return None
-        return real if os.path.isfile(real) else None
-
-    def _files(self, commit: str) -> frozenset[str]:
-        """Walked once and kept: later changes on disk show in is_file/read, not here."""
-        if self._listing is None:
-            found = []
-            for dirpath, dirnames, filenames in os.walk(self.identity):
-                dirnames[:] = [d for d in dirnames if d != ".git"]
-                rel_dir = os.path.relpath(dirpath, self.identity)
-                for name in filenames:
-                    rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-                    if self._real(rel):
-                        found.append(rel)
-            self._listing = frozenset(found)
-        return self._listing
-
-    def _is_file(self, commit: str, path: str) -> bool:
-        return self._real(path) is not None
-
-    def _read(self, commit: str, path: str) -> bytes | None:
-        real = self._real(path)
-        if real is None:
-            return None
-        try:
-            with open(real, "rb") as fh:
-                return fh.read()
-        except OSError:
-            return None
-
-    def _version(self, commit: str, path: str) -> Hashable:
-        real = self._real(path)
-        try:
-            st = os.stat(real) if real else None
-        except OSError:
-            st = None
-        return (st.st_mtime_ns, st.st_size) if st else None
-
-
-# --------------------------------------------------------------------------- repo cache
-
-def open_repo(path: str | os.PathLike[str], cache: FileCache | None = None) -> GitRepo | DirectoryRepo:
-    """A git repo when ``path`` has ``.git`` or is a bare repository, else a directory."""
-    p = Path(path)
-    if (p / ".git").exists() or ((p / "HEAD").is_file() and (p / "objects").is_dir()):
-        return GitRepo(p, cache)
-    return DirectoryRepo(p, cache)
-
-
-_ID_SUFFIX = re.compile(
-    r"^(?P<slug>[^/\s]+?__[^/\s]+?)-(?:\d+|[0-9a-f]{7,40}(?:-v[0-9a-f]+)?)$")
-
-
-def slug_from_instance_id(instance_id: str | None) -> str | None:
-    """``django__django-12125`` / ``instance_NodeBB__NodeBB-<sha>-v<sha>`` -> ``owner__name``."""
-    if not instance_id:
-        return None
-    s = instance_id.strip()
-    if s.startswith("instance_"):
-        s = s[len("instance_"):]
-    m = _ID_SUFFIX.match(s)
-    return m.group("slug") if m else None
-
-
-def repo_dir_names(gold: GoldInstance) -> list[str]:
-    """Directory names a clone of the gold row's repository may have, best first."""
-    repo = (gold.repo or "").strip().rstrip("/")
-    if repo.endswith(".git"):
-        repo = repo[:-4]
-    slugs = []
-    if "/" in repo:
-        owner, name = repo.split("/")[-2:]
-        slugs.append(f"{owner}__{name}")
-    from_id = slug_from_instance_id(gold.original_inst_id)
-    if from_id is None and gold.original_inst_id is None:
-        from_id = slug_from_instance_id(gold.instance_id)
-    if from_id:
-        slugs.append(from_id)
-        if repo and "/" not in repo:  # bare name ("cli"): owner from the instance id
-            slugs.append(f"{from_id.split('__', 1)[0]}__{repo}")
-    names: list[str] = []
-    for slug in slugs:
-        names += [slug, f"github.com__{slug}"]
-    if repo and "/" not in repo:
-        names.append(repo)
-    return list(dict.fromkeys(names))
-
-
-class RepoCache:
-    """Finds and keeps the repository of each gold instance.
-
-    ``repos_dir`` holds clones named ``owner__repo`` or ``github.com__owner__repo``;
-    ``repo`` is one explicit repository for single-instance use (it wins when given).
-    At most ``max_repos`` repositories stay open; file bytes are shared and bounded.
-    """
-
-    def __init__(self, repos_dir: str | os.PathLike[str] | None = None,
-                 repo: str | os.PathLike[str] | None = None, *,
-                 max_repos: int = DEFAULT_MAX_REPOS, max_bytes: int = DEFAULT_MAX_BYTES):
-        self.repos_dir = Path(repos_dir) if repos_dir is not None else None
-        self.repo = Path(repo) if repo is not None else None
-        self.cache = FileCache(max_bytes)
-        self._max_repos = max(1, max_repos)
-        self._open: OrderedDict[str, GitRepo | DirectoryRepo] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def caches(self) -> list[tuple[str, object]]:
-        """(name, cache with ``hits``/``misses``) pairs for the exporter's cache metrics."""
-        return [("files", self.cache.data), ("line_index", self.cache.lines)]
-
-    def view_for(self, gold: GoldInstance) -> RepoView:
-        """The instance's repository at its base commit; RepoError says what to fix."""
-        source = self._source(self._locate(gold))
-        if isinstance(source, GitRepo):
-            return source.at(gold.base_commit)
-        return source.at(None)
-
-    def _locate(self, gold: GoldInstance) -> Path:
-        if self.repo is not None:
-            if not self.repo.is_dir():
-                raise RepoError(f"--repo {self.repo}: no such directory", Reason.MISSING_REPO)
-            return self.repo
-        if self.repos_dir is None:
-            raise RepoError(f"no repository for {gold.instance_id}: pass --repos DIR (clones named "
-                            "owner__repo) or --repo PATH", Reason.MISSING_REPO)
-        if not self.repos_dir.is_dir():
-            raise RepoError(f"--repos {self.repos_dir}: no such directory", Reason.MISSING_REPO)
-        names = repo_dir_names(gold)
-        found = _find_dir(self.repos_dir, names)
-        if found is None:
-            tried = ", ".join(names) or "(no name: the gold row has no repo or instance id to go by)"
-            hint = f"; clone it as {self.repos_dir / names[0]}" if names else ""
-            raise RepoError(f"no clone of {gold.repo or '?'} for {gold.instance_id} in "
-                            f"{self.repos_dir}: tried {tried}{hint}", Reason.MISSING_REPO)
-        return found
-
-    def _source(self, path: Path) -> GitRepo | DirectoryRepo:
-        key = os.path.realpath(path)
-        with self._lock:
-            source = self._open.get(key)
-            if source is not None:
-                self._open.move_to_end(key)
-                return source
-            source = open_repo(path, self.cache)
-            self._open[key] = source
-            while len(self._open) > self._max_repos:
-                _, old = self._open.popitem(last=False)
-                old.close()
-            return source
-
-    def close(self) -> None:
-        with self._lock:
-            for source in self._open.values():
-                source.close()
-            self._open.clear()
-
-    def __enter__(self) -> RepoCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _find_dir(root: Path, names: list[str]) -> Path | None:
-    """First name that is a directory under ``root``; exact spelling, then any case."""
-    for name in names:
-        if (root / name).is_dir():
-            return root / name
-    try:
-        by_lower = {e.name.lower(): e for e in os.scandir(root) if e.is_dir()}
-    except OSError:
-        return None
-    for name in names:
-        entry = by_lower.get(name.lower())
-        if entry is not None:
-            return Path(entry.path)
-    return None

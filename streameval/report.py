@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import Reason
 from .model import GRANULARITIES
+from .sums import left_mean
 
 __all__ = ["BENCHKIT_COLUMNS", "aggregate", "benchkit_row", "format_table", "write_benchkit_csv"]
 
@@ -40,8 +41,6 @@ BENCHKIT_COLUMNS: tuple[str, ...] = (
 _REASONS = frozenset(r.value for r in Reason)
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _ratio(num: int, den: int, empty: float) -> float:
@@ -56,8 +55,8 @@ def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
         gold = sum(int(x.get("gold_size", 0)) for x in rows)
         pred = sum(int(x.get("pred_size", 0)) for x in rows)
         out[g] = {
-            "macro": {"coverage": _mean([x["coverage"] for x in rows]),
-                      "precision": _mean([x["precision"] for x in rows])},
+            "macro": {"coverage": left_mean([x["coverage"] for x in rows]),
+                      "precision": left_mean([x["precision"] for x in rows])},
             # Empty G gives coverage 1.0 and empty P precision 1.0 (docs/metrics.md §3),
             # summed sizes follow the same convention.
             "micro": ({"coverage": _ratio(inter, gold, 1.0),
@@ -69,7 +68,7 @@ def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _trajectory(evaluated: list[dict[str, Any]], key: str) -> dict[str, float | None]:
-    return {g: _mean([r["trajectory"][key][g] for r in evaluated
+    return {g: left_mean([r["trajectory"][key][g] for r in evaluated
                       if g in r.get("trajectory", {}).get(key, {})])
             for g in GRANULARITIES}
 
@@ -86,8 +85,8 @@ def _editloc(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
     deleted = sum(int(x.get("pred_size", 0)) for x in rows)
     micro = _ratio(hits, deleted, 0.0) if rows else None
     return {"instances": len(rows),
-            "macro": {"recall": _mean([x["recall"] for x in rows]),
-                      "precision": _mean([x["precision"] for x in rows])},
+            "macro": {"recall": left_mean([x["recall"] for x in rows]),
+                      "precision": left_mean([x["precision"] for x in rows])},
             "micro": {"recall": micro, "precision": micro},
             "intersection": hits, "pred_size": deleted}
 

@@ -140,7 +140,7 @@ class Resources:
     """Gold, repos, the symbol index and base texts shared by every session of a process."""
 
     gold: Any  # gold.GoldSet
-    repos: Any  # repo.RepoCache
+    repos: Any  # repocache.RepoCache
     symbols: Any = None  # symbols.SymbolIndex
     texts: Any = None  # reading.basetext.BaseTexts
     tools: Any = None  # reading.toolmap.ToolMap (--tool-map)
@@ -156,7 +156,7 @@ def load_resources(gold: str, repos: str | None, repo: str | None,
     from .gold import load_gold
     from .reading.basetext import BaseTexts
     from .reading.toolmap import load_tool_map
-    from .repo import RepoCache
+    from .repocache import RepoCache
     from .symbols import SymbolIndex
 
     tools = load_tool_map(tool_map) if tool_map else None

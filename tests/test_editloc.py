@@ -309,3 +309,16 @@ def test_difflib_patches_delete_what_the_matcher_deleted(old: list[str], new: li
     got = deleted_lines(patch)
     assert got.get("f.py", []) == expected
     assert set(got) <= {"f.py"}
+
+
+@pytest.mark.parametrize("plus, at", [
+    ("+++\tb/x.py", "@@ -1,2 +1,1 @@"),
+    ("+++  b/x.py", "@@  -1,2  +1,1  @@"),
+    ("+++\x0bb/x.py", "@@\t-1,2\t+1,1\t@@"),
+    ("+++\x0cb/x.py", "@@ -1,2 +1,1 @@ def f():"),
+])
+def test_headers_with_any_white_space(plus: str, at: str) -> None:
+    """The evaluator matches ``+++\\s+b/`` and ``@@\\s+-…\\s+@@``: any white space."""
+    patch = f"--- a/x.py\n{plus}\n{at}\n-gone\n kept\n"
+    assert deleted_lines(patch) == {"x.py": [1]}
+    assert editloc(patch, gold(("x.py", 1, 1)))["intersection"] == 1

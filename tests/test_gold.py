@@ -194,21 +194,44 @@ def test_annot_dir(tmp_path: Path) -> None:
     assert [e[0] for e in gold.errors] == ["broken"]
 
 
-def test_empty_annot_dir_is_reported(tmp_path: Path) -> None:
-    gold = load_gold(tmp_path)
-    assert len(gold) == 0
-    assert gold.errors and "annot.json" in gold.errors[0][1]
+def test_empty_annot_dir_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(GoldError, match=f"{tmp_path}.*no usable gold rows.*annot.json"):
+        load_gold(tmp_path)
+
+
+@pytest.mark.parametrize("row", [
+    {"instance_id": "empty-list", "gold_context": "[]"},
+    {"instance_id": "empty-str", "gold_context": ""},
+    {"instance_id": "none", "gold_context": None},
+    {"instance_id": "null-str", "gold_context": "null"},
+    {"instance_id": "empty-init", "init_ctx": [], "add_ctx": None},
+])
+def test_empty_gold_rows_are_scored(tmp_path: Path, row: dict) -> None:
+    """The evaluator reads an empty gold context as an empty G (coverage 1.0): so do we."""
+    f = tmp_path / "gold.json"
+    f.write_text(json.dumps([row]))
+    inst = load_gold(f).get(row["instance_id"])
+    assert inst is not None and not inst.gold_context and not load_gold(f).errors
+
+
+@pytest.mark.parametrize("name, text", [
+    ("traces.jsonl", '{"type": "system", "session_id": "s"}\n{"type": "result"}\n'),
+    ("table.csv", "instance_id,gold_context\nx,[]\n"),
+    ("rows.json", json.dumps([{"instance_id": "a"}, {"instance_id": "b"}])),
+    ("empty.jsonl", ""),
+])
+def test_a_gold_file_with_no_usable_rows_is_an_error_naming_it(tmp_path: Path, name, text):
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(GoldError, match=f"gold file {f} has no usable gold rows"):
+        load_gold(f)
 
 
 # --------------------------------------------------------------------------- bad rows
 
 @pytest.mark.parametrize("row, needle", [
     ({"instance_id": "bad-json", "gold_context": "[{oops"}, "not valid JSON"),
-    ({"instance_id": "empty-list", "gold_context": "[]"}, "no gold items"),
-    ({"instance_id": "empty-str", "gold_context": ""}, "no gold items"),
-    ({"instance_id": "none", "gold_context": None}, "no gold items"),
-    ({"instance_id": "null-str", "gold_context": "null"}, "no gold items"),
-    ({"instance_id": "no-ctx"}, "no gold items"),
+    ({"instance_id": "no-ctx"}, "no gold_context, init_ctx or add_ctx"),
     ({"instance_id": "float-line", "gold_context": [{"file": "a", "start_line": 1.5, "end_line": 2}]},
      "non-integer lines"),
     ({"instance_id": "text-line", "gold_context": [{"file": "a", "start_line": "one", "end_line": 2}]},
@@ -238,9 +261,9 @@ def test_bad_rows_are_reported_with_id(tmp_path: Path, row: dict, needle: str) -
 def test_one_bad_item_rejects_the_whole_row(tmp_path: Path) -> None:
     f = tmp_path / "gold.json"
     items = ITEMS + [{"file": "c.py", "start_line": None, "end_line": 3}]
-    f.write_text(json.dumps([{"instance_id": "partial", "gold_context": items}]))
+    f.write_text(json.dumps([{"instance_id": "partial", "gold_context": items}, _row("good")]))
     gold = load_gold(f)
-    assert len(gold) == 0
+    assert [g.instance_id for g in gold] == ["good"]
     assert gold.errors[0][0] == "partial" and "gold_context[2] (c.py)" in gold.errors[0][1]
 
 

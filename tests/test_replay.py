@@ -351,7 +351,7 @@ def test_progress_line_only_when_enabled():
 def test_unified_through_the_adapter_and_session_gives_the_same_numbers(batch, tmp_path, iid):
     """Replay's direct path and the generic adapter -> session path agree (4b included)."""
     from streameval.gold import load_gold
-    from streameval.repo import RepoCache
+    from streameval.repocache import RepoCache
     from streameval.symbols import SymbolIndex
     from streameval.tracefile import Resources, evaluate_trace
 
@@ -381,13 +381,14 @@ def test_trace_shard_key_is_the_meta_instance_else_the_path(tmp_path):
     assert job.key == "example__inventory-1"
 
 
-def test_symbol_names_for_unresolvable_files_still_replace_the_span_symbols(tmp_path):
-    """docs/metrics.md §4b: a step that gives ``symbols`` names uses those, not its spans'.
+def test_a_symbol_map_that_names_nothing_falls_back_to_the_spans(tmp_path):
+    """docs/metrics.md §4b: a step's ``symbols`` names replace its spans' symbols, but a
+    map that names nothing gives way to the spans, as the public evaluator does (it drops
+    files with no names and paths that are not repository files, then falls back).
 
-    The step read mod.py lines 1-2 (def f, the gold) but named ``g`` in a file that is
-    not in the repository. The names replace the span-derived symbols and name nothing:
-    symbol coverage 0/1 and |step| = 0 symbols. Before the fix, resolution dropped the
-    only key, the empty dict read as "no names", and f came back (coverage 1.0).
+    The step read mod.py lines 1-2 (def f, the gold). Named ``g`` in a file outside the
+    repository, or ``{"mod.py": []}``, or ``{}``: the spans' symbol f counts (1/1). Named
+    ``g`` in mod.py: the names win and miss (0/1).
     """
     from streameval.gold import GoldInstance, GoldSpan
     from streameval.reading.paths import resolve_step
@@ -399,16 +400,17 @@ def test_symbol_names_for_unresolvable_files_still_replace_the_span_symbols(tmp_
     gold = GoldInstance("x", init_ctx=[GoldSpan("mod.py", 1, 2)])
     with GitRepo(tmp_path) as repo:
         view = repo.at(base)
-        named_elsewhere = resolve_step(view, Step(files=("mod.py",), spans={"mod.py": [(1, 2)]},
-                                                  symbols={"/elsewhere/nope.py": ["g"]}), {})
-        state = InstanceState(gold, view, SymbolIndex())
-        coverage = state.add_step(named_elsewhere)
-        assert coverage["symbol"] == 0.0
-        assert state.snapshot().granularities["symbol"].step_sum == 0
-        # an empty ``symbols`` dict gives no names: the spans' symbols count (f)
-        plain = resolve_step(view, Step(files=("mod.py",), spans={"mod.py": [(1, 2)]},
-                                        symbols={}), {})
-        assert state.add_step(plain)["symbol"] == 1.0
+
+        def symbol_coverage(symbols):
+            step = resolve_step(view, Step(files=("mod.py",), spans={"mod.py": [(1, 2)]},
+                                           symbols=symbols), {})
+            return InstanceState(gold, view, SymbolIndex()).add_step(step)["symbol"]
+
+        assert symbol_coverage({"/elsewhere/nope.py": ["g"]}) == 1.0
+        assert symbol_coverage({"mod.py": []}) == 1.0
+        assert symbol_coverage({}) == 1.0
+        assert symbol_coverage({"mod.py": ["g"]}) == 0.0
+        assert symbol_coverage({"mod.py": ["f"], "nope.py": []}) == 1.0
 
 
 def test_unified_steps_without_a_stated_final_use_their_union(batch):

@@ -13,18 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streameval.errors import Reason, RepoError
+from streameval.filecache import FileCache, LineIndex
 from streameval.gold import GoldInstance
-from streameval.repo import (
-    DirectoryRepo,
-    FileCache,
-    GitRepo,
-    LineIndex,
-    RepoCache,
-    clean_predicted_path,
-    open_repo,
-    repo_dir_names,
-    slug_from_instance_id,
-)
+from streameval.repo import GitRepo, clean_predicted_path
+from streameval.repocache import RepoCache, open_repo, repo_dir_names, slug_from_instance_id
+from streameval.repodir import DirectoryRepo
 
 # --------------------------------------------------------------------------- LineIndex
 
@@ -203,6 +196,8 @@ def test_non_utf8_empty_and_no_trailing_newline(gitrepo: GitRepo, repo) -> None:
     ("  'src/pkg/mod.py'  ", "src/pkg/mod.py"),
     ('"/testbed/README.md"', "README.md"),
     ("`README.md`", "README.md"),
+    ("src\\pkg\\mod.py", "src/pkg/mod.py"),              # Windows separators, as the evaluator
+    ("C:\\work\\repo\\src\\pkg\\mod.py", "src/pkg/mod.py"),
     ("src/./pkg//mod.py", "src/pkg/mod.py"),
     ("src/other/../pkg/mod.py", "src/pkg/mod.py"),     # stays inside: fine
     (".github/workflows/ci.yml", ".github/workflows/ci.yml"),

@@ -417,3 +417,15 @@ def test_from_dict_refuses_another_instance_or_format(repo, index):
     with pytest.raises(ValueError, match="format"):
         InstanceState.from_dict({**state.to_dict(), "format": 99}, gold(instance_id="a"),
                                 repo, index)
+
+
+def test_an_empty_gold_row_is_scored(repo, index):
+    """An empty G: coverage 1.0 in the final block, line coverage 0.0 in the trajectory
+    (the evaluator's quirk, docs/metrics.md §4), precision 0 for what was read."""
+    state = InstanceState(gold(), repo, index)
+    state.add_step(Step(files=(CALC_PY,), spans={CALC_PY: [(1, 2)]}))
+    rec = state.record()
+    assert [rec["final"][g]["coverage"] for g in GRANULARITIES] == [1.0] * 4
+    assert rec["final"]["line"]["precision"] == 0.0
+    assert rec["trajectory"]["steps"][0]["coverage"] == {
+        "file": 1.0, "symbol": 1.0, "span": 1.0, "line": 0.0}

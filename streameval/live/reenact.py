@@ -103,8 +103,13 @@ class LiveTable:
     def __init__(self, out=sys.stdout):
         self.out = out
         self.seen: dict[str, int] = {}
+        self._headed = False
+
+    def _head(self) -> None:
+        # printed with the first row, after the "metrics on ..." line
+        self._headed = True
         print(f"{'run':<18}{'step':>5}{'calls':>6}  " + "".join(f"{g:>8}" for g in GRANULARITIES)
-              + f"{'prec(line)':>11}  last tool call", file=out, flush=True)
+              + f"{'prec(line)':>11}  last tool call", file=self.out, flush=True)
 
     def __call__(self, watcher) -> None:
         with watcher.table.lock:
@@ -114,9 +119,18 @@ class LiveTable:
                 if self.seen.get(key) == n or s.state is None or n == 0:
                     continue
                 self.seen[key] = n
+                if not self._headed:
+                    self._head()
                 snap = s.state.snapshot()
                 cov = "".join(f"{snap.granularities[g].coverage:>8.2f}" for g in GRANULARITIES)
                 print(f"{s.identity.run_id[:17]:<18}{s.num_steps:>5}{n:>6}  {cov}"
-                      f"{snap.granularities['line'].precision:>11.2f}  {describe_call(s.last_call, 60)}",
+                      f"{snap.granularities['line'].precision:>11.2f}  {_last_call(s.last_call)}",
                       file=self.out, flush=True)
 
+
+
+def _last_call(call) -> str:
+    """The table's last column: the tool's name, then what it was asked."""
+    if call is None:
+        return ""
+    return f"{call.tool} {describe_call(call, 60 - len(call.tool))}".rstrip()

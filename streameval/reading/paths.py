@@ -183,17 +183,12 @@ def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
         r = resolve(path)
         if r is not None:
             spans.setdefault(r, []).extend(ranges)
-    symbols = None
-    if step.symbols is not None:
-        symbols = {}
-        for path, names in step.symbols.items():
-            r = resolve(path)
-            if r is not None:
-                symbols.setdefault(r, []).extend(names)
-        if step.symbols and not symbols:
-            # docs/metrics.md §4b: the step gave names, so they replace the spans' symbols even
-            # when none names a repo file; keep the keys (not repo files: they name
-            # nothing) so the state does not read an empty dict as "no names given".
-            symbols = {path: [] for path in step.symbols}
-    return Step(files=files, spans=spans, symbols=symbols, call_id=step.call_id,
+    # docs/metrics.md §4b: a file with no names, or one that is not a repository file,
+    # names nothing; a map left empty gives way to the symbols of the step's spans
+    symbols: dict[str, list[str]] = {}
+    for path, names in (step.symbols or {}).items():
+        r = resolve(path) if names else None
+        if r is not None:
+            symbols.setdefault(r, []).extend(names)
+    return Step(files=files, spans=spans, symbols=symbols or None, call_id=step.call_id,
                 timestamp=step.timestamp)

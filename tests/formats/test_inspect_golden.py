@@ -139,7 +139,7 @@ def test_with_gold_and_repo_scores_like_replay(tmp_path: Path):
     """With gold and a repo, inspect's metrics are replay's (one engine), reads are
     repo files with base lines, and the patch beside the trace gives EditLoc."""
     from streameval.gold import load_gold
-    from streameval.repo import RepoCache
+    from streameval.repocache import RepoCache
     from streameval.symbols import SymbolIndex
     from streameval.tracefile import Resources, evaluate_trace
 

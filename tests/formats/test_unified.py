@@ -172,7 +172,7 @@ def test_unified_through_the_session_reports_no_context_extracted_like_replay(tm
     from gitrepo import make_repo
 
     from streameval.gold import load_gold
-    from streameval.repo import RepoCache
+    from streameval.repocache import RepoCache
     from streameval.tracefile import Resources, evaluate_trace
 
     sha = make_repo(tmp_path / "r", {"mod.py": "def f():\n    return 1\n"})[-1]

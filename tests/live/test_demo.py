@@ -42,6 +42,10 @@ def test_demo_plays_the_example_and_serves_its_metrics(tmp_path):
     assert "final: example-run-1: 12 steps" in text
     # the live table printed coverage rows as steps arrived
     assert len(re.findall(r"^example-run-1\s+\d+\s+\d+", text, re.M)) >= 10
+    # the last column names the tool, then what it was asked (a Grep: its pattern)
+    assert re.search(r"^example-run-1 .*  Grep bulk_discount$", text, re.M), text
+    assert re.search(r"^example-run-1 .*  Read /workspace/inventory/README\.md$", text, re.M)
+    assert text.index("metrics on") < text.index("last tool call")
     line_cov = re.search(r'streameval_coverage_ratio\{[^}]*granularity="line"[^}]*\} (\S+)', metrics)
     assert line_cov and float(line_cov.group(1)) == 1.0
     assert 'streameval_editloc_recall_ratio{' in metrics and 'final="true"' in metrics

@@ -13,7 +13,7 @@ import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
 from streameval.gold import load_gold
-from streameval.repo import RepoCache
+from streameval.repocache import RepoCache
 from streameval.tracefile import Resources, evaluate_trace
 
 MINISWE = "mini-swe-agent__gruckion__mini-swe-agent__gemini-3-pro__django__django-11603.traj.json"
