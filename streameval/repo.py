@@ -15,6 +15,7 @@ the repository and commit, so the person running streameval knows what to clone 
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
@@ -27,6 +28,8 @@ from typing import Any, Protocol
 
 from .errors import Reason, RepoError
 from .filecache import LRU, FileCache, LineIndex
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_COMMITS = 8                   # file lists kept per repository
 
@@ -188,6 +191,11 @@ class GitRepo:
         self._listings: dict[str, subprocess.Popen[bytes]] = {}
         self._listing_lock = threading.Lock()
         self._drain = weakref.finalize(self, _drain_listings, self._listings)
+        #: (commit, path) of files listed in the commit whose blob cannot be read (a
+        #: partial clone lacks it): each is one unreadable file, never a failed run
+        self.unreadable: set[tuple[str, str]] = set()
+        self._absent: LRU[str, frozenset[str]] = LRU(max_commits, lambda _: 1)
+        self._promisor = self._has_promisor()
 
     def __repr__(self) -> str:
         return f"GitRepo({self.identity!r})"
@@ -204,6 +212,12 @@ class GitRepo:
         if done.returncode != 0:
             msg = done.stderr.decode("utf-8", "replace").strip()
             raise RepoError(f"{self.path} is not a usable git repository: {msg}", Reason.MISSING_REPO)
+
+    def _has_promisor(self) -> bool:
+        """A partial clone: some blobs may be missing, and git would fetch them."""
+        done = self._git("config", "--get-regexp", r"^remote\..*\.promisor$")
+        return any(line.rpartition(b" ")[2].strip().lower() == b"true"
+                   for line in done.stdout.splitlines())
 
     # ---- the cat-file process
 
@@ -321,10 +335,41 @@ class GitRepo:
         return path in self._files(commit)
 
     def _read(self, commit: str, path: str) -> bytes | None:
-        found = self._request(f"{commit}:{path}")
+        if (commit, path) in self.unreadable or path in self._missing_blobs(commit):
+            return self._unreadable(commit, path, "its blob is not in this partial clone")
+        try:
+            found = self._request(f"{commit}:{path}")
+        except RepoError as exc:
+            # cat-file dies on an object it cannot produce: the file is unreadable,
+            # the run goes on (the next request starts a fresh cat-file)
+            return self._unreadable(commit, path, str(exc))
         if found is None or found[1] != "blob":
             return None
         return found[2]
+
+    def _unreadable(self, commit: str, path: str, why: str) -> None:
+        if (commit, path) not in self.unreadable:
+            self.unreadable.add((commit, path))
+            log.warning("%s: %s at %s cannot be read (%s); it counts as an unreadable file "
+                        "(git -C %s fetch origin %s brings it)", self.identity, path,
+                        commit[:12], why, self.identity, commit)
+        return None
+
+    def _missing_blobs(self, commit: str) -> frozenset[str]:
+        """Paths of ``commit`` whose blobs a partial clone lacks, listed once without
+        fetching anything (git would otherwise go to the network for each)."""
+        if not self._promisor:
+            return frozenset()
+        absent = self._absent.get(commit)
+        if absent is None:
+            done = self._git("rev-list", "--objects", "--no-walk", "--missing=print", commit)
+            missing = {line[1:].strip() for line in done.stdout.split(b"\n")
+                       if line.startswith(b"?")}
+            listing = self._git("ls-tree", "-r", "-z", "--full-tree", commit, "--").stdout
+            absent = frozenset(path for oid, path in _parse_ls_tree_oids(listing)
+                               if oid in missing)
+            self._absent.put(commit, absent)
+        return absent
 
     def _version(self, commit: str, path: str) -> Hashable:
         return ""  # a commit's blobs never change
@@ -340,6 +385,16 @@ def _parse_ls_tree(out: bytes) -> list[str]:
     if not out.endswith(b"\0"):
         out += b"\0"
     return [m.decode("utf-8", "surrogateescape") for m in _LS_TREE_FILE.findall(out)]
+
+
+_LS_TREE_OID = re.compile(rb"(?:100644|100755) blob ([0-9a-f]+)\t([^\0\n\r]*)\0")
+
+
+def _parse_ls_tree_oids(out: bytes) -> list[tuple[bytes, str]]:
+    """(blob id, path) of the regular files of ``ls-tree -r -z`` output."""
+    if not out.endswith(b"\0"):
+        out += b"\0"
+    return [(oid, p.decode("utf-8", "surrogateescape")) for oid, p in _LS_TREE_OID.findall(out)]
 
 
 def _drain_listings(listings: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -374,4 +429,7 @@ def _stop_process(box: list[Any]) -> None:
 
 def _git_env() -> dict[str, str]:
     # No pager, no prompts, no locale-dependent messages in our errors.
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
+    # GIT_NO_LAZY_FETCH: a partial clone never goes to the network for a blob (git 2.45+;
+    # older gits are kept off the network by ``_missing_blobs``)
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C",
+            "GIT_NO_LAZY_FETCH": "1"}

@@ -542,3 +542,58 @@ def test_forked_child_does_not_share_the_parents_cat_file(repo) -> None:
         assert answer == b"1"
         assert g._proc_box[0] is parent_proc and parent_proc.poll() is None
         assert g.at(c1).read("src/pkg/mod.py") == MOD_V1.encode()
+
+
+# --------------------------------------------------------------------------- partial clones
+
+def _partial_clone(tmp_path: Path) -> tuple[Path, str]:
+    """A ``--filter=blob:none`` clone holding the blob of a.py only, its origin gone."""
+    from gitrepo import git
+
+    src = tmp_path / "origin"
+    [base] = make_repo(src, {"a.py": "def a():\n    return 1\n", "b.py": "def b():\n    pass\n"})
+    git(src, "config", "uploadpack.allowFilter", "true")
+    part = tmp_path / "part"
+    subprocess.run(["git", "clone", "-q", "--no-local", "--no-checkout", "--filter=blob:none",
+                    f"file://{src}", str(part)], check=True, capture_output=True)
+    git(part, "cat-file", "-p", f"{base}:a.py")   # fetched while the origin is there
+    src.rename(tmp_path / "origin-gone")
+    return part, base
+
+
+@pytest.mark.parametrize("listed", [True, False], ids=["listed-missing", "cat-file-dies"])
+def test_a_blob_missing_from_a_partial_clone_is_one_unreadable_file(tmp_path: Path, caplog,
+                                                                    listed: bool):
+    part, base = _partial_clone(tmp_path)
+    with GitRepo(part) as repo:
+        # without the missing list, cat-file itself meets the blob and dies on it
+        repo._promisor = listed
+        view = repo.at(base)
+        assert view.is_file("b.py")            # listed: the tree is there
+        with caplog.at_level("WARNING", logger="streameval.repo"):
+            assert view.read("b.py") is None   # its blob is not: unreadable, no exception
+            assert view.line_index("b.py") is None
+        assert view.read("a.py") == b"def a():\n    return 1\n"   # the rest is served
+        assert repo.unreadable == {(base, "b.py")}
+        assert sum("b.py" in r.getMessage() for r in caplog.records) == 1   # said once
+
+
+def test_an_instance_with_a_missing_blob_is_scored(tmp_path: Path):
+    """A partial clone lacking one gold file's blob scores the instance (that file reads
+    as empty), instead of failing it as ``missing_repo``."""
+    from streameval.gold import GoldInstance, GoldSpan
+    from streameval.model import Step
+    from streameval.state import InstanceState
+    from streameval.symbols import SymbolIndex
+
+    part, base = _partial_clone(tmp_path)
+    gold = GoldInstance("x", base_commit=base,
+                        init_ctx=[GoldSpan("a.py", 1, 2), GoldSpan("b.py", 1, 2)])
+    with GitRepo(part) as repo:
+        state = InstanceState(gold, repo.at(base), SymbolIndex())
+        state.add_step(Step(files=("a.py", "b.py"), spans={"a.py": [(1, 2)], "b.py": [(1, 2)]}))
+        rec = state.record()
+    assert rec["final"]["file"]["coverage"] == 1.0
+    assert rec["final"]["line"]["coverage"] == 1.0     # lines need no bytes
+    assert rec["final"]["span"]["gold_size"] == len(b"def a():\n    return 1\n")
+    assert rec["final"]["symbol"]["gold_size"] == 1    # a's definition only
