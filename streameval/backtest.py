@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import GRANULARITIES
-from .reading.toolmap import TOOL_MAP_HELP
 
 
 @dataclass(slots=True)
@@ -89,8 +88,9 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     runs: list[LiveRun] = []
     stops: dict[str, dict] = {}  # run key -> policy -> Decision
 
-    def factory(trace_instance: str | None):
-        ident = run_identity(identity, trace_instance, len(runs), res, trace=path)
+    def factory(trace_instance: str | None, session_id: str | None):
+        ident = run_identity(identity, trace_instance, len(runs), res, trace=path,
+                             session_id=session_id)
         session = make_session(res, ident, name, include_sidechain=include_sidechain)
         key = run_key(path, len(runs))
         run = LiveRun(key=key, session=session, first_seen=0.0)
@@ -212,26 +212,36 @@ def format_table(summary: dict) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", type=Path, help="abort policy file (TOML, see examples/abort.toml)")
-    p.add_argument("traces", nargs="+", type=Path, help="trace files or directories of runs")
-    p.add_argument("--gold", required=True, help="gold (parquet, JSON, JSONL, annot dirs)")
-    repo = p.add_mutually_exclusive_group()
-    repo.add_argument("--repos", help="directory of clones named owner__repo")
-    repo.add_argument("--repo", help="one repository for every trace (git or directory)")
-    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
-    p.add_argument("--format", dest="fmt", help="trace format for every file (default: detected)")
-    p.add_argument("--high-coverage", type=float, default=0.8,
-                   help="final coverage from which a stopped run counts as wrongly stopped (0.8)")
+    from .cliargs import add_format, add_sources
+
+    p.add_argument("config", type=Path, metavar="FILE",
+                   help="abort policy file (TOML, see examples/abort.toml)")
+    p.add_argument("traces", nargs="+", type=Path, metavar="PATH",
+                   help="trace files or directories of runs")
+    add_sources(p)
+    add_format(p)
+    p.add_argument("--high-coverage", type=_ratio, default=0.8, metavar="X",
+                   help="final coverage from which a stopped run counts as wrongly stopped")
     p.add_argument("--granularity", choices=GRANULARITIES, default="line",
-                   help="granularity of --high-coverage (line)")
-    p.add_argument("--json", dest="json_out", type=Path, help="write the numbers here as JSON")
+                   help="granularity of --high-coverage")
+    p.add_argument("--json", dest="json_out", type=Path, metavar="FILE",
+                   help="write the numbers here as JSON")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
 
 
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    from .errors import StreamevalError
+    from .cliargs import resources
     from .live.abort import AbortConfigError, AbortEngine, load_policies
-    from .tracefile import load_resources
 
     try:
         config = load_policies(args.config)
@@ -243,11 +253,7 @@ def run(args: argparse.Namespace) -> int:
         print("streameval abort-backtest: no trace files found in "
               + " ".join(map(str, args.traces)), file=sys.stderr)
         return 2
-    try:
-        res = load_resources(args.gold, args.repos, args.repo, args.tool_map)
-    except (StreamevalError, OSError) as exc:
-        print(f"streameval abort-backtest: {exc}", file=sys.stderr)
-        return 2
+    res = resources(args)   # UsageError naming what cannot be used
     engine = AbortEngine(config, dry_run=True)
     outcomes: list[RunOutcome] = []
     for trace in traces:

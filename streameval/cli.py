@@ -20,14 +20,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from .cliargs import Formatter, Parser
+
+    parser = Parser(
         prog="streameval",
         description="Score coding agents while they run: ContextBench context metrics from "
                     "agent traces, live as Prometheus metrics or replayed as JSONL records.")
     parser.add_argument("--version", action="version", version="streameval 0.1.0")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (module, help_) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_, description=help_)
+        p = sub.add_parser(name, help=help_, description=help_, formatter_class=Formatter)
         mod = importlib.import_module(module)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -35,13 +37,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from .errors import UsageError
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:   # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
         parser.print_help()
         return 2
     try:
         return int(args._run(args) or 0)
+    except UsageError as exc:  # a setting that cannot work: one line, exit 2
+        print(f"streameval {args.command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `streameval replay ... | head`

@@ -66,3 +66,8 @@ class TraceFormatError(StreamevalError):
     """A trace's format is unknown or cannot be detected."""
 
     reason = Reason.UNREADABLE_PREDICTION
+
+
+class UsageError(StreamevalError):
+    """A setting that cannot work (a port in use, an unreadable gold file...): the
+    command says so in one line and exits 2, never with a traceback."""

@@ -1,13 +1,12 @@
 """Who a trace is: run identity and the files that sit beside a trace.
 
-Replay and watch use these same rules (issue: "`watch` uses the same rules"), so a run
-gets the same identity, and so the same record, whichever way it is scored.
-Order: a ``meta.json`` beside the trace, else ``--instance``, else the parent
-directory's name.
+Replay and watch use these same rules, so a run gets the same identity, and so the
+same record, whichever way it is scored (docs/metrics.md §5, "Identity").
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Iterator
@@ -66,10 +65,43 @@ def _str_or(value: object, default: str) -> str:
     return str(value) if isinstance(value, (str, int)) and str(value) else default
 
 
-def identify(trace: Path, instance: str | None = None,
-             problems: list[str] | None = None) -> RunIdentity:
-    """The identity of the run whose trace is ``trace``.
+#: longer run ids keep their end (the file and its directory) and a hash of the whole
+MAX_RUN_ID = 120
+_TRACE_SUFFIXES = (".traj.json", ".checkpoints.jsonl", ".jsonl", ".json", ".traj")
 
+
+def trace_name(trace: Path, root: Path | None = None) -> str:
+    """The trace's path relative to ``root`` (the watched or replayed directory); with
+    no root, or outside it, its directory and file name."""
+    trace = Path(trace)
+    if root is not None:
+        rel = os.path.relpath(os.path.abspath(trace), os.path.abspath(root))
+        if rel != os.curdir and not rel.startswith(os.pardir + os.sep) and rel != os.pardir:
+            return Path(rel).as_posix()
+    return f"{trace.parent.name}/{trace.name}" if trace.parent.name else trace.name
+
+
+def run_id_from_path(rel: str) -> str:
+    """A readable run id from a trace's relative path: without the trace suffix, and
+    when long, its last part behind a hash of the whole (two paths never share one)."""
+    stem = rel
+    for suffix in _TRACE_SUFFIXES:
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    if len(stem) <= MAX_RUN_ID:
+        return stem
+    digest = hashlib.sha1(rel.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{digest}…{stem[-(MAX_RUN_ID - 9):]}"
+
+
+def identify(trace: Path, instance: str | None = None,
+             problems: list[str] | None = None, root: Path | None = None) -> RunIdentity:
+    """The identity of the run whose trace is ``trace``, found under ``root``.
+
+    Instance: ``meta.json``, else ``--instance``, else the directory name (the trace's
+    own instance may replace that: ``tracefile.run_identity``). Run id: ``meta.json``,
+    else (``run_identity``) the trace's session id, else the path below ``root``.
     ``problems`` (when given) collects human-readable notes such as a malformed
     meta.json, which callers count and log; identification itself never fails.
     """
@@ -82,16 +114,42 @@ def identify(trace: Path, instance: str | None = None,
         log.warning("%s; falling back to --instance or the directory name", exc)
         meta = {}
     dir_name = trace.parent.name or trace.stem
-    instance_id = _str_or(meta.get("instance_id"), instance or dir_name)
-    run_id = _str_or(meta.get("run_id"), dir_name if meta or not instance else instance)
+    rel = trace_name(trace, root)
+    given = _str_or(meta.get("run_id"), "")
     pid = meta.get("pid")
     return RunIdentity(
-        instance_id=instance_id,
-        run_id=run_id,
+        instance_id=_str_or(meta.get("instance_id"), instance or dir_name),
+        run_id=given or run_id_from_path(rel),
         agent=_str_or(meta.get("agent"), "unknown"),
         model=_str_or(meta.get("model"), "unknown"),
         pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
+        trace=rel,
+        run_id_given=bool(given),
     )
+
+
+class RunIds:
+    """Run ids handed out so far: two runs never share one (their label sets would
+    collide in Prometheus). The first run to ask for an id gets it; another run asking
+    for the same id gets it suffixed with a hash of its trace, the same at every ask."""
+
+    def __init__(self) -> None:
+        self._owner: dict[str, tuple[str, str]] = {}   # run id -> (trace, instance)
+        self._given: dict[tuple[str, str, str], str] = {}
+
+    def claim(self, run_id: str, trace: str | None, instance_id: str) -> str:
+        key = (run_id, trace or "", instance_id)
+        got = self._given.get(key)
+        if got is not None:
+            return got
+        got = run_id
+        owner = self._owner.setdefault(run_id, key[1:])
+        if owner != key[1:]:
+            digest = hashlib.sha1(f"{trace}\0{instance_id}".encode("utf-8", "surrogateescape"))
+            got = f"{run_id}~{digest.hexdigest()[:6]}"
+            self._owner.setdefault(got, key[1:])
+        self._given[key] = got
+        return got
 
 
 def instance_candidates(trace: Path) -> list[str]:

@@ -26,30 +26,31 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .model import GRANULARITIES, ToolCall
-from .reading.toolmap import TOOL_MAP_HELP
 
 #: reads listed in the summary (and written to --json) per run
 FIRST_READS = 10
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", type=Path, help="a trace file (any known format)")
-    p.add_argument("--gold", help="gold file (parquet, JSON, JSONL or a directory of annot.json)")
-    p.add_argument("--repos", help="directory of clones named owner__repo")
-    p.add_argument("--repo", help="one repository (git or plain directory) for this trace")
-    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
-    p.add_argument("--format", dest="fmt", help="trace format (default: detected)")
-    p.add_argument("--commit", help="with --repo and no gold: the commit to read files at "
-                                     "(default HEAD; with gold, the gold's base commit)")
-    p.add_argument("--instance", help="instance id (default: meta.json or the directory name)")
-    p.add_argument("--width", type=int, default=160, help="table width in characters")
+    from .cliargs import add_format, add_sources, positive_int
+
+    p.add_argument("trace", type=Path, metavar="FILE", help="a trace file (any known format)")
+    add_sources(p, gold_required=False)
+    add_format(p)
+    p.add_argument("--commit", metavar="REV",
+                   help="with --repo and no gold: the commit to read files at (HEAD when not "
+                        "given; with gold, the gold's base commit)")
+    p.add_argument("--instance", metavar="ID",
+                   help="instance id (when not given: meta.json, or the directory name)")
+    p.add_argument("--width", type=positive_int, default=160, metavar="N",
+                   help="table width in characters")
     p.add_argument("--json", dest="json_out", metavar="FILE",
                    help="also write the summary as JSON to FILE ('-' for stdout, table then "
                         "goes to stderr)")
-    p.add_argument("--first", type=int, default=FIRST_READS, metavar="N",
-                   help=f"how many first reads the summary lists (default {FIRST_READS})")
+    p.add_argument("--first", type=positive_int, default=FIRST_READS, metavar="N",
+                   help="how many first reads the summary lists")
     p.add_argument("--all-names", action="store_true",
-                   help="print every name of a listing in the table (default: the first 3)")
+                   help="print every name of a listing in the table (otherwise the first 3)")
     p.add_argument("--quiet", "-q", action="store_true", help="summary only, no per-call table")
 
 
@@ -292,20 +293,6 @@ def _print_metrics(out: TextIO, m: dict) -> None:
 # ---------------------------------------------------------------------- running
 
 
-def _resources(args):
-    from .gold import load_gold
-    from .reading.basetext import BaseTexts
-    from .reading.toolmap import load_tool_map
-    from .repocache import RepoCache
-    from .symbols import SymbolIndex
-    from .tracefile import Resources
-
-    gold = load_gold(args.gold) if args.gold else None
-    repos = RepoCache(args.repos, args.repo) if (args.repos or args.repo) else None
-    tools = load_tool_map(args.tool_map) if getattr(args, "tool_map", None) else None
-    return Resources(gold, repos, SymbolIndex(), BaseTexts(), tools)
-
-
 def _session_factory(args, res, fmt: str, printer: _Printer, plain):
     """Sessions with gold and repo when both are given; else a plain view (``--repo``
     at ``--commit``) so that paths are still repo paths and lines are clamped."""
@@ -316,11 +303,12 @@ def _session_factory(args, res, fmt: str, printer: _Printer, plain):
     identity = identify(args.trace, args.instance)
     n_runs = [0]
 
-    def factory(trace_instance: str | None) -> RunSession:
+    def factory(trace_instance: str | None, session_id: str | None) -> RunSession:
         ident = run_identity(identity, trace_instance, n_runs[0], res,
-                             explicit=args.instance is not None, trace=args.trace)
+                             explicit=args.instance is not None, trace=args.trace,
+                             session_id=session_id)
         n_runs[0] += 1
-        if res.gold is not None and res.repos is not None:
+        if res.gold is not None and (args.repos or args.repo):
             s = make_session(res, ident, fmt)
             if s.view is None and plain is not None:
                 s = RunSession(ident, None, plain, fmt=fmt, error=s.error, tools=res.tools)
@@ -335,16 +323,13 @@ def _session_factory(args, res, fmt: str, printer: _Printer, plain):
 
 def _plain_view(args):
     """``--repo`` at ``--commit`` (HEAD) for display; raises RepoError/OSError."""
-    from .errors import RepoError
     from .repocache import open_repo
 
-    path = Path(args.repo)
-    if not path.is_dir():
-        raise RepoError(f"--repo {args.repo}: no such directory")
-    return open_repo(path).at(args.commit)
+    return open_repo(Path(args.repo)).at(args.commit)
 
 
 def run(args: argparse.Namespace) -> int:
+    from .cliargs import resources
     from .errors import StreamevalError
     from .identity import patch_beside
     from .tracefile import TraceReader, iter_lines, land_file_patch, open_adapter
@@ -353,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if to_stdout else sys.stdout
     try:
         fmt, adapter = open_adapter(args.trace, args.fmt)
-        res = _resources(args)
+        res = resources(args)
         plain = _plain_view(args) if args.repo else None
     except (StreamevalError, OSError) as exc:
         print(f"streameval inspect: {exc}", file=sys.stderr)

@@ -253,13 +253,18 @@ class TreeOp:
 
 @dataclass(slots=True)
 class RunIdentity:
-    """Who a run is: from ``meta.json``, ``--instance`` or the directory name."""
+    """Who a run is (``identity.identify``): the instance its input names, a run id no
+    other trace shares, the trace's path relative to the root it was found under."""
 
     instance_id: str
     run_id: str
     agent: str = "unknown"
     model: str = "unknown"
     pid: int | None = None
+    #: the trace file, relative to the watched (or replayed) directory
+    trace: str | None = None
+    #: ``meta.json`` named the run: the trace's session id does not replace it
+    run_id_given: bool = False
 
     def labels(self) -> dict[str, str]:
         return {"run_id": self.run_id, "instance_id": self.instance_id,

@@ -23,11 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from . import config
 from .errors import Reason, StreamevalError
 from .formats.unified import UnifiedError, UnifiedRecord, iter_unified_records, record_events
 from .model import RunIdentity
-from .reading.toolmap import TOOL_MAP_HELP
 from .tracefile import (
     Resources,
     evaluate_trace,
@@ -45,19 +43,23 @@ TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .cliargs import (
+        add_format,
+        add_server,
+        add_sources,
+        non_negative_float,
+        positive_float,
+        positive_int,
+    )
+
     parser.add_argument("inputs", nargs="+", metavar="PATH",
                         help="trace files, unified prediction files (JSON/JSONL) or "
                              "directories holding them")
-    parser.add_argument("--gold", required=True,
-                        help="gold context: parquet, JSON, JSONL or a directory of annot.json")
-    parser.add_argument("--repos", metavar="DIR",
-                        help="directory of repositories (git clones named after the repo)")
-    parser.add_argument("--repo", metavar="PATH",
-                        help="one repository (git clone, or a plain directory: commit ignored)")
-    parser.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
-    parser.add_argument("--out", metavar="FILE", help="JSONL output (default: stdout)")
+    add_sources(parser)
+    add_format(parser)
+    parser.add_argument("--out", metavar="FILE", help="JSONL output (stdout when not given)")
     parser.add_argument("--csv", metavar="FILE", help="also write Benchkit-style CSV columns")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="worker processes (output order stays the input order)")
     parser.add_argument("--shard", metavar="K/N", type=_parse_shard,
                         help="evaluate only instances with int(sha1(instance_id)) %% N == K "
@@ -65,21 +67,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance", metavar="ID",
                         help="instance id of a single trace file (for unified predictions: "
                              "evaluate only this instance)")
-    parser.add_argument("--format", metavar="NAME",
-                        help="trace format, overriding detection (unified, claude, codex, "
-                             "miniswe, sweagent, openhands, ...)")
     parser.add_argument("--live", action="store_true",
                         help="re-enact the traces live with their original timing and serve "
                              "Prometheus metrics (for Grafana and demos) instead of writing JSONL")
-    parser.add_argument("--speed", type=float, default=1.0, metavar="X",
+    parser.add_argument("--speed", type=positive_float, default=1.0, metavar="X",
                         help="with --live: speed-up factor of the original timing")
-    parser.add_argument("--host", default=config.host(),
-                        help="with --live: metrics address (STREAMEVAL_HOST)")
-    parser.add_argument("--port", type=int, default=config.port(),
-                        help="with --live: metrics port (STREAMEVAL_PORT)")
-    parser.add_argument("--linger", type=float, default=None, metavar="SECONDS",
+    add_server(parser)
+    parser.add_argument("--linger", type=non_negative_float, default=None, metavar="SECONDS",
                         help="with --live: keep serving this long after the last run "
-                             "(default: until Ctrl-C on a terminal, else 0)")
+                             "(until Ctrl-C on a terminal when not given, else 0)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress line and no summary table")
 
@@ -97,20 +93,16 @@ def _parse_shard(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     """Exit code: 0 if any instance was evaluated, 1 if none could be, 2 on usage errors."""
     if not (args.repos or args.repo):
-        print("streameval replay: give --repos DIR and/or --repo PATH", file=sys.stderr)
+        print("streameval replay: give --repos DIR and/or --repo DIR", file=sys.stderr)
         return 2
-    try:
-        context = _Context.build(*_sources(args))
-    except (StreamevalError, OSError) as e:
-        print(f"streameval replay: cannot load gold {args.gold}: {e}", file=sys.stderr)
-        return 2
+    context = _Context.build(*_sources(args))   # a file that cannot be used: UsageError
     if not args.quiet:
         for iid, message in context.gold.errors:
             print(f"streameval replay: gold row {iid}: {message}", file=sys.stderr)
     if getattr(args, "live", False):
         return _run_live(args, context)
     try:
-        jobs = select_jobs(collect_jobs(args.inputs, args.format, args.instance),
+        jobs = select_jobs(collect_jobs(args.inputs, args.fmt, args.instance),
                            args.shard, args.instance)
     except _UsageError as e:
         print(f"streameval replay: {e}", file=sys.stderr)
@@ -121,8 +113,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         out: IO[bytes] = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115
+        if args.csv:   # found unwritable now, not after the whole batch
+            open(args.csv, "ab").close()
     except OSError as e:
-        print(f"streameval replay: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        print(f"streameval replay: cannot write {e.filename}: {e.strerror or e}", file=sys.stderr)
         return 2
     try:
         return _write_all(args, jobs, context, out)
@@ -153,12 +147,18 @@ def _run_live(args: argparse.Namespace, context: _Context) -> int:
 
 def _write_all(args: argparse.Namespace, jobs: list[Job], context: _Context,
                out: IO[bytes]) -> int:
+    from .identity import RunIds
+
     progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
     kept: list[dict[str, Any]] = []
+    ids = RunIds()   # as the watcher hands them out: no two runs share a run id
     try:
         for records in evaluate_jobs(jobs, context, _sources(args),
                                      args.workers):
             for record in records:
+                if record.get("run_id"):
+                    record["run_id"] = ids.claim(record["run_id"], record.get("trace"),
+                                                 str(record.get("instance_id")))
                 out.write(record_line(record))
                 kept.append(_slim(record))
             progress.update(sum("error" in r for r in records))
@@ -197,6 +197,7 @@ class TraceJob:
     fmt: str
     instance: str | None  # --instance, when given
     key: str  # shard key: the run's instance id when meta.json/--instance give it, else path
+    root: str | None = None  # the directory given, when the trace was found under one
 
 
 @dataclass(slots=True)
@@ -243,7 +244,8 @@ def _trace_key(path: Path, instance: str | None) -> str:
     return str(path)
 
 
-def _jobs_for_file(path: Path, fmt: str | None, instance: str | None) -> Iterator[Job]:
+def _jobs_for_file(path: Path, fmt: str | None, instance: str | None,
+                   root: Path | None = None) -> Iterator[Job]:
     if fmt is None:
         from .formats import detect_format
 
@@ -257,7 +259,8 @@ def _jobs_for_file(path: Path, fmt: str | None, instance: str | None) -> Iterato
             yield ErrorJob(_error(None, e.reason, f"{path}: {e}", source=str(path)))
             return
     if fmt != "unified":
-        yield TraceJob(str(path), fmt, instance, _trace_key(path, instance))
+        yield TraceJob(str(path), fmt, instance, _trace_key(path, instance),
+                       str(root) if root is not None else None)
         return
     for item in iter_unified_records(path):
         if isinstance(item, UnifiedError):
@@ -279,7 +282,7 @@ def collect_jobs(inputs: Iterable[str], fmt: str | None = None,
                                       f"no trace files (*.jsonl, *.json, *.traj) in {root}",
                                       source=str(root)))
             for path in files:
-                yield from _jobs_for_file(path, fmt, instance)
+                yield from _jobs_for_file(path, fmt, instance, root)
         elif root.is_file():
             yield from _jobs_for_file(root, fmt, instance)
         else:
@@ -336,19 +339,38 @@ class _Context:
 
     @classmethod
     def build(cls, gold_path: str, repos_dir: str | None, repo: str | None,
-              tool_map: str | None = None) -> _Context:
-        return cls(load_resources(gold_path, repos_dir, repo, tool_map), gold_path)
+              tool_map: str | None = None, grammars: str | None = None) -> _Context:
+        """Raises UsageError naming the gold, repository or map that cannot be used."""
+        from .errors import UsageError
+
+        try:
+            return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars), gold_path)
+        except UsageError:
+            raise
+        except (StreamevalError, OSError) as e:
+            raise UsageError(f"cannot load gold {gold_path}: {e}") from None
 
 
 _WORKER_CONTEXT: _Context | None = None
 
 
-def _sources(args) -> tuple[str, str | None, str | None, str | None]:
-    """What a worker process needs to build its own context: gold, repos, tool map."""
-    return args.gold, args.repos, args.repo, args.tool_map
+Sources = tuple[str, str | None, str | None, str | None, str | None]
 
 
-def _init_worker(sources: tuple[str, str | None, str | None, str | None]) -> None:
+def _sources(args) -> Sources:
+    """What a worker process needs to build its own context: gold, repos, tool map and
+    the grammar set (chosen once here, so every worker parses with the same)."""
+    from .symbols import default_grammars
+
+    return (args.gold, _text(args.repos), _text(args.repo), args.tool_map,
+            getattr(args, "grammars", None) or default_grammars())
+
+
+def _text(p: Any) -> str | None:
+    return None if p is None else str(p)
+
+
+def _init_worker(sources: Sources) -> None:
     global _WORKER_CONTEXT
     _WORKER_CONTEXT = _Context.build(*sources)
 
@@ -359,8 +381,7 @@ def _evaluate_in_worker(job: Job) -> list[dict[str, Any]]:
 
 
 def evaluate_jobs(jobs: list[Job], context: _Context,
-                  sources: tuple[str, str | None, str | None, str | None],
-                  workers: int = 1) -> Iterator[list[dict[str, Any]]]:
+                  sources: Sources, workers: int = 1) -> Iterator[list[dict[str, Any]]]:
     """Each job's records, in job order; with ``workers > 1`` each process builds its
     own context (gold, repositories, symbol index) once, in the pool initializer."""
     if workers <= 1 or len(jobs) <= 1:
@@ -389,7 +410,8 @@ def evaluate_job(job: Job, context: _Context) -> list[dict[str, Any]]:
         if isinstance(job, UnifiedRecord):
             return [evaluate_unified(job, context)]
         # never empty: a trace with no run in it is still one run (coverage 0)
-        return evaluate_trace(job.path, context.res, fmt=job.fmt, instance=job.instance)
+        return evaluate_trace(job.path, context.res, fmt=job.fmt, instance=job.instance,
+                              root=Path(job.root) if job.root else None)
     except StreamevalError as e:
         return [_error(_job_id(job), e.reason, str(e))]
     except Exception as e:  # a bug must not stop a batch of thousands; the record says it

@@ -28,8 +28,10 @@ __all__ = ["BENCHKIT_COLUMNS", "aggregate", "benchkit_row", "format_table", "wri
 
 #: docs/metrics.md §4, "Benchkit column names", granularities in Benchkit's order.
 _BENCHKIT_ORDER = ("file", "line", "span", "symbol")
+#: ``run_id`` and ``trace`` join a row to its run (and its trace file): several runs of one
+#: instance are several rows
 BENCHKIT_COLUMNS: tuple[str, ...] = (
-    ("instance_id",)
+    ("instance_id", "run_id", "trace")
     + tuple(f"contextbench_final_{g}_{m}" for g in _BENCHKIT_ORDER
             for m in ("coverage", "precision"))
     + tuple(f"contextbench_traj_auc_{g}" for g in _BENCHKIT_ORDER)
@@ -161,7 +163,8 @@ def _cell(value: Any) -> str:
 def benchkit_row(record: dict[str, Any]) -> dict[str, str]:
     """One record as Benchkit's flat columns; an error leaves every number empty."""
     row = {c: "" for c in BENCHKIT_COLUMNS}
-    row["instance_id"] = str(record.get("instance_id") or "")
+    for key in ("instance_id", "run_id", "trace"):
+        row[key] = str(record.get(key) or "")
     if "error" in record:
         row["error"] = str(record["error"])
         return row

@@ -323,18 +323,22 @@ class RunSession:
         """The docs/metrics.md §5 record plus run identity and live extras."""
         ident = self.identity
         if self.error is not None or self.state is None:
-            return {"instance_id": ident.instance_id, "error": self.error or "not evaluated",
-                    "run_id": ident.run_id}
+            from .tracefile import error_record
+
+            return error_record(ident, self.error or "not evaluated")
         if self.fmt == "unified":
             return self._unified_record()
-        rec = self.state.record(self.final_patch)
+        rec = self._echo_ids(self.state.record(self.final_patch))
         tokens, cost = self._tokens.totals()
         ex = self.extras
+        agent, model = self.agent_model()
         rec.update({
             "run_id": ident.run_id,
-            "agent": ident.agent if ident.agent != "unknown" else (self.trace_info.agent or "unknown"),
-            "model": ident.model if ident.model != "unknown" else (self.trace_info.model or "unknown"),
+            "trace": ident.trace,
+            "agent": agent,
+            "model": model,
             "format": self.fmt,
+            "grammars": self.symbols_grammars,
             "tool_calls": ex.tool_calls,
             "sidechain_calls": ex.sidechain_calls,
             "categories": dict(sorted(ex.categories.items())),
@@ -362,6 +366,30 @@ class RunSession:
     def tokens(self) -> tuple[TokenUsage, float | None]:
         return self._tokens.totals()
 
+    def agent_model(self) -> tuple[str, str]:
+        """meta.json's agent and model, else what the trace says (as labels and records
+        show them; ``unknown`` when neither says)."""
+        ident, info = self.identity, self.trace_info
+        agent = ident.agent if ident.agent != "unknown" else (info.agent or "unknown")
+        model = ident.model if ident.model != "unknown" else (info.model or "unknown")
+        return agent, model
+
+    @property
+    def symbols_grammars(self) -> str | None:
+        """Which grammar set parsed this run's symbols (docs/metrics.md §3)."""
+        return getattr(self.state.symbols, "grammars", None) if self.state else None
+
+    def _echo_ids(self, rec: dict) -> dict:
+        """docs/metrics.md §5: ``instance_id`` is the id the input gave; the gold row's own
+        id follows as ``gold_instance_id`` when it is another one (an original id)."""
+        given = self.identity.instance_id
+        gold_id = rec.get("instance_id")
+        out = {"instance_id": given}
+        if gold_id != given:
+            out["gold_instance_id"] = gold_id
+        out.update((k, v) for k, v in rec.items() if k != "instance_id")
+        return out
+
     def _unified_record(self) -> dict:
         """A unified prediction's record: the evaluator's shape, and its answer for a
         stated context that resolves to nothing (docs/metrics.md §4b: ``no_context_extracted``
@@ -371,7 +399,9 @@ class RunSession:
         if empty:
             return {"instance_id": self.identity.instance_id,
                     "error": Reason.NO_CONTEXT_EXTRACTED.value}
-        return self.state.record(self.final_patch)
+        rec = self._echo_ids(self.state.record(self.final_patch))
+        rec["grammars"] = self.symbols_grammars
+        return rec
 
 
 def _names_nothing(step: Step) -> bool:

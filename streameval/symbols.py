@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LANGUAGES", "Definition", "FileSymbols", "SymbolIndex", "known_kinds", "language_for",
+__all__ = ["GRAMMAR_SETS", "LANGUAGES", "Definition", "FileSymbols", "SymbolIndex",
+           "check_grammars", "default_grammars", "known_kinds", "language_for",
            "parse_definitions"]
 
 # docs/metrics.md §3: extension -> language, exactly as the rule book lists it.
@@ -84,7 +85,7 @@ def language_for(path: str) -> str | None:
     dot = base.rfind(".")
     if dot <= 0:  # no extension, or a dot file such as ".py" itself
         return None
-    return _EXTENSIONS.get(base[dot:])
+    return _EXTENSIONS.get(base[dot:].lower())   # ``X.PY`` too, as the evaluator
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -182,17 +183,89 @@ def _parents(ends: list[int]) -> list[int]:
 # --------------------------------------------------------------------------- parsing
 
 
+#: the grammar sets (docs/metrics.md §3): the public evaluator's, the grammar binaries
+#: of tree-sitter-languages 1.10.2, or today's official per-language wheels
+GRAMMAR_SETS = ("contextbench", "official")
+_BUNDLE = ("tree_sitter_languages", "languages.so")
+
+
+def _bundle_path() -> str | None:
+    """Where tree-sitter-languages keeps its grammar binaries; found without importing
+    the package, whose own module is built for an older tree-sitter runtime."""
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec(_BUNDLE[0])
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, _BUNDLE[1])
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def default_grammars() -> str:
+    """``contextbench`` where its grammars are installed (the numbers then equal the
+    evaluator's), else ``official``."""
+    return "contextbench" if _bundle_path() else "official"
+
+
+def check_grammars(choice: str | None) -> str:
+    """The grammar set to use; ValueError (with the fix) when it cannot be loaded."""
+    if choice is None:
+        return default_grammars()
+    if choice not in GRAMMAR_SETS:
+        raise ValueError(f"unknown grammar set {choice!r}: one of {', '.join(GRAMMAR_SETS)}")
+    if choice == "contextbench" and _bundle_path() is None:
+        raise ValueError("the contextbench grammars need tree-sitter-languages 1.10.2: "
+                         "pip install 'streameval[contextbench]' (wheels exist for Python <= 3.11)")
+    return choice
+
+
+_BUNDLE_LIB: list[Any] = []
+
+
+def _bundled_language(name: str) -> Any | None:
+    """The evaluator's grammar for ``name`` as a Language of the current runtime: the
+    bundle exports ``tree_sitter_<name>`` returning the grammar's table, handed over
+    as the capsule tree-sitter expects. None when the bundle lacks the language."""
+    import ctypes
+
+    import tree_sitter
+
+    if not _BUNDLE_LIB:
+        path = _bundle_path()
+        if path is None:
+            return None
+        _BUNDLE_LIB.append(ctypes.CDLL(path))
+    func = getattr(_BUNDLE_LIB[0], f"tree_sitter_{name}", None)
+    if func is None:   # e.g. swift: not in 1.10.2 (the evaluator has no parser for it)
+        return None
+    func.restype = ctypes.c_void_p
+    capsule = ctypes.pythonapi.PyCapsule_New
+    capsule.restype = ctypes.py_object
+    capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return tree_sitter.Language(capsule(func(), b"tree_sitter.Language", None))
+
+
 class _Grammar:
     """One language: its tree-sitter Language, kinds, and a reusable parser."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, grammars: str = "official"):
         import importlib
 
         import tree_sitter
 
         module, func, kinds = LANGUAGES[name]
         self.name = name
-        self.language = tree_sitter.Language(getattr(importlib.import_module(module), func)())
+        bundled = _bundled_language(name) if grammars == "contextbench" else None
+        #: where this language's grammar came from (a language the bundle lacks is
+        #: parsed with the official grammar)
+        self.source = "contextbench" if bundled is not None else "official"
+        self.language = bundled or tree_sitter.Language(
+            getattr(importlib.import_module(module), func)())
         # Named kinds only (Ruby's keyword token "class" is not a definition), never
         # comments, and only those this grammar version really has.
         self.kinds = frozenset(
@@ -206,34 +279,35 @@ class _Grammar:
             return self.parser.parse(data)
 
 
-_GRAMMARS: dict[str, _Grammar] = {}
+_GRAMMARS: dict[tuple[str, str], _Grammar] = {}
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def _grammar(name: str) -> _Grammar:
+def _grammar(name: str, grammars: str = "official") -> _Grammar:
     with _GRAMMARS_LOCK:
-        g = _GRAMMARS.get(name)
+        g = _GRAMMARS.get((grammars, name))
         if g is None:
-            g = _GRAMMARS[name] = _Grammar(name)
+            g = _GRAMMARS[grammars, name] = _Grammar(name, grammars)
         return g
 
 
-def known_kinds(language: str) -> tuple[frozenset[str], frozenset[str]]:
+def known_kinds(language: str, grammars: str = "official") -> tuple[frozenset[str], frozenset[str]]:
     """(kinds the rule book lists that this grammar has, listed kinds it lacks).
 
     Grammar wheels rename node types between releases; this makes the drift visible.
     """
-    g = _grammar(language)
+    g = _grammar(language, grammars)
     listed = frozenset(LANGUAGES[language][2])
     return g.kinds, listed - g.kinds
 
 
-def parse_definitions(path: str, data: bytes, language: str | None = None) -> FileSymbols:
+def parse_definitions(path: str, data: bytes, language: str | None = None,
+                      grammars: str = "official") -> FileSymbols:
     """Parse ``data`` as the file ``path`` and collect its definitions."""
     language = language or language_for(path)
     if language is None or not data:
         return FileSymbols(path)
-    g = _grammar(language)
+    g = _grammar(language, grammars)
     tree = g.parse(data)
     if tree is None:  # tree-sitter gives no tree only when parsing was cancelled
         return FileSymbols(path)
@@ -328,10 +402,14 @@ class SymbolIndex:
     exporter's cache metrics.
     """
 
-    def __init__(self, max_files: int = 2048):
+    def __init__(self, max_files: int = 2048, grammars: str = "official"):
         if max_files < 1:
             raise ValueError(f"max_files must be at least 1, got {max_files}")
+        if grammars not in GRAMMAR_SETS:
+            raise ValueError(f"unknown grammar set {grammars!r}")
         self.max_files = max_files
+        #: which grammars parse (every record names them: docs/metrics.md §3)
+        self.grammars = grammars
         self.hits = 0
         self.misses = 0
         self._cache: OrderedDict[tuple[Any, str], FileSymbols] = OrderedDict()
@@ -354,7 +432,8 @@ class SymbolIndex:
                 return cached
             self.misses += 1
         data = view.read(path)  # outside the lock: git I/O must not serialize readers
-        symbols = parse_definitions(path, data, language) if data else FileSymbols(path)
+        symbols = (parse_definitions(path, data, language, self.grammars) if data
+                   else FileSymbols(path))
         with self._lock:
             self._cache[key] = symbols
             self._cache.move_to_end(key)

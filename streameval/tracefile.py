@@ -27,7 +27,9 @@ HEAD_LINES = 8  # non-empty lines read to detect a trace's format
 
 
 
-SessionFactory = Callable[[str | None], RunSession]
+#: makes the session of a new run from the event that started it (a RunInfo naming its
+#: instance and session, or None): ``(trace_instance, session_id) -> RunSession``
+SessionFactory = Callable[[str | None, str | None], RunSession]
 
 
 class TraceReader:
@@ -52,13 +54,13 @@ class TraceReader:
 
     def _session_for(self, event: TraceEvent) -> RunSession:
         cur = self.current
-        if isinstance(event, RunInfo) and event.instance_id:
+        if isinstance(event, RunInfo) and (event.instance_id or cur is None):
             seen = cur.trace_info.instance_id if cur is not None else None
-            if cur is None or (seen and seen != event.instance_id):
-                cur = self.factory(event.instance_id)
+            if cur is None or (seen and event.instance_id and seen != event.instance_id):
+                cur = self.factory(event.instance_id, event.session_id)
                 self.sessions.append(cur)
         if cur is None:
-            cur = self.factory(None)
+            cur = self.factory(None, None)
             self.sessions.append(cur)
         return cur
 
@@ -85,7 +87,7 @@ class TraceReader:
             events = [BadLine(self.lines, Reason.MALFORMED_JSON.value, f"adapter error: {exc!r}")]
         self.dispatch(events)
         if not self.sessions:  # an empty trace is still a run: coverage 0
-            self.sessions.append(self.factory(None))
+            self.sessions.append(self.factory(None, None))
         return self.sessions
 
 
@@ -149,30 +151,45 @@ class Resources:
         return self.gold.get(instance_id) if (self.gold is not None and instance_id) else None
 
 
-def load_resources(gold: str, repos: str | None, repo: str | None,
-                   tool_map: str | None = None) -> Resources:
-    """Gold, repositories (``--repos``/``--repo``), a symbol index and the tool map
-    (``--tool-map``), as every command loads them."""
+def load_resources(gold: str | None, repos: str | None, repo: str | None,
+                   tool_map: str | None = None, grammars: str | None = None) -> Resources:
+    """Gold, repositories (``--repos``/``--repo``), a symbol index with its grammars
+    (``--grammars``, default ``symbols.default_grammars``) and the tool map
+    (``--tool-map``), as every command loads them. No gold (``inspect``) is None."""
+    from .errors import UsageError
     from .gold import load_gold
     from .reading.basetext import BaseTexts
     from .reading.toolmap import load_tool_map
     from .repocache import RepoCache
-    from .symbols import SymbolIndex
+    from .symbols import SymbolIndex, check_grammars
 
+    try:
+        grammars = check_grammars(grammars)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for option, folder in (("--repos", repos), ("--repo", repo)):
+        if folder is not None and not Path(folder).is_dir():
+            raise UsageError(f"{option} {folder}: no such directory")
     tools = load_tool_map(tool_map) if tool_map else None
-    return Resources(load_gold(gold), RepoCache(repos, repo), SymbolIndex(), BaseTexts(), tools)
+    return Resources(load_gold(gold) if gold else None,
+                     RepoCache(repos, repo),
+                     SymbolIndex(grammars=grammars), BaseTexts(), tools)
 
 
 def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
                  res: Resources, explicit: bool = False,
-                 trace: Path | None = None) -> RunIdentity:
+                 trace: Path | None = None, session_id: str | None = None) -> RunIdentity:
     """The identity of the ``index``-th run found in one trace file.
 
     The file's own identity (meta.json, ``--instance``, directory name) names its first
     run, except when that names no gold row, was not given explicitly, and the trace
-    says which instance it ran (or, failing that, the file name carries a gold id). Later runs of the same file (OpenHands holds one
-    instance per line) are the trace's own instances, their run ids suffixed.
+    says which instance it ran (or, failing that, the file name carries a gold id).
+    The first run's id is the trace's session id (Claude Code, Codex) unless meta.json
+    names it. Later runs of the same file (OpenHands holds one instance per line) are
+    the trace's own instances, their run ids suffixed.
     """
+    if index == 0 and session_id and not base.run_id_given:
+        base = replace(base, run_id=session_id)
     if not trace_instance:
         if explicit or index > 0 or trace is None or res.lookup(base.instance_id) is not None:
             return base
@@ -217,9 +234,19 @@ def open_adapter(path: Path, fmt: str | None = None):
     return name, adapter_class(name)()
 
 
+def error_record(identity: RunIdentity, error: str) -> dict:
+    """The record of a run that cannot be scored (docs/metrics.md §5)."""
+    rec = {"instance_id": identity.instance_id, "error": error, "run_id": identity.run_id}
+    if identity.trace is not None:
+        rec["trace"] = identity.trace
+    return rec
+
+
 def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
-                   instance: str | None = None, patch: str | None = None) -> list[dict]:
-    """Score one recorded trace file; one record per run it holds.
+                   instance: str | None = None, patch: str | None = None,
+                   root: Path | None = None) -> list[dict]:
+    """Score one recorded trace file; one record per run it holds. ``root`` is the
+    directory the trace was found under (its records name the trace relative to it).
 
     The patch comes, in order, from ``patch`` (e.g. a predictions file), a
     ``patch.diff``/``model.patch`` beside the trace, or the trace's own final event.
@@ -227,16 +254,16 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
     from .identity import identify, patch_beside
 
     path = Path(path)
-    identity = identify(path, instance)
+    identity = identify(path, instance, root=root)
     try:
         name, adapter = open_adapter(path, fmt)
     except StreamevalError as exc:
-        return [{"instance_id": identity.instance_id, "error": f"{exc.reason.value}: {exc}",
-                 "run_id": identity.run_id}]
+        return [error_record(identity, f"{exc.reason.value}: {exc}")]
     side_patch = patch if patch is not None else patch_beside(path)
-    def factory(trace_instance: str | None) -> RunSession:
+
+    def factory(trace_instance: str | None, session_id: str | None) -> RunSession:
         ident = run_identity(identity, trace_instance, len(reader.sessions), res,
-                             explicit=instance is not None, trace=path)
+                             explicit=instance is not None, trace=path, session_id=session_id)
         return make_session(res, ident, name)
 
     reader = TraceReader(adapter, factory)
@@ -255,6 +282,7 @@ def land_file_patch(sessions: list[RunSession], patch: str | None) -> None:
 
 
 
-__all__ = ["HEAD_LINES", "Resources", "SessionFactory", "TraceReader", "evaluate_trace",
+__all__ = ["HEAD_LINES", "Resources", "SessionFactory", "TraceReader", "error_record",
+           "evaluate_trace",
            "iter_lines", "land_file_patch", "load_resources", "make_session", "open_adapter",
            "read_head", "record_line", "run_identity"]

@@ -18,8 +18,8 @@ import pytest
 from streameval.backtest import backtest_trace, find_traces, summarize
 from streameval.cli import main
 from streameval.live.abort import AbortEngine, attach, parse_policies
-from streameval.live.watch import WatchConfig, Watcher, load_resources
-from streameval.tracefile import evaluate_trace
+from streameval.live.watch import WatchConfig, Watcher
+from streameval.tracefile import evaluate_trace, load_resources
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"

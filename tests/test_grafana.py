@@ -156,7 +156,8 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
 
     from streameval.live.abort import AbortEngine, attach, parse_policies
     from streameval.live.exporter import serve
-    from streameval.live.watch import WatchConfig, Watcher, load_resources
+    from streameval.live.watch import WatchConfig, Watcher
+    from streameval.tracefile import load_resources
 
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -206,7 +206,7 @@ def test_csv_has_benchkit_columns(batch):
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == (
-        ["instance_id"]
+        ["instance_id", "run_id", "trace"]
         + [f"contextbench_final_{g}_{m}" for g in ("file", "line", "span", "symbol")
            for m in ("coverage", "precision")]
         + [f"contextbench_traj_auc_{g}" for g in ("file", "line", "span", "symbol")]
@@ -444,3 +444,32 @@ def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):
     head = read_head(p, n=3)
     assert len(head) == 3 and head[0] == orjson.dumps(big) and head[1:] == [b"{}", b"{}"]
     assert detect_format(head) == "openhands"
+
+
+def test_records_echo_the_input_id_and_name_the_gold_row(batch, tmp_path):
+    """docs/metrics.md §5: ``instance_id`` is the prediction's own id (as the public
+    evaluator echoes it); the gold row's id follows as ``gold_instance_id`` when the
+    prediction named the row by its ``original_inst_id``. The CSV says the same."""
+    base = json.loads(batch["gold"].read_text().splitlines()[0])["base_commit"]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"instance_id": "Multi-SWE-Bench__py__acme__1",
+                                "original_inst_id": "acme__widgets-9", "repo": "acme/widgets",
+                                "base_commit": base, **GOLD_CTX}) + "\n")
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(orjson.dumps({"instance_id": iid, "traj_data": FINAL}).decode()
+                             + "\n" for iid in ("acme__widgets-9",
+                                                "Multi-SWE-Bench__py__acme__1", "acme__nope-1")))
+    out, table = tmp_path / "out.jsonl", tmp_path / "out.csv"
+    assert main(["replay", str(preds), "--gold", str(gold), "--repos", str(batch["repos"]),
+                 "--out", str(out), "--csv", str(table), "--quiet"]) == 0
+    by_original, by_long, missing = [orjson.loads(x) for x in out.read_bytes().splitlines()]
+    assert by_original["instance_id"] == "acme__widgets-9"
+    assert by_original["gold_instance_id"] == "Multi-SWE-Bench__py__acme__1"
+    assert list(by_original)[:2] == ["instance_id", "gold_instance_id"]
+    assert by_long["instance_id"] == "Multi-SWE-Bench__py__acme__1"
+    assert "gold_instance_id" not in by_long
+    assert by_original["final"] == by_long["final"]
+    assert missing["instance_id"] == "acme__nope-1" and "missing_gold" in missing["error"]
+    with table.open(newline="") as fh:
+        ids = [row["instance_id"] for row in csv.DictReader(fh)]
+    assert ids == ["acme__widgets-9", "Multi-SWE-Bench__py__acme__1", "acme__nope-1"]

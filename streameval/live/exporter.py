@@ -50,6 +50,7 @@ HELP: dict[str, str] = {
     "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, deleted, reopened, reidentified, restored, patch_landed.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
+    "streameval_unscored_runs_total": "Runs that cannot be scored, by reason (missing_gold, missing_repo, ...).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
     "streameval_cache_misses_total": "Cache misses by cache.",
     "streameval_backlog_bytes": "Bytes written to followed traces and not yet processed (a catch-up in progress).",
@@ -99,8 +100,11 @@ def _families() -> dict[str, Any]:
 
 
 def _base(run: LiveRun) -> tuple[str, str, str, str]:
-    ident = run.session.identity
-    return (ident.run_id, ident.instance_id, ident.agent, ident.model)
+    """The run's labels: agent and model as the record gives them (meta.json, else the
+    trace), so a watched run is labelled as its replayed record."""
+    session = run.session
+    ident = session.identity
+    return (ident.run_id, ident.instance_id, *session.agent_model())
 
 
 def _run_rows(run: LiveRun) -> list[Row]:
@@ -221,6 +225,9 @@ class RunsCollector:
             events = CounterMetricFamily("streameval_watch_events", HELP["streameval_watch_events_total"], labels=["event"])
             for event, n in sorted(st.events.items()):
                 events.add_metric([event], n)
+            unscored = CounterMetricFamily("streameval_unscored_runs", HELP["streameval_unscored_runs_total"], labels=["reason"])
+            for reason, n in sorted(st.unscored.items()):
+                unscored.add_metric([reason], n)
             aborts = CounterMetricFamily("streameval_aborts", HELP["streameval_aborts_total"], labels=["policy", "action"])
             for (policy, action), n in sorted(st.aborts.items()):
                 aborts.add_metric([policy, action], n)
@@ -239,7 +246,7 @@ class RunsCollector:
             for name, cache in self.table.caches:
                 hits.add_metric([name], float(getattr(cache, "hits", 0)))
                 misses.add_metric([name], float(getattr(cache, "misses", 0)))
-        return runs, [lines, bad, events, aborts, lag, sessions, queue, hits, misses]
+        return runs, [lines, bad, events, unscored, aborts, lag, sessions, queue, hits, misses]
 
     def collect(self) -> Iterator[Any]:
         runs, process = self._gather()

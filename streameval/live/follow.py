@@ -48,8 +48,9 @@ class TraceFollower:
     def __init__(self, path: Path, table: RunTable, res: Resources, *, fmt: str | None = None,
                  instance: str | None = None, include_sidechain: bool = False,
                  predictions: dict[str, str] | None = None,
-                 max_line: int = 64 << 20):
+                 max_line: int = 64 << 20, root: Path | None = None):
         self.path = Path(path)
+        self.root = root   # the watched directory: traces are named relative to it
         self.table = table
         self.res = res
         self.forced_fmt = fmt
@@ -64,7 +65,7 @@ class TraceFollower:
         self.unknown_format = False
         self._head: list[tuple[bytes, int]] = []
         self.last_growth = time.time()
-        self.identity: RunIdentity = identify(self.path, instance)
+        self.identity: RunIdentity = identify(self.path, instance, root=root)
         #: run key -> digest of the last record written for it (checkpointed)
         self.written: dict[str, str] = {}
         self.restoring = False           # re-reading after a restart: lines not re-counted
@@ -79,13 +80,19 @@ class TraceFollower:
         self.lag_since = 0.0
 
     # ------------------------------------------------------------------ sessions
-    def _factory(self, trace_instance: str | None) -> RunSession:
+    def _factory(self, trace_instance: str | None, session_id: str | None) -> RunSession:
         n = len(self.reader.sessions) if self.reader is not None else 0
         ident = run_identity(self.identity, trace_instance, n, self.res,
-                             explicit=self.instance is not None, trace=self.path)
+                             explicit=self.instance is not None, trace=self.path,
+                             session_id=session_id)
+        # two traces never share a label set (copies of one session, one meta.json run id)
+        ident.run_id = self.table.run_ids.claim(ident.run_id, ident.trace, ident.instance_id)
         session = make_session(self.res, ident, self.fmt or "",
                                include_sidechain=self.include_sidechain)
-        self.table.add(LiveRun(key=run_key(self.path, n), session=session))
+        key = run_key(self.path, n)
+        if session.error is not None:
+            self.table.unscored(key, ident, session.error)
+        self.table.add(LiveRun(key=key, session=session))
         if n == 1:
             self._unland_file_patch(self.reader.sessions[0])
         self._land_patch(session, beside=n == 0)
@@ -144,7 +151,7 @@ class TraceFollower:
         self._drop_runs()
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
         self.unknown_format = False  # the new content may well be a trace
-        self.identity = identify(self.path, self.instance)
+        self.identity = identify(self.path, self.instance, root=self.root)
 
     def poll(self, now: float | None = None) -> int:
         """Process what was appended; returns the number of lines handled.

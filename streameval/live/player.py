@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..formats.jsonl import parse_timestamp
-from ..identity import META_NAME, PATCH_NAMES, identify
+from ..identity import META_NAME, PATCH_NAMES
 
 _TS = re.compile(rb'"timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)"')
 
@@ -55,10 +55,15 @@ def schedule(lines: Iterable[bytes], speed: float = 1.0, default_gap: float = 0.
 
 
 def stage_run(trace: Path, into: Path) -> tuple[Path, Path]:
-    """Create ``into/<run_id>/`` with the trace's meta.json; return (dir, target trace)."""
-    ident = identify(trace)
-    run_dir = into / ident.run_id.replace("/", "_")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    """Create ``into/<the trace's directory name>/`` (``-2``, ``-3``... when taken) with
+    the trace's meta.json; return (dir, target trace). The played run keeps its identity:
+    meta.json, or the directory name its trace is known by."""
+    base = trace.parent.name or "run"
+    run_dir, n = into / base, 1
+    while run_dir.exists():
+        n += 1
+        run_dir = into / f"{base}-{n}"
+    run_dir.mkdir(parents=True)
     meta = trace.parent / META_NAME
     if meta.exists():
         shutil.copyfile(meta, run_dir / META_NAME)

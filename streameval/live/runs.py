@@ -7,11 +7,14 @@ scrape, keeps a scrape from seeing half a step.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def run_key(trace, index: int) -> str:
@@ -48,6 +51,7 @@ class EvaluatorStats:
         self.bad_lines: Counter = Counter()
         self.events: Counter = Counter()   # restarts, truncations, replacements, deletions...
         self.aborts: Counter = Counter()   # (policy, action) -> n
+        self.unscored: Counter = Counter()  # reason -> runs that could not be scored
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
         self.lag_sum = 0.0
         self.lag_count = 0
@@ -75,6 +79,21 @@ class RunTable:
         self.keep_finished_seconds = keep_finished_seconds
         self.caches: list[tuple[str, Any]] = []  # (name, object with .hits/.misses)
         self.on_add: list = []  # called with each new run (abort policies track it)
+        from ..identity import RunIds
+
+        self.run_ids = RunIds()   # no two runs share a run id (their label sets)
+        self._unscored: set[str] = set()
+
+    def unscored(self, key: str, identity: Any, error: str) -> None:
+        """A run that cannot be scored (no gold row, no repository...): said once per
+        run, and counted by reason (``streameval_unscored_runs_total``)."""
+        if key in self._unscored:
+            return   # the same run read again (a restart of its file)
+        self._unscored.add(key)
+        reason = error.split(":", 1)[0]
+        self.stats.unscored[reason] += 1
+        log.warning("run %s (%s, %s) cannot be scored: %s", identity.run_id,
+                    identity.instance_id, identity.trace or key, error)
 
     def add(self, run: LiveRun) -> None:
         with self.lock:

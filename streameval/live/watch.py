@@ -26,11 +26,9 @@ from pathlib import Path
 
 import orjson
 
-from .. import config
 from ..errors import Reason
 from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
-from ..reading.toolmap import TOOL_MAP_HELP
-from ..tracefile import Resources, load_resources, record_line
+from ..tracefile import Resources, record_line
 from .follow import TraceFollower
 from .runs import RunTable
 
@@ -114,7 +112,7 @@ class Watcher:
     def follow(self, path: Path) -> TraceFollower:
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
-                          predictions=self.predictions)
+                          predictions=self.predictions, root=self.cfg.root)
         f.lag_since = self.started_at
         self.followers[path] = f
         self.table.stats.events["appeared"] += 1
@@ -169,7 +167,7 @@ class Watcher:
         """A meta.json written after its trace renames the run: replay of the
         finished file would use it, so the trace is scored again under it."""
         for f in list(self.followers.values()):
-            if f.path.parent == meta_path.parent and f.identity != identify(f.path, f.instance):
+            if f.path.parent == meta_path.parent and f.identity != identify(f.path, f.instance, root=f.root):
                 f.restart("reidentified")
                 f.poll(now)
 
@@ -384,28 +382,40 @@ async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", type=Path, help="directory holding the agents' trace files")
-    p.add_argument("--gold", required=True, help="gold (parquet, JSON, JSONL, annot dirs)")
-    p.add_argument("--repos", help="directory of clones named owner__repo")
-    p.add_argument("--repo", help="one repository for every trace (git or directory)")
-    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
-    p.add_argument("--host", default=config.host(),
-                   help="metrics address (STREAMEVAL_HOST; default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=config.port(),
-                   help="metrics port (STREAMEVAL_PORT; default 9108; 0 = any free port)")
-    p.add_argument("--glob", action="append", dest="globs",
-                   help=f"trace file name pattern (repeatable; default: {' '.join(DEFAULT_GLOBS)})")
-    p.add_argument("--out", type=Path, help="append each finished run's record here (JSONL)")
-    p.add_argument("--predictions", type=Path, help="SWE-bench predictions JSONL to take patches from")
-    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds without growth that end a run")
-    p.add_argument("--patch-grace", type=float, default=30.0, help="seconds to wait for a patch after a run ends")
-    p.add_argument("--keep-finished", type=float, default=3600.0, help="seconds finished runs stay exported")
-    p.add_argument("--checkpoint", type=Path, help="state file for resuming after a restart")
-    p.add_argument("--checkpoint-interval", type=float, default=5.0, help="seconds between checkpoints")
-    p.add_argument("--format", dest="fmt", help="trace format for every file (default: detected)")
+    from ..cliargs import (
+        add_format,
+        add_server,
+        add_sources,
+        non_negative_float,
+        positive_float,
+    )
+
+    p.add_argument("dir", type=Path, metavar="DIR", help="directory holding the agents' trace files")
+    add_sources(p)
+    add_server(p)
+    add_format(p)
+    p.add_argument("--glob", action="append", dest="globs", metavar="PATTERN",
+                   help=f"trace file name pattern, repeatable (when not given: "
+                        f"{' '.join(DEFAULT_GLOBS)})")
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="append each finished run's record here (JSONL)")
+    p.add_argument("--predictions", type=Path, metavar="FILE",
+                   help="SWE-bench predictions JSONL to take patches from")
+    p.add_argument("--idle-timeout", type=positive_float, default=300.0, metavar="SECONDS",
+                   help="seconds without growth that end a run")
+    p.add_argument("--patch-grace", type=non_negative_float, default=30.0, metavar="SECONDS",
+                   help="seconds to wait for a patch after a run ends")
+    p.add_argument("--keep-finished", type=non_negative_float, default=3600.0, metavar="SECONDS",
+                   help="seconds finished runs stay exported")
+    p.add_argument("--checkpoint", type=Path, metavar="FILE",
+                   help="state file for resuming after a restart")
+    p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
+                   help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
     p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log every run and file event (abort decisions and runs that cannot "
+                        "be scored are always logged)")
     from .abort import add_arguments as add_abort_arguments
 
     add_abort_arguments(p)  # --abort-config FILE, --dry-run
@@ -424,15 +434,15 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
 def run(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..cliargs import resources, setup_logging
     from .exporter import serve
 
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.verbose)
     if not args.dir.is_dir():
         print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
         return 2
     cfg = config_from_args(args)
-    res = load_resources(args.gold, args.repos, args.repo, args.tool_map)
+    res = resources(args)   # UsageError naming the gold or repository that cannot be used
     w = Watcher(cfg, res)
     from .abort import AbortConfigError, from_args
 

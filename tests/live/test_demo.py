@@ -12,8 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from streameval.live.watch import load_resources
-from streameval.tracefile import evaluate_trace
+from streameval.tracefile import evaluate_trace, load_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 

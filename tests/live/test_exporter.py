@@ -8,7 +8,8 @@ from claude_run import APP, UTIL, Claude, make_setup
 from prometheus_client import CollectorRegistry, generate_latest
 
 from streameval.live.exporter import RunsCollector
-from streameval.live.watch import WatchConfig, Watcher, load_resources
+from streameval.live.watch import WatchConfig, Watcher
+from streameval.tracefile import load_resources
 
 
 def edit_lines(c: Claude, path: str, old: str, new: str) -> list[bytes]:

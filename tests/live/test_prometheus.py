@@ -10,7 +10,8 @@ from claude_run import APP, UTIL, Claude, append, make_setup
 from prom import PrometheusServer
 
 from streameval.live.exporter import serve
-from streameval.live.watch import WatchConfig, Watcher, load_resources, run_watcher
+from streameval.live.watch import WatchConfig, Watcher, run_watcher
+from streameval.tracefile import load_resources
 
 pytestmark = pytest.mark.prometheus
 

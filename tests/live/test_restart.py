@@ -14,8 +14,7 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 
-from streameval.live.watch import load_resources
-from streameval.tracefile import evaluate_trace
+from streameval.tracefile import evaluate_trace, load_resources
 
 pytestmark = pytest.mark.slow
 

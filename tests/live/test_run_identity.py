@@ -1,0 +1,99 @@
+"""Run identity (docs/metrics.md §5 "Identity"): no two traces share a label set, the
+run id comes from the trace, records and the CSV name the trace, agent and model are read
+from the trace by ``watch`` as by ``replay``, and runs that cannot be scored are said."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import re
+import shutil
+from pathlib import Path
+
+import orjson
+from prometheus_client import CollectorRegistry, generate_latest
+
+from streameval.cli import main
+from streameval.live.exporter import RunsCollector
+from streameval.live.watch import WatchConfig, Watcher
+from streameval.tracefile import load_resources
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "claude-session"
+
+
+def _runs(tmp_path: Path) -> Path:
+    """Seven real Claude Code transcripts flat under runs/ (two of them, a main transcript
+    and its sub-agent's, share a session id) and one copied under seed1/ and seed2/."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for src in sorted(REAL.glob("*.jsonl")):
+        shutil.copyfile(src, runs / src.name.split("__")[-1])
+    for seed in ("seed1", "seed2"):
+        (runs / seed / "inst").mkdir(parents=True)
+        shutil.copyfile(REAL / "claude-session__jnarowski__agentcmd__full-session-four.jsonl",
+                        runs / seed / "inst" / "session.jsonl")
+    return runs
+
+
+def _info_series(text: str) -> list[dict[str, str]]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("streameval_run_info{"):
+            out.append(dict(re.findall(r'(\w+)="([^"]*)"', line)))
+    return out
+
+
+def test_no_two_traces_share_a_label_set_and_ids_come_from_the_trace(tmp_path, caplog):
+    runs = _runs(tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"instance_id": "other", "gold_context": []}\n')
+    res = load_resources(str(gold), None, str(tmp_path))
+    w = Watcher(WatchConfig(root=runs, globs=("*.jsonl",)), res)
+    with caplog.at_level(logging.WARNING, logger="streameval.live.runs"):
+        w.scan()
+        w.poll_all()
+        w.poll_all()   # read again: said and counted once per run
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    text = generate_latest(reg).decode()
+    series = _info_series(text)
+    assert len(series) == 9
+    labels = {(s["run_id"], s["instance_id"], s["agent"], s["model"]) for s in series}
+    assert len(labels) == 9                             # nine runs, nine label sets
+    ids = {s["run_id"] for s in series}
+    assert "fe5e1c67-53e7-4862-81ae-d0e013e3270b" in ids  # the session id, not "watch5"
+    # a sub-agent's transcript and its main one share a session id; so do two copies
+    assert sum(i.startswith("c45af7b1-cb7c-4e51-93db-8cbb250a877a") for i in ids) == 2
+    assert sum(i.startswith("2d984148-cddb-4605-aac1-13e720fe613c") for i in ids) == 3
+    # agent and model from the trace (no meta.json anywhere)
+    assert {s["agent"] for s in series} == {"claude-code"}
+    assert "claude-sonnet-4-20250514" in {s["model"] for s in series}
+    # none can be scored (no gold row): each said once, counted by reason
+    assert 'streameval_unscored_runs_total{reason="missing_gold"} 9.0' in text
+    said = [r.getMessage() for r in caplog.records if "cannot be scored" in r.getMessage()]
+    assert len(said) == 9 and any("seed2/inst/session.jsonl" in m for m in said)
+
+
+def test_replay_names_runs_as_watch_does_with_trace_and_csv_columns(tmp_path):
+    runs = _runs(tmp_path)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"instance_id": "other", "gold_context": []}\n')
+    out, table = tmp_path / "records.jsonl", tmp_path / "records.csv"
+    code = main(["replay", str(runs), "--gold", str(gold), "--repo", str(tmp_path),
+                 "--out", str(out), "--csv", str(table), "--quiet"])
+    assert code == 1   # nothing could be scored, every run has its error record
+    records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert len({r["run_id"] for r in records}) == len(records) == 9
+    traces = {r["trace"] for r in records}
+    assert "seed1/inst/session.jsonl" in traces and "seed2/inst/session.jsonl" in traces
+    # the watcher hands out the same ids, in the same order
+    res = load_resources(str(gold), None, str(tmp_path))
+    w = Watcher(WatchConfig(root=runs, globs=("*.jsonl",)), res)
+    w.scan()
+    w.poll_all()
+    watched = {r.session.identity.trace: r.session.identity.run_id for r in w.table.runs.values()}
+    assert watched == {r["trace"]: r["run_id"] for r in records}
+    with table.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(row["run_id"], row["trace"]) for row in rows] == \
+        [(r["run_id"], r["trace"]) for r in records]
