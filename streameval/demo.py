@@ -12,8 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import config
-
 
 def examples_dir() -> Path:
     """The example run shipped inside the package (``examples/`` in a checkout links
@@ -22,16 +20,19 @@ def examples_dir() -> Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--examples", type=Path, default=None,
-                   help="examples directory (default: the one shipped with the package)")
-    p.add_argument("--host", default=config.host(), help="metrics address (STREAMEVAL_HOST)")
-    p.add_argument("--port", type=int, default=config.port(),
-                   help="metrics port (STREAMEVAL_PORT; default 9108; 0 = any free port)")
-    p.add_argument("--speed", type=float, default=1.0, help="replay speed-up factor")
-    p.add_argument("--linger", type=float, default=None,
-                   help="seconds to keep serving after the run "
-                        "(default: until Ctrl-C on a terminal, else 0)")
-    p.add_argument("--out", type=Path, help="also append the final record here (JSONL)")
+    from .cliargs import add_grammars, add_server, non_negative_float, positive_float
+
+    p.add_argument("--examples", type=Path, default=None, metavar="DIR",
+                   help="examples directory (when not given: the one shipped with the package)")
+    add_server(p)
+    add_grammars(p)
+    p.add_argument("--speed", type=positive_float, default=1.0, metavar="X",
+                   help="replay speed-up factor")
+    p.add_argument("--linger", type=non_negative_float, default=None, metavar="SECONDS",
+                   help="seconds to keep serving after the run (until Ctrl-C on a terminal "
+                        "when not given, else 0)")
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="also append the final record here (JSONL)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if not traces:
         print(f"streameval demo: no example runs under {ex / 'runs'}", file=sys.stderr)
         return 2
-    res = load_resources(str(ex / "gold.jsonl"), None, str(ex / "repo"))
+    res = load_resources(str(ex / "gold.jsonl"), None, str(ex / "repo"), None, args.grammars)
     n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed,
                 linger=default_linger(args.linger),
                 out=args.out, listeners=[LiveTable()],

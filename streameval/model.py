@@ -115,12 +115,17 @@ class RunInfo:
 
 @dataclass(slots=True)
 class RunEnd:
-    """The format's end-of-run event; ``patch`` when the trace carries one."""
+    """The format's end-of-run event; ``patch`` when the trace carries one.
+
+    ``ends=False``: the trace says how it stands but not that it is over (a ``.traj``
+    document saved after each step, with no exit status yet): a live run stays active.
+    """
 
     reason: str
     patch: str | None = None
     timestamp: float | None = None
     lineno: int = 0
+    ends: bool = True
 
 
 @dataclass(slots=True)

@@ -347,8 +347,10 @@ class _Context:
             return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars), gold_path)
         except UsageError:
             raise
-        except (StreamevalError, OSError) as e:
-            raise UsageError(f"cannot load gold {gold_path}: {e}") from None
+        except StreamevalError as e:   # its message names the file
+            raise UsageError(str(e)) from None
+        except OSError as e:
+            raise UsageError(f"cannot read {e.filename or gold_path}: {e.strerror or e}") from None
 
 
 _WORKER_CONTEXT: _Context | None = None

@@ -167,7 +167,7 @@ class RunSession:
         elif isinstance(event, RunInfo):
             self._on_info(event)
         elif isinstance(event, RunEnd):
-            self.ended = True
+            self.ended = event.ends
             self.end_reason = event.reason
             if event.patch and event.patch.strip():
                 self.trace_patch = event.patch

@@ -78,13 +78,14 @@ def stops(p: dict) -> dict[str, int]:
 
 
 def stagnation_stop(record: dict, n: int, g: str = "line") -> int | None:
-    """The first step at which coverage has not grown for ``n`` steps, from the record."""
+    """The first step at which coverage, still below 1.0, has not grown for ``n`` steps,
+    from the record."""
     last, grew_at = 0.0, 0
     for row in record["trajectory"]["steps"]:
         c = row["coverage"][g]
         if c > last:
             last, grew_at = c, row["step"]
-        if row["step"] - grew_at >= n:
+        if last < 1.0 and row["step"] - grew_at >= n:
             return row["step"]
     return None
 
@@ -101,6 +102,7 @@ def test_stagnation_stops_and_its_wrongful_stops(summary, res):
     example = evaluate_trace(EX / "runs" / "example-run-1" / "trace.jsonl", res)[0]
     expected = {"runaway-1": 8, "late-find-1": 8}  # nothing of the gold before step 8
     ex_stop = stagnation_stop(example, 8)
+    assert ex_stop is None   # its line coverage is complete from step 4: nothing to find
     if ex_stop is not None:
         expected["example-run-1"] = ex_stop
     assert stops(p) == expected
@@ -191,3 +193,22 @@ def test_runs_without_gold_are_not_scored_and_never_wrongful(tmp_path, res):
     assert all(p["wrongful"] == 0 for p in summary["policies"])
     # coverage policies need gold; a cost budget does not
     assert by_policy(summary, "stagnation")["stopped"] == 0
+
+
+def test_a_run_with_complete_coverage_is_never_stuck(tmp_path, res):
+    """Stagnation means no new gold for N steps *while some of it is still unread*:
+    example-run-1 has all its gold lines from step 4, and 8 quiet steps after that are
+    not a reason to stop it (before this rule the backtest stopped it at step 9)."""
+    example = evaluate_trace(EX / "runs" / "example-run-1" / "trace.jsonl", res)[0]
+    full_at = next(r["step"] for r in example["trajectory"]["steps"]
+                   if r["coverage"]["line"] == 1.0)
+    assert full_at == 4 and example["num_steps"] - full_at >= 5
+    cfg = tmp_path / "stuck.toml"
+    cfg.write_text('[[policy]]\nname = "stuck"\nkind = "stagnation"\nsteps = 5\n'
+                   'granularity = "line"\naction = "file"\n')
+    out = tmp_path / "bt.json"
+    assert main(["abort-backtest", str(cfg), str(EX / "runs"), str(EX / "backtest"),
+                 "--gold", str(EX / "gold.jsonl"), "--repo", str(EX / "repo"),
+                 "--json", str(out)]) == 0
+    stopped = stops(by_policy(json.loads(out.read_text()), "stuck"))
+    assert "example-run-1" not in stopped and stopped["runaway-1"] == 5

@@ -295,9 +295,10 @@ class _Parse:
             self.events.append(usage)
         exit_status = as_str(self.info.get("exit_status"))
         submission = self.info.get("submission")
+        # saved after every step: no exit status yet means the run goes on
         self.events.append(RunEnd(exit_status or "unfinished",
                                   submission if looks_like_diff(submission) else None,
-                                  lineno=self.lineno))
+                                  lineno=self.lineno, ends=bool(exit_status)))
         return self.events
 
     def _run_info(self) -> RunInfo:

@@ -206,8 +206,11 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
     if usage is not None:
         events.append(usage)
     submission = info.get("submission")
-    events.append(RunEnd(as_str(info.get("exit_status")) or "unfinished",
-                         submission if looks_like_diff(submission) else None, lineno=lineno))
+    status = as_str(info.get("exit_status"))
+    # saved after every step: no exit status yet means the run goes on
+    events.append(RunEnd(status or "unfinished",
+                         submission if looks_like_diff(submission) else None, lineno=lineno,
+                         ends=bool(status)))
     return events
 
 

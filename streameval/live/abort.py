@@ -150,7 +150,9 @@ def _evaluate_coverage(p: Policy, steps: int, snap, progress: _Progress | None):
         return (v, f"{snap.bytes_read} distinct bytes read, limit {p.limit:g}") if v >= p.limit else None
     g = p.granularity
     if k == "stagnation":
-        if progress is None:
+        # stuck: nothing new of the gold for N steps while some of it is still unread
+        # (a run whose coverage is complete has nothing left to find)
+        if progress is None or progress.coverage[g] >= 1.0:
             return None
         v = float(steps - progress.grew_at[g])
         return (v, f"no new gold {g} coverage for {v:.0f} steps (since step "

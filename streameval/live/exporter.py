@@ -402,6 +402,7 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
     ``port=0`` picks a free port (tests); the bound port is returned so the caller
     can print the URL it really serves on. Binds 127.0.0.1 unless told otherwise.
     """
+    import errno
     import socket
     import threading
     from socketserver import ThreadingMixIn
@@ -409,12 +410,18 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
 
     from prometheus_client import CollectorRegistry
 
+    from ..errors import UsageError
+
+    try:
+        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                       flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"cannot serve metrics on {host}:{port}: no such address "
+                         f"({getattr(exc, 'strerror', None) or exc}); check --host") from None
     own = registry is None
     registry = registry if registry is not None else CollectorRegistry()
     collector = RunsCollector(table)
     registry.register(collector)
-    family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                   flags=socket.AI_PASSIVE)[0]
 
     class Server(ThreadingMixIn, WSGIServer):
         daemon_threads = True
@@ -424,8 +431,15 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
         def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
             pass
 
-    httpd = make_server(sockaddr[0], port, metrics_app(registry, collector if own else None),
-                        Server, handler_class=Quiet)
+    try:
+        httpd = make_server(sockaddr[0], port, metrics_app(registry, collector if own else None),
+                            Server, handler_class=Quiet)
+    except OSError as exc:
+        registry.unregister(collector)
+        hint = ("pick another --port (0 = any free port)" if exc.errno == errno.EADDRINUSE
+                else "check --host and --port")
+        raise UsageError(f"cannot serve metrics on {host}:{port}: "
+                         f"{exc.strerror or exc}; {hint}") from None
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     ms = MetricsServer(httpd, thread, registry)

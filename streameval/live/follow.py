@@ -185,7 +185,8 @@ class TraceFollower:
             return 0, True
         if batch.status in ("truncated", "replaced"):  # the tail already starts over
             self._start_over(batch.status)
-            self._counted = 0  # new content: its lines are new
+            if not (self.document and batch.status == "truncated"):
+                self._counted = 0  # new content: its lines are new
         if not batch.lines and not batch.too_long:
             return 0, False
         if self.closed:  # a finished run's file grew again: score the whole file anew
@@ -221,7 +222,9 @@ class TraceFollower:
         self.reader.feed_line(line, lineno)
 
     def _on_bad(self, bad) -> None:
-        if not self.restoring and not self._replaying:
+        # a document is read again whole at every save, half-written ones included: its
+        # bad lines are counted once, from the read its run finishes on (``finish``)
+        if not self.restoring and not self._replaying and not self.document:
             self.table.stats.bad_lines[str(bad.reason)] += 1
 
     def _bad(self, lineno: int, reason: Reason, message: str) -> None:
@@ -265,9 +268,11 @@ class TraceFollower:
             return 0
         if batch.status in ("truncated", "replaced"):
             # as for any trace: counted, and the new content read (and its format
-            # detected) from its first byte, its lines new
+            # detected) from its first byte; but a document saved again in place is
+            # the same document, its lines already counted are not counted again
             self._start_over(batch.status)
-            self._counted = 0
+            if batch.status == "replaced":   # another file now: its lines are new
+                self._counted = 0
             self.tail.reset()
             return self.poll(now)
         self.last_growth = now
@@ -285,6 +290,11 @@ class TraceFollower:
             for line, lineno in batch.lines:
                 self.reader.feed_line(line, lineno)
             self.reader.close()
+            # each line of the document counted once, however often it is saved
+            last = batch.lines[-1][1] if batch.lines else 0
+            if last > self._counted and not self.restoring:
+                self.table.stats.lines_processed += last - self._counted
+            self._counted = max(self._counted, last)
         return len(batch.lines)
 
     def _detect_from(self, lines: list[tuple[bytes, int]]) -> bool:
@@ -309,6 +319,9 @@ class TraceFollower:
                         self.reader.feed_line(line, lineno)
                 if not self.document:
                     self.reader.close()
+                elif not self.restoring:   # the bad lines of the document's last read
+                    for s in self.reader.sessions:
+                        self.table.stats.bad_lines.update(s.extras.bad_lines)
                 self.closed = True
             for run in self.live_runs():
                 if run.finished_at is None:

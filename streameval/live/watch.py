@@ -435,6 +435,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from ..cliargs import resources, setup_logging
+    from ..errors import UsageError
     from .exporter import serve
 
     setup_logging(args.verbose)
@@ -451,7 +452,12 @@ def run(args: argparse.Namespace) -> int:
     except AbortConfigError as exc:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
-    server, _registry, port = serve(w.table, cfg.host, cfg.port)
+    try:
+        server, _registry, port = serve(w.table, cfg.host, cfg.port)
+    except UsageError:
+        if engine is not None:
+            engine.close()
+        raise
     print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
           f"(watching {cfg.root})", flush=True)
     try:
