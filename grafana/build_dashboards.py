@@ -265,6 +265,10 @@ def evaluator() -> dict:
            description="Traces appearing, truncated, replaced, deleted, restored after a restart."),
         ts("Abort decisions per second",
            [target(f"sum by (policy) (rate(streameval_aborts_total{{{j}}}[$__rate_interval]))", "{{policy}}")]),
+        ts("Runs that cannot be scored, by reason",
+           [target(f"sum by (reason) (streameval_unscored_runs_total{{{j}}})", "{{reason}}")],
+           description="Runs watch follows but cannot score (no gold row, no repository...); "
+                       "each is also logged once with its reason."),
     ]
     return dashboard("streameval-evaluator", "streameval / Evaluator health",
                      "Is streameval keeping up: throughput, bad lines, lag, memory, caches.",

@@ -138,6 +138,12 @@ def _stage(runs: Path) -> None:
     (active / "meta.json").write_text(json.dumps({**meta, "run_id": "active-1"}))
     lines = (EX / "backtest" / "runaway-1" / "trace.jsonl").read_bytes().splitlines()
     (active / "trace.jsonl").write_bytes(b"\n".join(lines[:21] + [b"{not json"] + lines[21:-1]) + b"\n")
+    # a run of an instance the gold does not have: followed, exported, never scored
+    stray = runs / "stray-1"
+    stray.mkdir()
+    (stray / "meta.json").write_text(json.dumps({**meta, "run_id": "stray-1",
+                                                 "instance_id": "nobody__nothing-1"}))
+    shutil.copyfile(EX / "backtest" / "runaway-1" / "trace.jsonl", stray / "trace.jsonl")
 
 
 def _fill(expr: str, values: dict[str, str]) -> str:
@@ -169,12 +175,12 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
     w.scan()
     w.poll_all()
     w.tick()  # runs whose trace ended are finished; active-1 stays active
-    assert w.table.counts() == (1, 3)
+    assert w.table.counts() == (1, 4)
     server, _reg, port = serve(w.table, "127.0.0.1", 0)
     try:
         with PrometheusServer(tmp_path / "prom", [f"127.0.0.1:{port}"], "1s") as prom:
             prom.wait_for("count(streameval_run_info)",
-                          lambda r: r and float(r[0]["value"][1]) == 4, 60)
+                          lambda r: r and float(r[0]["value"][1]) == 5, 60)
             # rates need two samples inside the window
             prom.wait_for("rate(streameval_lines_processed_total[1m])", lambda r: bool(r), 60)
             run = w.table.runs[str(runs / "example-run-1" / "trace.jsonl")].session.identity
