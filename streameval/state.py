@@ -76,11 +76,6 @@ def _ratio(num: int, den: int) -> float:
     return num / den if den else 1.0
 
 
-def _last_name(name: str) -> str:
-    """docs/metrics.md §3: ``a.b`` names the definitions called ``b``."""
-    return name.rsplit(".", 1)[-1]
-
-
 @dataclass(slots=True)
 class _Sets:
     """One context at every granularity: files, bytes and lines per file, definitions."""
@@ -132,10 +127,9 @@ class _Expander:
         return out
 
     def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
-        """docs/metrics.md §3: each name (last part of ``a.b``) -> every definition so called.
-
-        Empty names name nothing; files that are not repo files have no definitions.
-        """
+        """docs/metrics.md §3: each name -> every definition so called (``a.b``: the
+        whole name, else ``b``). Empty names and names that are not text name nothing;
+        files that are not repo files have no definitions."""
         if self.symbols is None:
             return set()
         out: set[Definition] = set()
@@ -144,9 +138,8 @@ class _Expander:
                 continue
             index = self.symbols.for_file(self.view, path)
             for name in wanted:
-                last = _last_name(name.strip())
-                if last:
-                    out.update(index.named(last))
+                if isinstance(name, str):
+                    out.update(index.named(name))
         return out
 
     def step(self, step: Step) -> _Sets:

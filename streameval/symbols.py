@@ -110,8 +110,7 @@ class FileSymbols:
 
     __slots__ = ("file", "definitions", "_starts", "_ends", "_parent", "_by_name")
 
-    def __init__(self, file: str, definitions: Iterable[Definition] = (),
-                 aliases: dict[str, list[Definition]] | None = None):
+    def __init__(self, file: str, definitions: Iterable[Definition] = ()):
         self.file = file
         defs = sorted(definitions, key=lambda d: (d.start_byte, -d.end_byte, d.kind))
         self.definitions: tuple[Definition, ...] = tuple(defs)
@@ -122,10 +121,6 @@ class FileSymbols:
         for d in defs:
             if d.name:
                 by_name.setdefault(d.name, []).append(d)
-        for name, extra in (aliases or {}).items():
-            known = by_name.setdefault(name, [])
-            known.extend(d for d in extra if d not in known)
-            known.sort(key=lambda d: (d.start_byte, -d.end_byte))
         self._by_name = by_name
 
     def __len__(self) -> int:
@@ -155,13 +150,15 @@ class FileSymbols:
         return [self.definitions[i] for i in sorted(found)]
 
     def named(self, name: str) -> list[Definition]:
-        """Every definition called ``name``; for ``a.b`` (or ``a::b``) the last part counts.
-
-        Names are stored unqualified (``Shop::Cart`` is ``Cart``), so a qualified query
-        matches every definition with that last part, as docs/metrics.md §3 says for ``a.b``.
-        """
-        last = name.strip().replace("::", ".").rsplit(".", 1)[-1]
-        return list(self._by_name.get(last, ())) if last else []
+        """Every definition called ``name`` (docs/metrics.md §3): the whole name first,
+        then, for a dotted ``a.b`` that names nothing whole, its last part ``b``."""
+        name = name.strip()
+        if not name:
+            return []
+        found = self._by_name.get(name)
+        if not found and "." in name:
+            found = self._by_name.get(name.rsplit(".", 1)[-1])
+        return list(found or ())
 
 
 def _parents(ends: list[int]) -> list[int]:
@@ -312,17 +309,12 @@ def parse_definitions(path: str, data: bytes, language: str | None = None,
     if tree is None:  # tree-sitter gives no tree only when parsing was cancelled
         return FileSymbols(path)
     defs: list[Definition] = []
-    aliases: dict[str, list[Definition]] = {}
     for node in _walk(tree):
         if not (node.is_named and node.type in g.kinds) or node.end_byte <= node.start_byte:
             continue
-        names = _names(node, data)
-        d = Definition(path, node.type, node.start_byte, node.end_byte - 1,
-                       names[0] if names else "")
-        defs.append(d)
-        for extra in names[1:]:
-            aliases.setdefault(extra, []).append(d)
-    return FileSymbols(path, defs, aliases)
+        defs.append(Definition(path, node.type, node.start_byte, node.end_byte - 1,
+                               _name(node, data)))
+    return FileSymbols(path, defs)
 
 
 def _walk(tree: Any) -> Iterable[Any]:
@@ -341,55 +333,44 @@ def _text(node: Any, data: bytes) -> str:
     return data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
 
 
-def _names(node: Any, data: bytes) -> list[str]:
-    """The name(s) a definition is known by; the first is ``Definition.name``.
+#: identifier node types a definition may be named by, and their preference (lower wins;
+#: the ones not listed here rank last); docs/metrics.md §3 "Names"
+_ID_RANK = {"identifier": 0, "field_identifier": 1, "property_identifier": 2,
+            "method_identifier": 3}
+_ID_TYPES = frozenset({*_ID_RANK, "type_identifier", "scoped_identifier",
+                       "namespace_identifier", "constant_identifier"})
+_LAST_RANK = 100
 
-    The ``name`` field where the grammar has one (descending through qualified names,
-    so ``A::f`` is ``f``); Rust ``impl`` blocks by their ``type``; a JavaScript arrow
-    function by the variable it is assigned to; C/C++ functions through their
-    declarator; a Go ``type (...)`` group by every type it declares.
+
+def _name(node: Any, data: bytes) -> str:
+    """The one name a definition is known by, as the public evaluator gives it.
+
+    The text of its ``name`` field when it has one; else, among the named identifier
+    nodes under its ``declarator`` (or under the definition itself), the first of the
+    best kind in document order: a plain ``identifier`` (which ends the search), then
+    field, property and method identifiers, then the rest. So a Rust ``impl`` block is
+    known by the first plain identifier inside it, usually its first method's name.
     """
-    kind = node.type
-    if kind == "impl_item":
-        target = node.child_by_field_name("type")
-        return [_text(target, data)] if target is not None else []
-    if kind == "arrow_function":
-        parent = node.parent
-        if parent is not None and parent.type == "variable_declarator":
-            return _field_name(parent, data)
-        return []
-    if kind == "type_declaration":  # go
-        return [n for spec in node.named_children
-                if spec.type in ("type_spec", "type_alias") for n in _field_name(spec, data)]
-    name = _field_name(node, data)
-    if name or kind != "function_definition":
-        return name
-    return _declarator_name(node, data)
-
-
-def _field_name(node: Any, data: bytes) -> list[str]:
-    name = node.child_by_field_name("name")
-    while name is not None and name.child_by_field_name("name") is not None:
-        name = name.child_by_field_name("name")  # A::B::f, Outer::Inner
-    return [_text(name, data)] if name is not None else []
-
-
-def _declarator_name(node: Any, data: bytes) -> list[str]:
-    """C/C++ ``int *f(void)``: follow ``declarator`` fields down to the identifier."""
-    current = node
-    for _ in range(64):  # declarators nest shallowly; the bound only guards odd trees
-        inner = current.child_by_field_name("declarator")
-        if inner is None and current.type == "reference_declarator":
-            # C++ ``int& f()``: the inner declarator is a child, not a field
-            inner = next((c for c in current.named_children if c.type.endswith("declarator")
-                          or c.type in ("identifier", "qualified_identifier")), None)
-        if inner is None:
-            break
-        current = inner
-    if current is node:
-        return []
-    named = _field_name(current, data)
-    return named or [_text(current, data)]
+    field = node.child_by_field_name("name")
+    if field is not None:
+        text = _text(field, data).strip()
+        if text:
+            return text
+    root = node.child_by_field_name("declarator") or node
+    best, best_rank = "", _LAST_RANK + 1
+    stack = [root]
+    while stack:
+        cur = stack.pop()
+        stack.extend(reversed(cur.children))
+        if not cur.is_named or cur.type not in _ID_TYPES:
+            continue
+        text = _text(cur, data).strip()
+        rank = _ID_RANK.get(cur.type, _LAST_RANK)
+        if text and rank < best_rank:
+            best, best_rank = text, rank
+            if rank == 0:
+                break
+    return best
 
 
 # --------------------------------------------------------------------------- the index
