@@ -145,7 +145,6 @@ class RunSession:
         self._resolved: dict[str, str | None] = {}  # stated path -> repo path
         #: stated contexts, for the unified format's ``no_context_extracted`` rule
         self._stated_final: Step | None = None
-        self._stated_any = False
         self._provisional_cache: tuple[int, dict | None] | None = None
         self._final_editloc: tuple[str, dict | None] | None = None
         #: bumped by every event and landed patch: a record built at one version is
@@ -235,7 +234,6 @@ class RunSession:
             if self.state is not None:
                 self.state.set_final_context(step)
         else:
-            self._stated_any = self._stated_any or not _names_nothing(step)
             self._add_step(step, ev.step.timestamp)
 
     def _resolve_stated(self, step: Step) -> Step:
@@ -392,20 +390,15 @@ class RunSession:
 
     def _unified_record(self) -> dict:
         """A unified prediction's record: the evaluator's shape, and its answer for a
-        stated context that resolves to nothing (docs/metrics.md §4b: ``no_context_extracted``
-        when no file, no range and no symbol name is left after path resolution)."""
+        final context that resolves to nothing (docs/metrics.md §4b: ``no_context_extracted``
+        when no file and no range is left after path resolution; names alone do not count)."""
         final = self._stated_final
-        empty = _names_nothing(final) if final is not None else not self._stated_any
-        if empty:
+        if final is None or not (final.files or any(final.spans.values())):
             return {"instance_id": self.identity.instance_id,
                     "error": Reason.NO_CONTEXT_EXTRACTED.value}
         rec = self._echo_ids(self.state.record(self.final_patch))
         rec["grammars"] = self.symbols_grammars
         return rec
-
-
-def _names_nothing(step: Step) -> bool:
-    return not (step.files or any(step.spans.values()) or any((step.symbols or {}).values()))
 
 
 def _gold_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:

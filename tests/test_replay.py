@@ -413,24 +413,28 @@ def test_a_symbol_map_that_names_nothing_falls_back_to_the_spans(tmp_path):
         assert symbol_coverage({"mod.py": ["f"], "nope.py": []}) == 1.0
 
 
-def test_unified_steps_without_a_stated_final_use_their_union(batch):
-    """docs/metrics.md: ``pred_steps`` and no ``pred_*`` final key -> the final context is
-    the union of the steps (docs/metrics.md §1), not ``no_context_extracted``. The union of
-    STEPS: files notes, mod (2 of 2 gold files); lines notes 1-5 + mod 5-6 = 7, of which
-    notes 3-4 are gold (2 of 4)."""
+def test_unified_final_context_is_only_what_the_record_states(batch):
+    """docs/metrics.md §4b, as the public evaluator: the final context is ``pred_files``/
+    ``pred_spans``/``pred_symbols``. Steps with no stated final context, or a final
+    context of symbol names only, are ``no_context_extracted``; files alone are scored."""
     from streameval.formats.unified import parse_record
     from streameval.replay import _Context, evaluate_unified
 
     context = _Context.build(str(batch["gold"]), str(batch["repos"]), None)
     try:
-        rec = parse_record({"instance_id": "acme__widgets-1", "traj_data": {"pred_steps": STEPS}})
-        out = evaluate_unified(rec, context)
+        def run(traj: dict) -> dict:
+            return evaluate_unified(parse_record({"instance_id": "acme__widgets-1",
+                                                  "traj_data": traj}), context)
+        assert run({"pred_steps": STEPS})["error"] == "no_context_extracted"
+        assert run({"pred_steps": STEPS, "pred_symbols": {"mod.py": ["f"]}})["error"] \
+            == "no_context_extracted"
+        files_only = run({"pred_steps": STEPS, "pred_files": ["mod.py"]})
+        assert files_only["num_steps"] == 3
+        assert files_only["final"]["file"] == {"coverage": 0.5, "precision": 1.0,
+                                               "intersection": 1, "gold_size": 2,
+                                               "pred_size": 1}
     finally:
         context.repos.close()
-    assert out["num_steps"] == 3
-    assert out["final"]["file"]["coverage"] == 1.0
-    assert out["final"]["line"] == {"coverage": 0.5, "precision": 2 / 7, "intersection": 2,
-                                    "gold_size": 4, "pred_size": 7}
 
 
 def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):

@@ -37,8 +37,8 @@ _ID_KEYS = ("instance_id", "inst_id", "original_inst_id")
 class UnifiedRecord:
     """One instance's prediction, paths as written.
 
-    ``final`` is None when the record states no final context (then the union of the
-    steps is the final context); ``has_steps`` is False when ``pred_steps`` is absent,
+    ``final`` is None when the record states no final context (then it is empty, and
+    the record ``no_context_extracted``); ``has_steps`` is False when ``pred_steps`` is absent,
     so the caller can apply docs/metrics.md §4b (the final context becomes the one step).
     """
 
@@ -251,7 +251,8 @@ def record_events(item: UnifiedRecord) -> list[TraceEvent]:
     events.extend(StatedContext(step) for step in item.steps)
     if not item.has_steps:
         events.append(StatedContext(item.final or Step()))
-    if item.final is not None:
-        events.append(StatedContext(item.final, final=True))
+    # the final context is what pred_files/pred_spans/pred_symbols state, nothing when
+    # absent (the evaluator's rule: docs/metrics.md §4b)
+    events.append(StatedContext(item.final or Step(), final=True))
     events.append(RunEnd(reason="end", patch=item.patch))
     return events
