@@ -313,7 +313,7 @@ def main() -> int:
     explained = explain(a.oracle, work, differing)
     print(f"of the {total - same} that differ, {explained} are identical to the evaluator's "
           "once their input is read by a documented rule (docs/metrics.md §4b: reversed "
-          "ranges swapped; steps without a stated final context give their union); "
+          "ranges swapped); "
           f"unexplained: {total - same - explained}")
     if a.json:
         a.json.write_text(json.dumps({"identical": same, "total": total, "sets": per_set,
@@ -325,7 +325,7 @@ def main() -> int:
 def documented(rec: dict) -> dict | None:
     """The record as the evaluator must read it to mean what streameval's documented
     rules make of it (docs/metrics.md §4b), or None when no such rule applies: reversed
-    ranges swapped, and steps with no stated final context given their union as one."""
+    ranges swapped (the evaluator counts them as negative line counts)."""
     traj = json.loads(json.dumps(rec.get("traj_data") or {}))
     changed = False
 
@@ -341,15 +341,6 @@ def documented(rec: dict) -> dict | None:
     for step in traj.get("pred_steps") or []:
         fix(step.get("spans") or {})
     fix(traj.get("pred_spans") or {})
-    steps = traj.get("pred_steps") or []
-    if steps and not any(k in traj for k in ("pred_files", "pred_spans", "pred_symbols")):
-        files = sorted({f for st in steps for f in st.get("files") or []})
-        spans: dict = {}
-        for st in steps:
-            for f, ranges in (st.get("spans") or {}).items():
-                spans.setdefault(f, []).extend(ranges)
-        traj["pred_files"], traj["pred_spans"] = files, spans
-        changed = True
     return {**rec, "traj_data": traj} if changed else None
 
 

@@ -93,3 +93,24 @@ def test_help_speaks_one_language_and_shows_defaults():
     watch = sub.choices["watch"].format_help()
     flat = " ".join(watch.split())
     assert "(default: 300.0)" in flat and "(default: 9108)" in flat
+
+
+def test_own_decisions_are_logged_by_default_and_library_chatter_is_not():
+    import logging
+
+    from streameval.cliargs import setup_logging
+
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers), logging.getLogger("streameval").level)
+    try:
+        root.handlers.clear()
+        setup_logging(verbose=False)
+        assert logging.getLogger("streameval.live.abort").isEnabledFor(logging.INFO)
+        assert not logging.getLogger("watchfiles.main").isEnabledFor(logging.INFO)
+        setup_logging(verbose=True)
+        assert logging.getLogger("streameval.live.follow").isEnabledFor(logging.DEBUG)
+        assert not logging.getLogger("watchfiles.main").isEnabledFor(logging.INFO)
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
+        logging.getLogger("streameval").setLevel(saved[2])
