@@ -304,7 +304,7 @@ def _line(v: Any) -> int | None:
         return v
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and v.strip().lstrip("-").isdecimal():
         return int(v.strip())
     return None
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from . import sane
 from .model import RunIdentity
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ def identify(trace: Path, instance: str | None = None,
         run_id=given or run_id_from_path(rel),
         agent=_str_or(meta.get("agent"), "unknown"),
         model=_str_or(meta.get("model"), "unknown"),
-        pid=pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None,
+        pid=sane.pid(pid),
         trace=rel,
         run_id_given=bool(given),
     )

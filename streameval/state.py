@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .intervals import IntervalSet
 from .model import GRANULARITIES, Step
+from .sane import line
 
 if TYPE_CHECKING:  # symbols.py loads tree-sitter: imported only where it is used
     from .gold import GoldInstance, GoldSpan
@@ -113,8 +114,9 @@ class _Expander:
     def line_set(ranges: Iterable[tuple[int, int]]) -> IntervalSet:
         """docs/metrics.md §3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
         ordered = (_ordered(a, b) for a, b in ranges)
-        # after ordering, a > 0 means both ends are
-        return IntervalSet.from_ranges(r for r in ordered if r[0] > 0)
+        # after ordering, a > 0 means both ends are; a line past any file's length is
+        # brought down to sane.MAX_LINE (counted) so no size outgrows a record
+        return IntervalSet.from_ranges((line(a), line(b)) for a, b in ordered if a > 0)
 
     def overlapping(self, bytes_by_file: Mapping[str, IntervalSet]) -> set[Definition]:
         """docs/metrics.md §3: definitions sharing at least one byte with the spans."""

@@ -109,10 +109,16 @@ def read_head(path: Path, n: int = HEAD_LINES, limit: int = 4 << 20) -> list[byt
 
 
 def record_line(record: dict) -> bytes:
-    """The exact bytes a record is written as, by replay and the watcher alike."""
+    """The exact bytes a record is written as, by replay and the watcher alike; a
+    number no JSON can hold is clamped (``sane.jsonable``), never an exception."""
     import orjson
 
-    return orjson.dumps(record) + b"\n"
+    try:
+        return orjson.dumps(record) + b"\n"
+    except TypeError:   # an integer beyond 64 bits that slipped past the value rules
+        from .sane import jsonable
+
+        return orjson.dumps(jsonable(record)) + b"\n"
 
 
 def iter_lines(path: Path, chunk: int = 1 << 20) -> Iterable[tuple[bytes, int]]:

@@ -9,12 +9,14 @@ the same damage, and one orjson call per line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 import orjson
 
+from .. import sane
 from ..errors import Reason
 from ..model import BadLine, TokenUsage, ToolCall, TraceEvent
 from .base import Adapter
@@ -86,14 +88,14 @@ def parse_timestamp(value: Any) -> float | None:
             when = datetime.fromisoformat(text)
             if when.tzinfo is None:
                 when = when.replace(tzinfo=timezone.utc)
-            return when.timestamp()
+            return sane.epoch(when.timestamp())
         except (ValueError, OverflowError):
             return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-        if number != number or number in (float("inf"), float("-inf")):
-            return None
-        return number / 1000.0 if number > 1e11 else number
+        number = float(value) if abs(value) < 1e300 else math.inf
+        if not math.isfinite(number):
+            return sane.epoch(number)
+        return sane.epoch(number / 1000.0 if number > sane.MAX_EPOCH else number)
     return None
 
 
@@ -111,21 +113,14 @@ def as_list(value: Any) -> list:
 
 
 def as_count(value: Any) -> int:
-    """A token count: a non-negative int (numeric strings accepted), else 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
-        return max(int(value), 0)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return 0
+    """A token count: a non-negative int (numeric strings accepted), else 0; absurd
+    ones clamped (``sane.count``)."""
+    return sane.count(value, "tokens")
 
 
 def as_cost(value: Any) -> float | None:
-    """A dollar amount: a real number (not a bool), else None (unknown)."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A dollar amount (``sane.cost``), else None (unknown)."""
+    return sane.cost(value)
 
 
 def token_usage(input_tokens: Any = 0, output_tokens: Any = 0,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..model import CATEGORIES, GRANULARITIES
+from ..sane import CLAMPED
 from .runs import LiveRun, RunTable
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
@@ -50,6 +51,7 @@ HELP: dict[str, str] = {
     "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, deleted, reopened, reidentified, restored, patch_landed.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
+    "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
     "streameval_unscored_runs_total": "Runs that cannot be scored, by reason (missing_gold, missing_repo, ...).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
     "streameval_cache_misses_total": "Cache misses by cache.",
@@ -225,6 +227,9 @@ class RunsCollector:
             events = CounterMetricFamily("streameval_watch_events", HELP["streameval_watch_events_total"], labels=["event"])
             for event, n in sorted(st.events.items()):
                 events.add_metric([event], n)
+            clamped = CounterMetricFamily("streameval_clamped_values", HELP["streameval_clamped_values_total"], labels=["reason"])
+            for reason, n in sorted(CLAMPED.items()):
+                clamped.add_metric([reason], n)
             unscored = CounterMetricFamily("streameval_unscored_runs", HELP["streameval_unscored_runs_total"], labels=["reason"])
             for reason, n in sorted(st.unscored.items()):
                 unscored.add_metric([reason], n)
@@ -246,7 +251,8 @@ class RunsCollector:
             for name, cache in self.table.caches:
                 hits.add_metric([name], float(getattr(cache, "hits", 0)))
                 misses.add_metric([name], float(getattr(cache, "misses", 0)))
-        return runs, [lines, bad, events, unscored, aborts, lag, sessions, queue, hits, misses]
+        return runs, [lines, bad, events, unscored, clamped, aborts, lag, sessions, queue,
+                      hits, misses]
 
     def collect(self) -> Iterator[Any]:
         runs, process = self._gather()

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import sane
 from ..diffs import changed_runs, hunk_from_lines
 from ..errors import Reason
 from ..model import Edit, Read, ToolCall
@@ -44,12 +45,17 @@ class NativeResult:
 
 
 def _int(value: Any) -> int | None:
+    """A line number or count from a tool's record; one beyond any file (a hunk that
+    claims a billion lines) is no number at all, counted (``sane.MAX_LINE``)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int):
+        if abs(value) > sane.MAX_LINE:
+            sane.CLAMPED["line_number"] += 1
+            return None
+        return value
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,9}\s*", value):
         return int(value)
     return None

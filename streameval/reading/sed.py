@@ -189,9 +189,9 @@ class _Parser:
         if self.i >= len(s):
             return None
         ch = s[self.i]
-        if ch.isdigit():
+        if ch.isdecimal():
             j = self.i
-            while j < len(s) and s[j].isdigit():
+            while j < len(s) and s[j].isdecimal():
                 j += 1
             n = int(s[self.i:j])
             self.i = j
@@ -203,7 +203,7 @@ class _Parser:
             return _Addr(last=True)
         if second and ch == "+":
             j = self.i + 1
-            while j < len(s) and s[j].isdigit():
+            while j < len(s) and s[j].isdecimal():
                 j += 1
             step = int(s[self.i + 1:j])
             self.i = j
@@ -258,9 +258,9 @@ class _Parser:
                 echo = True
             elif ch in "Ii":
                 flags |= re.IGNORECASE
-            elif ch.isdigit():
+            elif ch.isdecimal():
                 j = self.i
-                while j < len(self.s) and self.s[j].isdigit():
+                while j < len(self.s) and self.s[j].isdecimal():
                     j += 1
                 count = int(self.s[self.i:j])
                 self.i = j
@@ -372,7 +372,7 @@ def _replacement(repl: str) -> str:
         ch = repl[i]
         if ch == "\\" and i + 1 < len(repl):
             nxt = repl[i + 1]
-            if nxt.isdigit():
+            if nxt.isdecimal():
                 out.append(f"\\g<{nxt}>")
             elif nxt == "n":
                 out.append("\n")

@@ -19,6 +19,7 @@ a read of a context file. Repo paths are reported as such, others as written.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,8 @@ from .toolmap import ToolMap
 
 if TYPE_CHECKING:
     from ..repo import RepoView
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CallOutcome", "ResolvedRead", "StepBuilder"]
 
@@ -109,7 +112,22 @@ class StepBuilder:
         return self.edits.provisional_patch()
 
     def consume(self, call: ToolCall) -> CallOutcome:
-        """One call, in trace order. Never raises on bad input: problems are returned."""
+        """One call, in trace order. Never raises on bad input: problems are returned.
+
+        A bug met on one call's text (a parser path no test reached) must not stop the
+        stream or lose the calls around it: the call credits nothing, and the problem is
+        an ``internal_error`` counted like any other, with the traceback in the log.
+        """
+        try:
+            return self._consume(call)
+        except Exception as exc:  # noqa: BLE001 - the stream outlives any one call
+            log.exception("internal error on call %s (%s); it credits nothing",
+                          call.call_id, call.tool)
+            return CallOutcome(category="other", problems=[(
+                Reason.INTERNAL_ERROR,
+                f"call {call.call_id} ({call.tool}): {type(exc).__name__}: {exc}"[:300])])
+
+    def _consume(self, call: ToolCall) -> CallOutcome:
         if call.cwd_persists and self._shell_cwd:
             # a `cd` in an earlier call still holds in the agent's shell
             call = replace(call, cwd=self._shell_cwd)

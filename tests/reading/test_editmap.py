@@ -302,3 +302,17 @@ def test_to_base_matches_brute_force_line_identities(base_view, scenario):
     assert _apply_u0(base, patch) == [_nl(x) for x in text]
     from streameval.editloc import deleted_lines
     assert deleted_lines(patch).get("f.txt", []) == gone
+
+
+@pytest.mark.parametrize("claimed", [10**9, 10**12, 2**70])
+def test_a_hunk_claiming_a_billion_lines_allocates_nothing(tmp_path, claimed):
+    """A Claude Edit whose structuredPatch claims ``newLines: 1e9`` with no lines: the
+    hunk is refused (a number beyond any file, or more lines than can fit), nothing is
+    allocated, the file keeps its numbering."""
+    from streameval.reading.native import structured_hunks
+
+    hunks, texts = structured_hunks([{"oldStart": 1, "oldLines": 1, "newStart": 1,
+                                      "newLines": claimed}])
+    m = EditMap(_view(tmp_path, {"f.py": "a\nb\nc\n"}))
+    m.apply("f.py", Edit("f.py", old="a", new="x", hunks=hunks, hunk_text=texts))
+    assert m.num_lines("f.py") == 3

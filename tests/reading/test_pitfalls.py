@@ -574,3 +574,26 @@ def test_cd_in_one_claude_stream_bash_call_holds_for_the_next(tmp_path):
     step = b2.consume(ToolCall(call_id="2", tool="Bash", input={"command": "cat f"},
                                output="top\n", cwd="/ws")).step
     assert step.spans == {"f": [(1, 1)]}
+
+
+def test_a_bug_on_one_call_is_an_internal_error_and_the_next_call_is_read(b, monkeypatch, caplog):
+    """Fault injected into the command parser: that call credits nothing and says why,
+    the log has the traceback, and the call after it is credited as usual."""
+    from streameval.reading import infer as infer_mod
+
+    real = infer_mod.analyze
+
+    def broken(command, *a, **kw):
+        if "boom" in command:
+            raise ValueError("injected")
+        return real(command, *a, **kw)
+
+    monkeypatch.setattr(infer_mod, "analyze", broken)
+    out = b.consume(call("Bash", {"command": "cat boom.py"}, "x\n"))
+    assert out.step is None
+    assert [(r.value, "injected" in m) for r, m in out.problems] == [("internal_error", True)]
+    assert "internal error on call" in caplog.text
+    path = next(iter(FILES))
+    text = FILES[path]
+    shown = b.consume(call("Bash", {"command": f"cat {path}"}, text))
+    assert shown.step is not None and shown.step.files == (path,)

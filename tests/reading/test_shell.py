@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from shown_runs import runs_of
 
@@ -554,6 +554,28 @@ def test_never_raises_on_arbitrary_text(cmd: str, output: str | None) -> None:
     res = analyze(cmd, output)
     assert res.category in CATEGORIES
     assert all(isinstance(r, Read) for r in res.reads)
+
+
+_PROGRAMS = ["head", "tail", "sed", "sed -n", "sed -i", "grep", "grep -n", "patch", "cat", "nl -ba",
+             "awk", "git show", "git diff", "find", "ls", "python -c", "perl -ne"]
+# digits int() refuses though str.isdigit() accepts them ('²'), and ones it accepts ('٣')
+_NUMBERISH = st.text(alphabet="²³٣0123456789-+,$pd", min_size=1, max_size=6)
+_ARG = st.one_of(
+    st.builds("".join, st.tuples(st.sampled_from(["-", "-p", "-n", "-c", "-m", "-A", "-C", "+", ""]),
+                                 _NUMBERISH)),
+    st.builds(lambda a, b: f"'{a},{b}p'", _NUMBERISH, _NUMBERISH),
+    st.text(alphabet="²٣0123456789-+,/pnNrdaic '.\\{}~!:", min_size=1, max_size=12))
+
+
+@settings(max_examples=400, deadline=None)
+@example("patch", ["-p²"], " < x.diff")
+@example("head", ["-c", "²"], " a.py")
+@example("sed", ["-n", "'²,3p'"], " a.py")
+@given(st.sampled_from(_PROGRAMS), st.lists(_ARG, max_size=4), st.sampled_from(["", " a.py", " | head -3", " < x.diff"]))
+def test_never_raises_on_odd_options_of_known_programs(prog: str, args: list[str], tail: str) -> None:
+    """Found by this test: ``patch -p²`` raised (``'²'.isdigit()`` is true, ``int`` refuses)."""
+    res = analyze(" ".join([prog, *args]) + tail, "x\ny\n")
+    assert res.category in CATEGORIES
 
 
 def test_deep_nesting_is_not_an_exception() -> None:

@@ -156,7 +156,7 @@ class _Parser:
 
 def _looks_like_path(name: str) -> bool:
     """Not a number, not empty, no white space unless a ``/`` says it is a path."""
-    if not name or name.isdigit() or name != name.strip():
+    if not name or name.isdecimal() or name != name.strip():
         return False
     return "/" in name or _SPACE.search(name) is None
 

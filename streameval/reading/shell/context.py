@@ -237,7 +237,7 @@ def split_opts(argv: list[Word], with_value: set[str], short_value: str = "",
                 i += 1
             else:
                 flags.append(name)
-        elif a.startswith("-") and len(a) > 1 and w.static and not a[1].isdigit():
+        elif a.startswith("-") and len(a) > 1 and w.static and not a[1].isdecimal():
             for j, ch in enumerate(a[1:], 1):
                 if ch in short_value:
                     value = a[j + 1:]
@@ -247,7 +247,7 @@ def split_opts(argv: list[Word], with_value: set[str], short_value: str = "",
                     valued.append(("-" + ch, value))
                     break
                 flags.append(ch)
-        elif a.startswith("-") and len(a) > 1 and a[1:].isdigit():
+        elif a.startswith("-") and len(a) > 1 and a[1:].isdecimal():
             valued.append(("-NUM", a[1:]))
         else:
             operands.append(w)

@@ -82,7 +82,7 @@ def _count(valued: list[tuple[str, str]], default: int) -> tuple[str, int | None
         return "from", int(v[1:])
     if re.fullmatch(r"-\d+", v):
         return "allbut", int(v[1:])
-    return ("last", int(v)) if v.isdigit() else ("bytes", None)
+    return ("last", int(v)) if v.isdecimal() else ("bytes", None)
 
 
 def _head(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:

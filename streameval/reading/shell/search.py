@@ -129,7 +129,7 @@ def _search(ctx: Ctx, tool: str, ops: list[Word], fl: set[str], numbered: bool,
 def _count_line(line: str) -> tuple[str | None, int] | None:
     s = line.strip()
     head, sep, tail = s.rpartition(":")
-    if tail.isdigit():
+    if tail.isdecimal():
         return (head if sep else None), int(tail)
     return None
 

@@ -252,7 +252,7 @@ def _apply_patch(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -
 def _patch(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
     _, valued, _ops = split_opts(argv, {"--strip", "--input", "--directory"}, "pidoDrBVYzFg")
     strip = val(valued, "-p", "--strip")
-    return apply_diff(ctx, st, stdin, int(strip) if strip and strip.isdigit() else 0, "patch")
+    return apply_diff(ctx, st, stdin, int(strip) if strip and strip.isdecimal() else 0, "patch")
 
 
 def apply_diff(ctx: Ctx, st: Simple, stdin: Stream | None, strip: int | None,
