@@ -16,6 +16,7 @@ import orjson
 
 from . import sane
 from .model import RunIdentity
+from .sidefiles import PATCH, SideFileError, read_limited
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +49,13 @@ def read_meta(trace: Path) -> dict | None:
     """
     meta_path = trace.parent / META_NAME
     try:
-        raw = meta_path.read_bytes()
-    except FileNotFoundError:
-        return None
+        raw = read_limited(meta_path)
+    except SideFileError as exc:
+        raise MetaError(str(exc)) from exc
     except OSError as exc:
         raise MetaError(f"{meta_path}: cannot read ({exc})") from exc
+    if raw is None:
+        return None
     try:
         meta = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -174,12 +177,12 @@ def patch_beside(trace: Path) -> str | None:
     for name in PATCH_NAMES:
         p = Path(trace).parent / name
         try:
-            return p.read_bytes().decode("utf-8", errors="replace")
-        except (FileNotFoundError, IsADirectoryError):
-            continue
+            data = read_limited(p, PATCH)
         except OSError as exc:
-            # unreadable (permissions, a symlink loop...): a side file must never
-            # stop the stream; the next name, or the trace's own patch, may do
+            # unreadable, a FIFO, a symlink, too big: a side file must never stop the
+            # stream; the next name, or the trace's own patch, may do
             log.warning("%s: cannot read the patch (%s); ignored", p, exc)
             continue
+        if data is not None:
+            return data.decode("utf-8", errors="replace")
     return None

@@ -17,6 +17,7 @@ import urllib.request
 from collections import Counter, deque
 from pathlib import Path
 
+from ..sidefiles import read_limited, write_atomic
 from .abort_policy import ABORT_NAME, Decision, WebhookConfig
 
 log = logging.getLogger(__name__)
@@ -118,25 +119,20 @@ def write_abort_file(directory: Path, decision: Decision) -> str:
     target = directory / ABORT_NAME
     previous: list = []
     try:
-        old = json.loads(target.read_text(encoding="utf-8"))
+        old = json.loads(read_limited(target) or b"null")
         previous = list(old.get("decisions", [])) if isinstance(old, dict) else []
-    except (OSError, ValueError):
+    except (OSError, ValueError):   # a FIFO, a symlink, junk: written anew
         previous = []
     if any(isinstance(d, dict) and d.get("run_id") == decision.run_id
            and d.get("policy") == decision.policy for d in previous):
         return "exists"
     mine = {**decision.to_json(), "outcome": "written"}  # what the file says once it exists
     doc = {**mine, "decisions": [*previous, mine]}
-    tmp = directory / f".{ABORT_NAME}.{os.getpid()}.tmp"
     try:
-        tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
+        # a fresh O_EXCL name, never a predictable one an agent could plant a symlink at
+        write_atomic(target, (json.dumps(doc, indent=1) + "\n").encode())
     except OSError as exc:
         log.error("cannot write %s: %s", target, exc)
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         return "failed"
     return "written"
 

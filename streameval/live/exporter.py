@@ -52,6 +52,7 @@ HELP: dict[str, str] = {
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
+    "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
     "streameval_unscored_runs_total": "Runs that cannot be scored, by reason (missing_gold, missing_repo, ...).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
     "streameval_cache_misses_total": "Cache misses by cache.",
@@ -230,6 +231,9 @@ class RunsCollector:
             clamped = CounterMetricFamily("streameval_clamped_values", HELP["streameval_clamped_values_total"], labels=["reason"])
             for reason, n in sorted(CLAMPED.items()):
                 clamped.add_metric([reason], n)
+            out_errors = CounterMetricFamily("streameval_output_errors", HELP["streameval_output_errors_total"], labels=["output"])
+            for output, n in sorted(st.output_errors.items()):
+                out_errors.add_metric([output], n)
             unscored = CounterMetricFamily("streameval_unscored_runs", HELP["streameval_unscored_runs_total"], labels=["reason"])
             for reason, n in sorted(st.unscored.items()):
                 unscored.add_metric([reason], n)
@@ -251,7 +255,7 @@ class RunsCollector:
             for name, cache in self.table.caches:
                 hits.add_metric([name], float(getattr(cache, "hits", 0)))
                 misses.add_metric([name], float(getattr(cache, "misses", 0)))
-        return runs, [lines, bad, events, unscored, clamped, aborts, lag, sessions, queue,
+        return runs, [lines, bad, events, unscored, clamped, out_errors, aborts, lag, sessions, queue,
                       hits, misses]
 
     def collect(self) -> Iterator[Any]:

@@ -360,7 +360,13 @@ class TraceFollower:
                 self.written[run.key] = digest
                 run.record_written = True
                 continue
-            write(record)
+            try:
+                write(record)
+            except OSError:
+                # not written (a full disk, logged and counted by the writer): tried
+                # again at the next tick, and the other runs wait for the disk too
+                run.checked_version = None
+                break
             self.written[run.key] = digest
             run.record_written = True
             n += 1

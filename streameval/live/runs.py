@@ -52,6 +52,7 @@ class EvaluatorStats:
         self.events: Counter = Counter()   # restarts, truncations, replacements, deletions...
         self.aborts: Counter = Counter()   # (policy, action) -> n
         self.unscored: Counter = Counter()  # reason -> runs that could not be scored
+        self.output_errors: Counter = Counter()  # output (out, checkpoint...) -> failed writes
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
         self.lag_sum = 0.0
         self.lag_count = 0

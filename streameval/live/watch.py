@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import logging
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -28,15 +27,16 @@ import orjson
 
 from ..errors import Reason
 from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
+from ..sidefiles import write_atomic
 from ..tracefile import Resources, record_line
 from .follow import TraceFollower
+from .outputs import CHECKPOINT_VERSION, append_whole, checkpoint_files, cut_torn_tail
 from .runs import RunTable
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GLOBS = ("trace.jsonl", "*.traj.json", "*.traj", "*.checkpoints.jsonl",
                  "output.jsonl", "rollout-*.jsonl", "events.jsonl", "trajectory.json")
-CHECKPOINT_VERSION = 1
 
 
 def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:
@@ -272,13 +272,23 @@ class Watcher:
         return n
 
     def _write_record(self, record: dict) -> None:
+        """Append one record line, whole or not at all.
+
+        Opened per record: records are rare (one per finished run), no handle outlives
+        a crash, and the line is on disk when we return. A failed write (ENOSPC, EIO)
+        is cut back off the file, logged and counted, and raised so the run's record
+        is tried again at the next tick.
+        """
         if self.cfg.out is None:
             return
-        # opened per record: records are rare (one per finished run) and this way no
-        # handle outlives a crash or a test, and the line is flushed when we return
-        self.cfg.out.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.cfg.out, "ab") as fh:
-            fh.write(record_line(record))
+        line = record_line(record)
+        try:
+            append_whole(self.cfg.out, line)
+        except OSError as exc:
+            self.table.stats.output_errors["out"] += 1
+            log.error("cannot write a record to %s (%s); retried at the next tick",
+                      self.cfg.out, exc)
+            raise
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
@@ -289,32 +299,30 @@ class Watcher:
             files[str(path)] = {**f.tail.position(), "written": f.written}
         data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
                 "saved_at": time.time()}
-        tmp = self.cfg.checkpoint.with_suffix(self.cfg.checkpoint.suffix + ".tmp")
-        tmp.write_bytes(orjson.dumps(data))
-        os.replace(tmp, self.cfg.checkpoint)
+        try:
+            write_atomic(self.cfg.checkpoint, orjson.dumps(data))
+        except OSError as exc:
+            # the previous checkpoint stays whole; a restart re-reads a little more
+            self.table.stats.output_errors["checkpoint"] += 1
+            log.error("cannot save the checkpoint %s (%s); kept the previous one",
+                      self.cfg.checkpoint, exc)
 
     def restore_checkpoint(self) -> int:
         """Resume the runs a previous watcher was following; returns how many files."""
         self._read_out_digests()
         cp = self.cfg.checkpoint
-        if not cp or not cp.exists():
+        if not cp:
             return 0
-        try:
-            data = orjson.loads(cp.read_bytes())
-            files = data["files"]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            log.warning("checkpoint %s unusable (%s); starting afresh", cp, exc)
-            return 0
+        files = checkpoint_files(cp, self.cfg.root)
         n = 0
-        for path_s, pos in files.items():
-            path = Path(path_s)
+        for path, pos in files.items():
             try:
                 st = path.stat()
             except OSError:
                 continue
             f = self.follow(path)
-            if st.st_ino == pos.get("inode"):
-                f.written = dict(pos.get("written") or {})
+            if st.st_ino == pos["inode"]:
+                f.written = pos["written"]
             f.restoring = True
             f.poll()
             f.restoring = False
@@ -327,6 +335,10 @@ class Watcher:
 
         if self.cfg.out is None or not self.cfg.out.exists():
             return
+        cut = cut_torn_tail(self.cfg.out)
+        if cut:
+            log.warning("%s ended in %d bytes of a half-written record (a crash or a full "
+                        "disk); cut off, that record is written again", self.cfg.out, cut)
         with open(self.cfg.out, "rb") as fh:
             for line in fh:
                 if line.endswith(b"\n"):

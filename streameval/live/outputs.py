@@ -1,0 +1,122 @@
+"""The watcher's own files: the ``--out`` records and the checkpoint.
+
+Both outlive the process that writes them, so both must survive a crash, a full disk
+and a hand (or an agent) that edited them: a record line is on disk whole or not at
+all, a torn last line left by a crash is cut off before anything is appended, and a
+checkpoint is used only when its version, its root and every entry's shape are right.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import orjson
+
+from ..sidefiles import read_limited
+
+log = logging.getLogger(__name__)
+
+#: bumped whenever the checkpoint's shape changes; another version starts afresh
+CHECKPOINT_VERSION = 1
+#: a checkpoint names one entry per followed file: far below this
+CHECKPOINT_LIMIT = 256 << 20
+
+
+def append_whole(path: Path, line: bytes) -> None:
+    """Append ``line`` and fsync; on any failure cut the file back to where it was and
+    raise, so no partial record is ever left for the next line to be glued onto."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass   # cut at the next start (cut_torn_tail)
+            raise
+    finally:
+        os.close(fd)
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Cut a last line that has no newline (a crash mid-write); returns bytes cut."""
+    try:
+        with open(path, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return 0
+            pos, step = size, 1 << 16
+            while pos > 0:   # back to the last newline, a block at a time
+                start = max(0, pos - step)
+                fh.seek(start)
+                block = fh.read(pos - start)
+                nl = block.rfind(b"\n")
+                if nl >= 0:
+                    keep = start + nl + 1
+                    break
+                pos = start
+            else:
+                keep = 0
+            fh.truncate(keep)
+            return size - keep
+    except OSError as exc:
+        log.warning("cannot check %s for a torn last line: %s", path, exc)
+        return 0
+
+
+def checkpoint_files(path: Path, root: Path) -> dict[Path, dict]:
+    """The followed files a checkpoint names, each ``{inode, written}``, or {} when the
+    checkpoint is absent or unusable (logged: the watcher then starts afresh).
+
+    Only files inside ``root`` are taken: a checkpoint may be old, copied or edited,
+    and the watcher must never follow a file the user did not point it at.
+    """
+    try:
+        raw = read_limited(path, CHECKPOINT_LIMIT)
+        if raw is None:
+            return {}
+        data = orjson.loads(raw)
+    except (OSError, orjson.JSONDecodeError) as exc:
+        log.warning("checkpoint %s unusable (%s); starting afresh", path, exc)
+        return {}
+    problem = _shape_problem(data)
+    if problem:
+        log.warning("checkpoint %s unusable (%s); starting afresh", path, problem)
+        return {}
+    real_root = os.path.realpath(root)
+    out: dict[Path, dict] = {}
+    for name, pos in data["files"].items():
+        written = pos.get("written")
+        if not isinstance(pos.get("inode"), int) or not isinstance(written, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in written.items()):
+            log.warning("checkpoint %s: entry for %s malformed; that file is read afresh",
+                        path, name)
+            continue
+        if os.path.commonpath([real_root, os.path.realpath(name)]) != real_root:
+            log.warning("checkpoint %s names %s, outside %s; ignored", path, name, root)
+            continue
+        out[Path(name)] = {"inode": pos["inode"], "written": dict(written)}
+    return out
+
+
+def _shape_problem(data: object) -> str | None:
+    if not isinstance(data, dict):
+        return f"expected an object, got {type(data).__name__}"
+    if data.get("version") != CHECKPOINT_VERSION:
+        return f"version {data.get('version')!r}, this watcher writes {CHECKPOINT_VERSION}"
+    if not isinstance(data.get("files"), dict):
+        return "no 'files' object"
+    if not all(isinstance(v, dict) for v in data["files"].values()):
+        return "a 'files' entry is not an object"
+    return None

@@ -1,0 +1,89 @@
+"""Reading and writing the small files beside a trace, in directories agents write to.
+
+``meta.json``, ``patch.diff``, ``model.patch``, ``ABORT`` and the watcher's checkpoint
+sit where an agent (or an attacker steering one) can put anything: a FIFO that blocks
+``open`` forever, a symlink to ``/dev/zero`` that never ends, a symlink planted where a
+temporary file will be written. Every such file goes through here:
+
+- reads open without following a final symlink and without blocking, take only
+  regular files, and stop at a size limit, so one side file can neither hang the
+  event loop nor fill memory;
+- writes go to a fresh temporary name made with ``O_EXCL`` (``mkstemp``) in the same
+  directory, are flushed, then renamed over the target: a planted symlink is never
+  written through, and a reader sees the old file or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+#: meta.json, ABORT: a few KB in practice
+SMALL = 1 << 20
+#: a model patch: large refactors stay well under this
+PATCH = 64 << 20
+
+
+class SideFileError(OSError):
+    """The side file exists but is not one we read: the message says why."""
+
+
+def read_limited(path: Path | str, limit: int = SMALL) -> bytes | None:
+    """The bytes of a regular file at ``path``; None when nothing is there.
+
+    Raises SideFileError for a symlink, a FIFO, a device, a directory or a file over
+    ``limit`` bytes, and OSError for other failures (permissions), so callers can
+    count it and go on.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise SideFileError(f"{path}: a symlink; side files are read only as regular files") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else \
+                "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"
+            raise SideFileError(f"{path}: {kind}; ignored")
+        if st.st_size > limit:
+            raise SideFileError(f"{path}: {st.st_size} bytes, over the {limit}-byte limit; ignored")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:   # grew while we read it
+            raise SideFileError(f"{path}: over the {limit}-byte limit; ignored")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data`` (fsync'd) through a fresh O_EXCL temporary file
+    beside it. Raises OSError (full disk, permissions); then nothing of ``data`` is left
+    behind and ``target`` is unchanged."""
+    target = Path(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)   # rename replaces a symlink itself, never its target
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,259 @@
+"""Side files an agent can plant (FIFOs, symlinks to /dev/zero or to files it wants
+overwritten), a corrupt checkpoint, a torn ``--out`` line and a full disk: the watcher
+goes on, says why, counts it, and writes nothing outside the places it was given."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+from claude_run import APP, UTIL, Claude, append, started, watcher
+
+from streameval.live.abort_actions import write_abort_file
+from streameval.live.abort_policy import Decision
+from streameval.live.outputs import CHECKPOINT_VERSION, cut_torn_tail
+from streameval.sidefiles import SideFileError, read_limited, write_atomic
+from streameval.tracefile import evaluate_trace, record_line
+
+
+def _run(runs: Path, s, name: str = "demo__demo-1") -> tuple[Path, Path]:
+    d = runs / name
+    d.mkdir()
+    trace = d / "trace.jsonl"
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 5),
+           c.result())
+    return d, trace
+
+
+def _in_time(fn, seconds: float = 20.0):
+    """Run ``fn`` in a thread: a side file that blocks would hang it forever."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "blocked on a side file"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _tree(root: Path) -> dict[str, bytes | str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_symlink():
+            out[str(p)] = "->" + os.readlink(p)
+        elif p.is_file():
+            out[str(p)] = p.read_bytes()
+    return out
+
+
+# ------------------------------------------------------------------ reading side files
+
+
+@pytest.mark.parametrize("name", ["meta.json", "patch.diff", "model.patch"])
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory", "huge"])
+def test_planted_side_file_never_blocks_and_the_record_is_written(env, tmp_path, name, kind):
+    s, runs, res = env
+    d, trace = _run(runs, s)
+    side = d / name
+    if kind == "fifo":
+        os.mkfifo(side)
+    elif kind == "dev_zero":
+        side.symlink_to("/dev/zero")
+    elif kind == "directory":
+        side.mkdir()
+    else:
+        with open(side, "wb") as fh:
+            fh.truncate(200 << 20)   # sparse: 200 MB of zeros, over every limit
+    w = _in_time(lambda: started(runs, res, tmp_path))
+    _in_time(w.tick)
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    rec = orjson.loads(line)
+    assert rec["num_steps"] == 2 and rec["final"]["file"]["coverage"] == 1.0
+    assert "patch_source" not in rec or rec["patch_source"] != "file"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_read_limited_refuses_what_is_not_a_small_regular_file(tmp_path, kind):
+    p = tmp_path / "x"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "symlink":
+        (tmp_path / "real").write_text("{}")
+        p.symlink_to(tmp_path / "real")
+    else:
+        p.mkdir()
+    with pytest.raises(SideFileError):
+        _in_time(lambda: read_limited(p))
+
+
+def test_read_limited_reads_a_regular_file_and_stops_at_the_limit(tmp_path):
+    p = tmp_path / "x"
+    assert read_limited(p) is None
+    p.write_bytes(b"a" * 100)
+    assert read_limited(p, 100) == b"a" * 100
+    with pytest.raises(SideFileError, match="limit"):
+        read_limited(p, 99)
+
+
+# ------------------------------------------------------------------ writing ABORT
+
+
+def _decision(run_id: str = "r1") -> Decision:
+    return Decision(policy="budget", kind="max_steps", action="file", run_key="k",
+                    run_id=run_id, instance_id="demo__demo-1", step=7, value=7, limit=6,
+                    reason="too many steps")
+
+
+def test_abort_file_is_never_written_through_a_planted_symlink(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    # every name a predictable temporary file could have, and ABORT itself
+    for name in (f".ABORT.{os.getpid()}.tmp", ".ABORT.tmp", "ABORT.tmp"):
+        (d / name).symlink_to(victim)
+    (d / "ABORT").symlink_to(victim)
+    assert write_abort_file(d, _decision()) == "written"
+    assert victim.read_text() == "precious\n"
+    assert not (d / "ABORT").is_symlink()
+    doc = json.loads((d / "ABORT").read_text())
+    assert doc["policy"] == "budget" and doc["run_id"] == "r1"
+    # nothing but ABORT and the planted links is left behind
+    assert sorted(p.name for p in d.iterdir()) == sorted(
+        [f".ABORT.{os.getpid()}.tmp", ".ABORT.tmp", "ABORT.tmp", "ABORT"])
+
+
+def test_abort_file_as_a_fifo_is_replaced_not_read(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    os.mkfifo(d / "ABORT")
+    assert _in_time(lambda: write_abort_file(d, _decision())) == "written"
+    assert json.loads((d / "ABORT").read_text())["decisions"][0]["run_id"] == "r1"
+
+
+def test_write_atomic_leaves_nothing_on_failure(tmp_path):
+    with pytest.raises(OSError):
+        write_atomic(tmp_path / "missing-dir" / "f", b"x")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ checkpoint
+
+
+@pytest.mark.parametrize("content", [
+    b"[]", b'{"files": []}', b'{"version": 99, "files": {}}', b'{"version": 1, "files": {"a": 3}}',
+    b"not json", b"", "dir", "fifo"], ids=repr)
+def test_corrupt_checkpoint_is_a_warning_and_a_fresh_start(env, tmp_path, content, caplog):
+    s, runs, res = env
+    _d, trace = _run(runs, s)
+    cp = tmp_path / "cp.json"
+    if content == "dir":
+        cp.mkdir()
+    elif content == "fifo":
+        os.mkfifo(cp)
+    else:
+        cp.write_bytes(content)
+    w = watcher(runs, res, tmp_path, checkpoint=cp)
+    assert _in_time(w.restore_checkpoint) == 0
+    assert "starting afresh" in caplog.text
+    w.scan()
+    w.poll_all()
+    w.tick()
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    assert line + b"\n" == record_line(evaluate_trace(trace, res)[0])
+
+
+def test_checkpoint_paths_outside_the_root_are_not_followed(env, tmp_path, caplog):
+    s, runs, res = env
+    _d, trace = _run(runs, s)
+    outside = tmp_path / "elsewhere" / "trace.jsonl"
+    outside.parent.mkdir()
+    outside.write_bytes(trace.read_bytes())
+    cp = tmp_path / "cp.json"
+    cp.write_bytes(orjson.dumps({"version": CHECKPOINT_VERSION, "root": str(runs), "files": {
+        str(outside): {"inode": outside.stat().st_ino, "offset": 0, "lineno": 0, "written": {}},
+        str(trace): {"inode": trace.stat().st_ino, "offset": 0, "lineno": 0, "written": {}}}}))
+    w = watcher(runs, res, tmp_path, checkpoint=cp)
+    assert w.restore_checkpoint() == 1
+    assert set(w.followers) == {trace}
+    assert "outside" in caplog.text
+
+
+# ------------------------------------------------------------------ --out
+
+
+def test_torn_last_out_line_is_cut_before_the_next_record(env, tmp_path):
+    s, runs, res = env
+    _d, trace = _run(runs, s)
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b'{"instance_id": "earlier", "run_id": "x"}\n{"instance_id": "torn", "fin')
+    w = watcher(runs, res, tmp_path, checkpoint=tmp_path / "cp.json")
+    w.restore_checkpoint()
+    w.scan()
+    w.poll_all()
+    w.tick()
+    lines = out.read_bytes().split(b"\n")
+    assert lines[0] == b'{"instance_id": "earlier", "run_id": "x"}'
+    assert orjson.loads(lines[1])["num_steps"] == 2 and lines[2] == b""
+
+
+def test_cut_torn_tail(tmp_path):
+    p = tmp_path / "o"
+    for before, after in [(b"", b""), (b"a\n", b"a\n"), (b"a\nb", b"a\n"), (b"b", b""),
+                          (b"a\n" + b"x" * 200_000, b"a\n")]:
+        p.write_bytes(before)
+        assert cut_torn_tail(p) == len(before) - len(after)
+        assert p.read_bytes() == after
+
+
+def test_full_disk_on_out_is_counted_and_the_record_is_written_once_space_returns(env, tmp_path):
+    """/dev/full answers every write with ENOSPC: a real full disk, no mock."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    s, runs, res = env
+    _d, trace = _run(runs, s)
+    w = watcher(runs, res, tmp_path)
+    w.cfg.out = Path("/dev/full")
+    w.scan()
+    w.poll_all()
+    w.tick()
+    w.tick()
+    assert w.table.stats.output_errors["out"] >= 1
+    w.cfg.out = tmp_path / "out.jsonl"   # space again
+    w.tick()
+    [line] = w.cfg.out.read_bytes().splitlines()
+    assert line + b"\n" == record_line(evaluate_trace(trace, res)[0])
+    w.tick()
+    assert len(w.cfg.out.read_bytes().splitlines()) == 1
+
+
+def test_nothing_outside_the_run_directory_and_outputs_changes(env, tmp_path):
+    """With every kind of planted side file at once, only --out and the checkpoint
+    (the places named) change; the run directories are as the agent left them."""
+    s, runs, res = env
+    d, _trace = _run(runs, s)
+    os.mkfifo(d / "meta.json")
+    (d / "patch.diff").symlink_to("/dev/zero")
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (d / f".ABORT.{os.getpid()}.tmp").symlink_to(victim)
+    before = _tree(tmp_path)
+    w = _in_time(lambda: started(runs, res, tmp_path, checkpoint=tmp_path / "cp.json"))
+    _in_time(w.tick)
+    w.close()
+    after = _tree(tmp_path)
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert changed == {str(tmp_path / "out.jsonl"), str(tmp_path / "cp.json")}
