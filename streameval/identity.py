@@ -120,13 +120,20 @@ def identify(trace: Path, instance: str | None = None,
     dir_name = trace.parent.name or trace.stem
     rel = trace_name(trace, root)
     given = _str_or(meta.get("run_id"), "")
-    pid = meta.get("pid")
+    pid = sane.pid(meta.get("pid"))
+    noted_at = None
+    if pid is not None:
+        try:
+            noted_at = (trace.parent / META_NAME).stat().st_mtime
+        except OSError:
+            pid = None   # gone since: nothing to vouch for the pid
     return RunIdentity(
         instance_id=_str_or(meta.get("instance_id"), instance or dir_name),
         run_id=given or run_id_from_path(rel),
         agent=_str_or(meta.get("agent"), "unknown"),
         model=_str_or(meta.get("model"), "unknown"),
-        pid=sane.pid(pid),
+        pid=pid,
+        pid_noted_at=noted_at,
         trace=rel,
         run_id_given=bool(given),
     )

@@ -266,6 +266,8 @@ class RunIdentity:
     agent: str = "unknown"
     model: str = "unknown"
     pid: int | None = None
+    #: when ``meta.json`` named the pid (its mtime): a process started later is not it
+    pid_noted_at: float | None = None
     #: the trace file, relative to the watched (or replayed) directory
     trace: str | None = None
     #: ``meta.json`` named the run: the trace's session id does not replace it

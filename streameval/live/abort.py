@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,9 @@ __all__ = ["ABORT_NAME", "ACTIONS", "COMMON_KEYS", "KINDS", "TIME_KINDS", "TOKEN
            "parse_policies", "send_signal", "trace_path_of", "write_abort_file"]
 
 log = logging.getLogger(__name__)
+
+#: runs whose fired policies are remembered (a few hundred bytes each)
+MAX_FIRED = 100_000
 
 
 class _Progress:
@@ -180,11 +183,19 @@ class AbortEngine:
         #: (policy, action) -> decisions; the watcher's ``RunTable.stats.aborts`` when attached
         self.counter: Counter = counter if counter is not None else Counter()
         self.outcomes: Counter = Counter()   # outcome -> n (no_pid, gave up, written...)
+        #: (action, final outcome) -> n; a webhook's is known once delivered or failed
+        self.action_outcomes: Counter = Counter()
         self.decisions: deque = deque(maxlen=1000)
         self.webhook = WebhookSender(config.webhook)
+        self.webhook.on_outcome = self._webhook_done
         self._progress: dict[str, tuple[Any, _Progress]] = {}
-        #: (run key, run id) -> {policy: action}: survives a run's restart from byte 0
-        self._fired: dict[tuple[str, str], dict[str, str]] = {}
+        #: (run key, run id) -> {policy: action}: survives a run's restart from byte 0,
+        #: its leaving the table and (through the checkpoint journal) a watcher restart;
+        #: oldest dropped past MAX_FIRED
+        self._fired: OrderedDict[tuple[str, str], dict[str, str]] = OrderedDict()
+        #: called after a decision is recorded and before it is acted on (the watcher
+        #: saves its checkpoint: a signal or webhook is never repeated after a crash)
+        self.on_decided: Callable[[], None] | None = None
         self._seen: dict[str, tuple] = {}  # run key -> signature at its last batch check
         self._needs_progress = any(p.kind == "stagnation" for p in config.policies)
 
@@ -219,8 +230,6 @@ class AbortEngine:
         """Drop trackers of runs no longer in the table (bounded memory)."""
         for key in [k for k in self._progress if k not in live_keys]:
             del self._progress[key]
-        for fk in [k for k in self._fired if k[0] not in live_keys]:
-            del self._fired[fk]
         for key in [k for k in self._seen if k not in live_keys]:
             del self._seen[key]
 
@@ -257,10 +266,14 @@ class AbortEngine:
                      trace=str(trace_path) if trace_path is not None else None,
                      dry_run=self.dry_run)
         run.aborted[p.name] = p.action
-        self._fired.setdefault((run.key, ident.run_id), {})[p.name] = p.action
+        self._remember((run.key, ident.run_id), p.name, p.action)
+        if not self.dry_run and p.action != "file" and self.on_decided is not None:
+            self.on_decided()   # journaled first: at most once, even across a crash
         d.outcome = "dry_run" if self.dry_run else self._act(p, d, run, trace_path)
         self.counter[(p.name, p.action)] += 1
         self.outcomes[d.outcome] += 1
+        if d.outcome != "queued":
+            self.action_outcomes[(p.action, d.outcome)] += 1
         self.decisions.append(d)
         level = logging.INFO if d.outcome in ("written", "queued", "signalled", "dry_run") \
             else logging.WARNING
@@ -268,6 +281,31 @@ class AbortEngine:
                 " [dry run]" if self.dry_run else "", d.run_id, d.instance_id, p.name, d.step,
                 reason, p.action, d.outcome)
         return d
+
+    def _remember(self, run: tuple[str, str], policy: str, action: str) -> None:
+        self._fired.setdefault(run, {})[policy] = action
+        self._fired.move_to_end(run)
+        while len(self._fired) > MAX_FIRED:
+            self._fired.popitem(last=False)
+
+    def journal(self) -> list[list[str]]:
+        """The decisions acted on, ``[run key, run id, policy, action]`` each, for the
+        watcher's checkpoint."""
+        return [[key, run_id, policy, action] for (key, run_id), fired in self._fired.items()
+                for policy, action in fired.items()]
+
+    def restore_journal(self, entries: Any) -> None:
+        """Decisions a previous watcher acted on: not acted on again. Entries that are
+        not four strings (an edited checkpoint) are skipped."""
+        if not isinstance(entries, list):
+            log.warning("checkpoint abort journal is not a list; ignored")
+            return
+        for entry in entries:
+            if isinstance(entry, list) and len(entry) == 4 and all(isinstance(x, str) for x in entry):
+                self._remember((entry[0], entry[1]), entry[2], entry[3])
+
+    def _webhook_done(self, outcome: str) -> None:
+        self.action_outcomes[("webhook", outcome)] += 1
 
     def _act(self, p: Policy, d: Decision, run, trace_path) -> str:
         if p.action == "file":
@@ -278,7 +316,8 @@ class AbortEngine:
             return "queued" if self.webhook.submit(p.url, d.to_json()) else "dropped"
         if not self.config.allow_signals:  # configs built in code skip load_policies' check
             return "refused"
-        outcome = send_signal(run.session.identity.pid, p.signal)
+        ident = run.session.identity
+        outcome = send_signal(ident.pid, p.signal, ident.pid_noted_at)
         if outcome == "no_pid":
             log.warning("abort policy %s: run %s has no pid in meta.json; cannot signal it",
                         p.name, d.run_id)
@@ -336,6 +375,9 @@ def attach(watcher, engine: AbortEngine) -> AbortEngine:
     """
     table = watcher.table
     engine.counter = table.stats.aborts
+    engine.action_outcomes = table.stats.abort_outcomes
+    watcher.journals["aborts"] = (engine.journal, engine.restore_journal)
+    engine.on_decided = watcher.save_checkpoint
 
     def paths(key: str) -> Path:
         return trace_path_of(watcher, key)

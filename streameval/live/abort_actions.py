@@ -7,14 +7,16 @@ number of retries.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
 import queue
+import socket
 import threading
-import urllib.error
-import urllib.request
+import urllib.parse
 from collections import Counter, deque
+from collections.abc import Callable
 from pathlib import Path
 
 from ..sidefiles import read_limited, write_atomic
@@ -25,11 +27,11 @@ log = logging.getLogger(__name__)
 
 
 class WebhookSender:
-    """One daemon worker posting JSON, with a timeout and bounded retries per item.
+    """One daemon worker posting JSON, with a deadline and bounded retries per item.
 
-    ``submit`` never blocks: a full queue drops the item (counted). A dead endpoint
-    costs the worker ``(retries + 1) * timeout`` plus backoff per item, never the
-    evaluator.
+    ``submit`` never blocks: a full queue drops the item (counted). A dead or trickling
+    endpoint costs the worker at most ``(retries + 1) * timeout`` plus backoff per item
+    (``timeout`` bounds a whole attempt), never the evaluator.
     """
 
     def __init__(self, cfg: WebhookConfig):
@@ -41,6 +43,8 @@ class WebhookSender:
         self._pending = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        #: told "delivered" or "failed" once per queued decision (the exporter's counts)
+        self.on_outcome: Callable[[str], None] | None = None
 
     def submit(self, url: str, payload: dict) -> bool:
         with self._cond:
@@ -76,27 +80,26 @@ class WebhookSender:
         for attempt in range(1, self.cfg.retries + 2):
             self.counts["attempts"] += 1
             try:
-                req = urllib.request.Request(url, data=body, method="POST",
-                                             headers={"Content-Type": "application/json"})
-                with urllib.request.urlopen(req, timeout=self.cfg.timeout) as resp:
-                    resp.read(1 << 16)
-                self.counts["sent"] += 1
-                self.results.append({"url": url, "ok": True, "attempts": attempt,
-                                     "policy": payload.get("policy")})
-                return
-            except urllib.error.HTTPError as exc:
-                error = f"HTTP {exc.code}"
-                exc.close()  # it holds the response's socket
-                if 400 <= exc.code < 500 and exc.code != 429:
+                status = post_json(url, body, self.cfg.timeout)
+                if 200 <= status < 300:
+                    self._done("delivered", url, payload, attempt)
+                    return
+                error = f"HTTP {status}"
+                if 400 <= status < 500 and status != 429:
                     break  # the endpoint refuses this payload: retrying will not help
             except (OSError, ValueError) as exc:
-                error = str(exc)
+                error = str(exc) or type(exc).__name__
             if attempt <= self.cfg.retries and self._stop.wait(self.cfg.backoff * attempt):
                 break
-        self.counts["gave_up"] += 1
-        self.results.append({"url": url, "ok": False, "attempts": attempt, "error": error,
-                             "policy": payload.get("policy")})
+        self._done("failed", url, payload, attempt, error)
         log.warning("abort webhook %s gave up after %d attempt(s): %s", url, attempt, error)
+
+    def _done(self, outcome: str, url: str, payload: dict, attempt: int, error: str = "") -> None:
+        self.counts["sent" if outcome == "delivered" else "gave_up"] += 1
+        self.results.append({"url": url, "ok": outcome == "delivered", "attempts": attempt,
+                             "policy": payload.get("policy"), **({"error": error} if error else {})})
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted item was delivered or given up (tests, shutdown)."""
@@ -107,6 +110,46 @@ class WebhookSender:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+def post_json(url: str, body: bytes, deadline: float) -> int:
+    """POST ``body``; the HTTP status. ``deadline`` bounds the whole exchange, not each
+    socket operation: an endpoint that answers one byte a second is cut off at the
+    deadline (a watchdog shuts the socket), so it cannot wedge the worker."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname, parts.port, timeout=deadline)
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        sock = conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(deadline, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        resp.read(1 << 16)
+        if expired.is_set():
+            raise TimeoutError(f"no whole answer within {deadline:g} s")
+        return resp.status
+    except (OSError, http.client.HTTPException) as exc:
+        if expired.is_set():
+            raise TimeoutError(f"no whole answer within {deadline:g} s") from exc
+        raise OSError(str(exc) or type(exc).__name__) from exc
+    finally:
+        timer.cancel()
+        conn.close()
 
 
 def write_abort_file(directory: Path, decision: Decision) -> str:
@@ -137,12 +180,23 @@ def write_abort_file(directory: Path, decision: Decision) -> str:
     return "written"
 
 
-def send_signal(pid: int | None, signum: int) -> str:
-    """Signal the agent's process; the outcome names why nothing happened, if so."""
+def send_signal(pid: int | None, signum: int, noted_at: float | None = None) -> str:
+    """Signal the agent's process; the outcome names why nothing happened, if so.
+
+    The pid comes from a file the agent can write, so it is checked first: never init,
+    never this watcher or a process it runs under (``refused``), and never a process
+    that started after ``noted_at`` (when ``meta.json`` named the pid): that pid was
+    reused by another program since (``pid_reused``).
+    """
     if pid is None:
         return "no_pid"
-    if pid <= 1 or pid == os.getpid():
+    if pid <= 1 or pid in _ancestors():
         return "refused"
+    started = process_started_at(pid)
+    if started is not None and noted_at is not None and started > noted_at + _CLOCK_SLACK:
+        log.warning("pid %d started at %.0f, after meta.json named it (%.0f): a reused pid; "
+                    "not signalled", pid, started, noted_at)
+        return "pid_reused"
     try:
         os.kill(pid, signum)
     except ProcessLookupError:
@@ -150,3 +204,43 @@ def send_signal(pid: int | None, signum: int) -> str:
     except PermissionError:
         return "not_permitted"
     return "signalled"
+
+
+#: clock ticks of /proc start times and mtime granularity: a second is plenty
+_CLOCK_SLACK = 2.0
+
+
+def _ancestors() -> set[int]:
+    """This process and every process above it (Linux /proc; just us elsewhere)."""
+    out, pid = {os.getpid()}, os.getppid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        stat = _proc_stat(pid)
+        if stat is None:
+            break
+        pid = int(stat[1])
+    return out
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state is [0], ppid [1])."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            text = fh.read(4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    # the name is in parentheses and may hold spaces and ')': cut at the last one
+    return text[text.rfind(")") + 2:].split()
+
+
+def process_started_at(pid: int) -> float | None:
+    """Epoch seconds when ``pid`` started (Linux /proc), None when unknown."""
+    stat = _proc_stat(pid)
+    if stat is None or len(stat) < 20:
+        return None
+    try:
+        with open("/proc/stat", "rb") as fh:
+            btime = next(int(line.split()[1]) for line in fh if line.startswith(b"btime "))
+        return btime + int(stat[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None

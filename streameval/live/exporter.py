@@ -58,6 +58,7 @@ HELP: dict[str, str] = {
     "streameval_cache_misses_total": "Cache misses by cache.",
     "streameval_backlog_bytes": "Bytes written to followed traces and not yet processed (a catch-up in progress).",
     "streameval_aborts_total": "Early-abort decisions by policy and action.",
+    "streameval_abort_actions_total": "What abort actions did, by action and outcome (webhook: delivered, failed, dropped; file: written, exists, failed; signal: signalled, refused, no_pid, ...).",
 }
 
 
@@ -240,6 +241,10 @@ class RunsCollector:
             aborts = CounterMetricFamily("streameval_aborts", HELP["streameval_aborts_total"], labels=["policy", "action"])
             for (policy, action), n in sorted(st.aborts.items()):
                 aborts.add_metric([policy, action], n)
+            acted = CounterMetricFamily("streameval_abort_actions", HELP["streameval_abort_actions_total"], labels=["action", "outcome"])
+            # copied first: the webhook worker adds outcomes from its own thread
+            for (action, outcome), n in sorted(dict(st.abort_outcomes).items()):
+                acted.add_metric([action, outcome], n)
             lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
             cum, buckets = 0, []
             for bound, n in zip((*st.LAG_BUCKETS, math.inf), st.lag_counts):
@@ -255,7 +260,7 @@ class RunsCollector:
             for name, cache in self.table.caches:
                 hits.add_metric([name], float(getattr(cache, "hits", 0)))
                 misses.add_metric([name], float(getattr(cache, "misses", 0)))
-        return runs, [lines, bad, events, unscored, clamped, out_errors, aborts, lag, sessions, queue,
+        return runs, [lines, bad, events, unscored, clamped, out_errors, aborts, acted, lag, sessions, queue,
                       hits, misses]
 
     def collect(self) -> Iterator[Any]:

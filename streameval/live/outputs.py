@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -75,9 +77,18 @@ def cut_torn_tail(path: Path) -> int:
         return 0
 
 
-def checkpoint_files(path: Path, root: Path) -> dict[Path, dict]:
-    """The followed files a checkpoint names, each ``{inode, written}``, or {} when the
-    checkpoint is absent or unusable (logged: the watcher then starts afresh).
+@dataclass
+class Checkpoint:
+    """What a checkpoint restores: the followed files, each ``{inode, written}``, and
+    the journals other parts keep in it (the abort decisions already acted on)."""
+
+    files: dict[Path, dict] = field(default_factory=dict)
+    journals: dict[str, Any] = field(default_factory=dict)
+
+
+def read_checkpoint(path: Path, root: Path) -> Checkpoint:
+    """The checkpoint at ``path``, or an empty one when absent or unusable (logged: the
+    watcher then starts afresh).
 
     Only files inside ``root`` are taken: a checkpoint may be old, copied or edited,
     and the watcher must never follow a file the user did not point it at.
@@ -85,17 +96,17 @@ def checkpoint_files(path: Path, root: Path) -> dict[Path, dict]:
     try:
         raw = read_limited(path, CHECKPOINT_LIMIT)
         if raw is None:
-            return {}
+            return Checkpoint()
         data = orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError) as exc:
         log.warning("checkpoint %s unusable (%s); starting afresh", path, exc)
-        return {}
+        return Checkpoint()
     problem = _shape_problem(data)
     if problem:
         log.warning("checkpoint %s unusable (%s); starting afresh", path, problem)
-        return {}
+        return Checkpoint()
     real_root = os.path.realpath(root)
-    out: dict[Path, dict] = {}
+    out = Checkpoint(journals=data.get("journals") if isinstance(data.get("journals"), dict) else {})
     for name, pos in data["files"].items():
         written = pos.get("written")
         if not isinstance(pos.get("inode"), int) or not isinstance(written, dict) or not all(
@@ -106,7 +117,7 @@ def checkpoint_files(path: Path, root: Path) -> dict[Path, dict]:
         if os.path.commonpath([real_root, os.path.realpath(name)]) != real_root:
             log.warning("checkpoint %s names %s, outside %s; ignored", path, name, root)
             continue
-        out[Path(name)] = {"inode": pos["inode"], "written": dict(written)}
+        out.files[Path(name)] = {"inode": pos["inode"], "written": dict(written)}
     return out
 
 

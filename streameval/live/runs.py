@@ -51,6 +51,7 @@ class EvaluatorStats:
         self.bad_lines: Counter = Counter()
         self.events: Counter = Counter()   # restarts, truncations, replacements, deletions...
         self.aborts: Counter = Counter()   # (policy, action) -> n
+        self.abort_outcomes: Counter = Counter()   # (action, outcome) -> n
         self.unscored: Counter = Counter()  # reason -> runs that could not be scored
         self.output_errors: Counter = Counter()  # output (out, checkpoint...) -> failed writes
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)

@@ -20,8 +20,10 @@ import fnmatch
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -30,7 +32,7 @@ from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
 from ..sidefiles import write_atomic
 from ..tracefile import Resources, record_line
 from .follow import TraceFollower
-from .outputs import CHECKPOINT_VERSION, append_whole, checkpoint_files, cut_torn_tail
+from .outputs import CHECKPOINT_VERSION, append_whole, cut_torn_tail, read_checkpoint
 from .runs import RunTable
 
 log = logging.getLogger(__name__)
@@ -91,6 +93,9 @@ class Watcher:
         self.out_digests: set[str] = set()
         self.listeners: list = []   # called with the watcher after each processed batch
         self.tick_hooks: list = []  # called with (watcher, now) at every tick (abort policies)
+        #: name -> (save, load): state kept in the checkpoint by other parts (abort
+        #: decisions acted on); ``load`` must accept anything, the file may be edited
+        self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         if res.repos is not None and hasattr(res.repos, "caches"):
             self.table.caches.extend(res.repos.caches())
         if res.symbols is not None:
@@ -298,6 +303,7 @@ class Watcher:
         for path, f in self.followers.items():
             files[str(path)] = {**f.tail.position(), "written": f.written}
         data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
+                "journals": {name: save() for name, (save, _load) in self.journals.items()},
                 "saved_at": time.time()}
         try:
             write_atomic(self.cfg.checkpoint, orjson.dumps(data))
@@ -313,9 +319,12 @@ class Watcher:
         cp = self.cfg.checkpoint
         if not cp:
             return 0
-        files = checkpoint_files(cp, self.cfg.root)
+        saved = read_checkpoint(cp, self.cfg.root)
+        for name, (_save, load) in self.journals.items():
+            if name in saved.journals:
+                load(saved.journals[name])
         n = 0
-        for path, pos in files.items():
+        for path, pos in saved.files.items():
             try:
                 st = path.stat()
             except OSError:
