@@ -27,6 +27,8 @@ from .tail import READ_CHUNK, FileTail
 log = logging.getLogger(__name__)
 
 POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
+#: lines kept while a file's format is not known yet (most are blank, or a document's)
+HEAD_KEEP = 10_000
 #: formats whose every line is one whole run (OpenHands ``output.jsonl``; its adapter
 #: emits everything from ``feed``, nothing from ``close``): a run's end event ends that
 #: run only, and the file goes on being read where it was. Closing the adapter there
@@ -63,6 +65,8 @@ class TraceFollower:
         self.reader: TraceReader | None = None
         self.closed = False              # adapter closed because the run ended
         self.unknown_format = False
+        #: why the format is unknown, as replay's error record says it
+        self.format_error: str | None = None
         self._head: list[tuple[bytes, int]] = []
         self.last_growth = time.time()
         self.identity: RunIdentity = identify(self.path, instance, root=root)
@@ -87,8 +91,11 @@ class TraceFollower:
                              session_id=session_id)
         # two traces never share a label set (copies of one session, one meta.json run id)
         ident.run_id = self.table.run_ids.claim(ident.run_id, ident.trace, ident.instance_id)
-        session = make_session(self.res, ident, self.fmt or "",
-                               include_sidechain=self.include_sidechain)
+        if self.format_error is not None:
+            session = RunSession(ident, fmt="", error=self.format_error)
+        else:
+            session = make_session(self.res, ident, self.fmt or "",
+                                   include_sidechain=self.include_sidechain)
         key = run_key(self.path, n)
         if session.error is not None:
             self.table.unscored(key, ident, session.error)
@@ -151,6 +158,7 @@ class TraceFollower:
         self._drop_runs()
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
         self.unknown_format = False  # the new content may well be a trace
+        self.format_error = None
         self.identity = identify(self.path, self.instance, root=self.root)
 
     def poll(self, now: float | None = None) -> int:
@@ -210,8 +218,8 @@ class TraceFollower:
                 st.observe_lag(now - mtime)
         self._counted = max(self._counted, lineno)
         if self.reader is None:
-            if self.unknown_format:
-                return
+            if self.unknown_format or len(self._head) >= HEAD_KEEP:
+                return   # given up (its record says so when the run ends)
             self._head.append((line, lineno))
             if not self._detect():
                 return
@@ -237,28 +245,61 @@ class TraceFollower:
 
     def _detect(self) -> bool:
         """Pick the adapter once enough of the head is known."""
-        from ..formats import adapter_class, detect_format
+        from ..formats import detect_format
 
         head = [ln for ln, _ in self._head if ln.strip()]
         if not head:
             return False
         try:
             name = self.forced_fmt or detect_format(head[:HEAD_LINES])
-        except TraceFormatError:
-            if len(head) < HEAD_LINES and not self._head_is_complete():
+        except TraceFormatError as exc:
+            # fewer lines than replay looks at: more may come (a BOM or junk first line,
+            # a pretty-printed document's "{" alone); decided for good at HEAD_LINES, or
+            # when the run ends (``finish``) on everything the file then holds
+            if len(head) < HEAD_LINES:
                 return False
+            self._give_up(exc)
+            return False
+        self._use(name)
+        return True
+
+    def _give_up(self, exc: TraceFormatError) -> None:
+        if not self.unknown_format:
             self.unknown_format = True
+            self.format_error = f"{exc.reason.value}: {exc}"
             self.table.stats.bad_lines[Reason.UNKNOWN_FORMAT.value] += 1
             log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
-            return False
+
+    def _use(self, name: str) -> None:
+        from ..formats import adapter_class
+
         cls = adapter_class(name)
         self.fmt = name
         self.reader = TraceReader(cls(), self._factory, on_bad=self._on_bad)
         self.document = bool(cls.document)  # a document replaced by a JSONL trace is not one
-        return True
 
-    def _head_is_complete(self) -> bool:
-        return self.tail.pending == 0 and self.tail.offset >= _size(self.path)
+    def _detect_at_end(self) -> None:
+        """The run ended before its format was known: decide on all the file holds, its
+        last line too (a compact document often has no newline), as replay does. Still
+        unknown: the run's record is the error replay gives."""
+        from ..formats import detect_format
+
+        lines = self._head + self.tail.poll(final=True).lines
+        self._head = []
+        head = [ln for ln, _ in lines if ln.strip()][:HEAD_LINES]
+        try:
+            self._use(self.forced_fmt or detect_format(head))
+        except TraceFormatError as exc:
+            self._give_up(exc)
+            self.reader = TraceReader(_Nothing(), self._factory)
+            self.document = False
+            return
+        if self.document:
+            self.closed = False
+            self._reread_document()
+            return
+        for line, lineno in lines:
+            self.reader.feed_line(line, lineno)
 
     def _poll_document(self, now: float) -> int:
         """Whole-document formats are re-read whole whenever they change."""
@@ -308,6 +349,8 @@ class TraceFollower:
         """The run is over (end event, idle timeout, deleted): flush the adapter."""
         now = time.time() if now is None else now
         with self.table.lock:
+            if self.reader is None and not self.closed and reason != "end":
+                self._detect_at_end()
             if reason == "end" and self.fmt in RUN_PER_LINE:
                 for run in self.live_runs():
                     if run.finished_at is None and run.session.ended:
@@ -385,8 +428,14 @@ class TraceFollower:
         return changed
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+class _Nothing:
+    """The adapter of a file whose format is unknown: it yields no events, so the one
+    run the reader makes at close carries the format error as its record."""
+
+    document = False
+
+    def feed(self, line: bytes, lineno: int) -> list:
+        return []
+
+    def close(self) -> list:
+        return []

@@ -228,13 +228,16 @@ class Watcher:
         written = 0
         self.table.stats.backlog_bytes = sum(f.tail.backlog for f in self.followers.values())
         for f in list(self.followers.values()):
-            if f.reader is None:
-                continue
-            if not f.closed and f.ended_by_trace():
+            if f.closed and f.reader is None:
+                continue   # finished and released
+            if f.reader is not None and not f.closed and f.ended_by_trace():
                 f.finish("end", now)
             if not f.closed and now - f.last_growth > self.cfg.idle_timeout:
+                # a file whose format was never known ends too: its record is the
+                # error replay gives for it
                 f.finish("idle", now)
-            written += self._write_due(f, now, save=False)
+            if f.reader is not None:
+                written += self._write_due(f, now, save=False)
         if written:
             # once per tick, not per file: thousands of runs ending together (an idle
             # timeout after a restart) would each rewrite the whole checkpoint

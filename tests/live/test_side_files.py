@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -257,3 +258,64 @@ def test_nothing_outside_the_run_directory_and_outputs_changes(env, tmp_path):
     after = _tree(tmp_path)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     assert changed == {str(tmp_path / "out.jsonl"), str(tmp_path / "cp.json")}
+
+
+# ------------------------------------------------------------------ detection
+
+
+def _written_in_two(trace: Path, content: bytes, cut: int, w) -> None:
+    """The writer pauses after ``cut`` bytes while the watcher polls, then writes the rest."""
+    trace.write_bytes(content[:cut])
+    w.scan()
+    w.poll_all()
+    with open(trace, "ab") as fh:
+        fh.write(content[cut:])
+    w.changed(trace)
+
+
+@pytest.mark.parametrize("case", ["bom", "junk_first_line", "pretty_document", "compact_document"])
+def test_detection_waits_for_content_and_matches_replay(env, tmp_path, case):
+    s, runs, res = env
+    d = runs / s.instance
+    d.mkdir()
+    c = Claude()
+    jsonl = b"\n".join([c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 5),
+                        c.result()]) + b"\n"
+    if case == "bom":
+        name, content, cut = "trace.jsonl", b"\xef\xbb\xbf" + jsonl, 5
+    elif case == "junk_first_line":
+        name, content, cut = "trace.jsonl", b"starting agent...\n" + jsonl, 18
+    else:
+        from fixture_paths import REAL
+
+        src = REAL / "mini-swe-agent" / "mini-swe-agent2__streameval__scripted-text-2.4.6.traj.json"
+        doc = orjson.loads(src.read_bytes())
+        name = "run.traj.json"
+        content = (json.dumps(doc, indent=2) if case == "pretty_document" else json.dumps(doc)).encode()
+        cut = 2 if case == "pretty_document" else 10
+    trace = d / name
+    w = watcher(runs, res, tmp_path, idle=3600)
+    _written_in_two(trace, content, cut, w)
+    w.tick(now=time.time() + 7200)   # idle: every run ends
+    [replayed] = evaluate_trace(trace, res, root=runs)
+    assert "error" not in replayed, replayed
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    assert line + b"\n" == record_line(replayed)
+    assert replayed["tool_calls"] >= 2
+
+
+def test_a_file_never_recognised_gets_replays_error_record_at_idle(env, tmp_path):
+    s, runs, res = env
+    d = runs / s.instance
+    d.mkdir()
+    trace = d / "trace.jsonl"
+    trace.write_bytes(b"hello\nthis is not a trace\n")
+    w = started(runs, res, tmp_path, idle=3600)
+    w.tick()
+    assert not (tmp_path / "out.jsonl").exists()     # still growing, maybe
+    w.tick(now=time.time() + 7200)
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    [replayed] = evaluate_trace(trace, res, root=runs)
+    assert "could not detect the trace format" in replayed["error"]
+    assert line + b"\n" == record_line(replayed)
+    assert w.table.stats.bad_lines["unknown_format"] == 1
