@@ -191,9 +191,9 @@ class TraceFollower:
         """Process one tail batch: (lines handled, whether polling is over)."""
         if batch.status == "missing":
             return 0, True
-        if batch.status in ("truncated", "replaced"):  # the tail already starts over
+        if batch.status in ("truncated", "replaced", "rewritten"):  # the tail starts over
             self._start_over(batch.status)
-            if not (self.document and batch.status == "truncated"):
+            if not (self.document and batch.status in ("truncated", "rewritten")):
                 self._counted = 0  # new content: its lines are new
         if not batch.lines and not batch.too_long:
             return 0, False
@@ -307,7 +307,7 @@ class TraceFollower:
         if batch.status == "missing" or (not batch.lines and batch.status == "ok"
                                          and not self.tail.pending):
             return 0
-        if batch.status in ("truncated", "replaced"):
+        if batch.status in ("truncated", "replaced", "rewritten"):
             # as for any trace: counted, and the new content read (and its format
             # detected) from its first byte; but a document saved again in place is
             # the same document, its lines already counted are not counted again

@@ -2,17 +2,22 @@
 
 A writer may be caught mid-line; the partial last line is kept back until its newline
 arrives, so a half-written JSON object is never parsed (and never counted as bad).
-A file that shrinks was truncated and one with a new inode was replaced: both mean
-"start this trace again from scratch", which the caller decides how to do.
+A file that shrinks was truncated, one with a new inode was replaced, and one whose
+bytes already read changed (its first or last read bytes differ, or a same-size save
+changed its hash) was rewritten: all mean "start this trace again from scratch",
+which the caller decides how to do.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_LINE = 64 << 20  # bytes; a longer line is skipped and reported
 READ_CHUNK = 1 << 20
+#: bytes at the start and just before the read offset compared at every poll
+ANCHOR = 4096
 
 
 @dataclass(slots=True)
@@ -20,7 +25,7 @@ class TailBatch:
     """What one ``poll`` found."""
 
     lines: list[tuple[bytes, int]] = field(default_factory=list)  # (line, 1-based number)
-    status: str = "ok"            # ok | missing | truncated | replaced
+    status: str = "ok"            # ok | missing | truncated | replaced | rewritten
     too_long: list[int] = field(default_factory=list)   # numbers of skipped huge lines
     mtime: float | None = None    # the file's mtime when read: the lines' write time
     more: bool = False            # stopped at ``max_bytes`` with the file not read to its end
@@ -42,6 +47,12 @@ class FileTail:
         self.size_seen = 0        # the file's size at the last poll
         self._partial = bytearray()
         self._skipping = False    # inside a line longer than max_line
+        # what was read, to notice a rewrite that neither shrank the file nor changed
+        # its inode: its first and last ANCHOR bytes read, a hash of all of it, mtime
+        self._head = b""
+        self._anchor = b""
+        self._sum = hashlib.blake2b(digest_size=16)
+        self._mtime_ns = 0
 
     # ------------------------------------------------------------------ state
     def position(self) -> dict:
@@ -55,6 +66,9 @@ class FileTail:
         self.lineno = 0
         self._partial.clear()
         self._skipping = False
+        self._head = self._anchor = b""
+        self._sum = hashlib.blake2b(digest_size=16)
+        self._mtime_ns = 0
 
     @property
     def backlog(self) -> int:
@@ -92,7 +106,11 @@ class FileTail:
             elif st.st_size < self.offset:
                 batch.status = "truncated"
                 self.reset()
+            elif self.offset and self._rewritten(fd, st):
+                batch.status = "rewritten"
+                self.reset()
             self.inode = st.st_ino
+            self._mtime_ns = st.st_mtime_ns
             if st.st_size > self.offset:
                 os.lseek(fd, self.offset, os.SEEK_SET)
                 read = 0
@@ -105,7 +123,13 @@ class FileTail:
                         break
                     read += len(data)
                     self.offset += len(data)
+                    self._sum.update(data)
                     self._consume(data, batch)
+                if read:
+                    self._head = self._head if len(self._head) >= ANCHOR else \
+                        os.pread(fd, min(ANCHOR, self.offset), 0)
+                    low = max(0, self.offset - ANCHOR)
+                    self._anchor = os.pread(fd, self.offset - low, low)
         finally:
             os.close(fd)
         if final and not batch.more and self._partial and not self._skipping:
@@ -113,6 +137,28 @@ class FileTail:
             batch.lines.append((bytes(self._partial).rstrip(b"\r"), self.lineno))
             self._partial.clear()
         return batch
+
+    def _rewritten(self, fd: int, st: os.stat_result) -> bool:
+        """The bytes already read are no longer the file's: rewritten in place while
+        we were away (truncated and written past our offset, or saved again at the
+        same size). Two small reads per poll; the whole read part is hashed again only
+        when the mtime moved and the size did not (a same-size save, or a touch)."""
+        if os.pread(fd, len(self._head), 0) != self._head:
+            return True
+        low = self.offset - len(self._anchor)
+        if os.pread(fd, len(self._anchor), low) != self._anchor:
+            return True
+        if st.st_size == self.offset and st.st_mtime_ns != self._mtime_ns:
+            again = hashlib.blake2b(digest_size=16)
+            pos = 0
+            while pos < self.offset:
+                data = os.pread(fd, min(READ_CHUNK, self.offset - pos), pos)
+                if not data:
+                    return True
+                again.update(data)
+                pos += len(data)
+            return again.digest() != self._sum.digest()
+        return False
 
     def _consume(self, data: bytes, batch: TailBatch) -> None:
         start = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,69 @@ def test_record_after_end_event_and_patch_equals_replay(env, tmp_path):
     assert watched == orjson.dumps(replayed[0])
     rec = json.loads(watched)
     assert rec["editloc"]["recall"] == 1.0 and rec["patch_source"] == "file"
+
+
+def _different_trace(first: str) -> list[bytes]:
+    """A trace whose first line equals the usual one (same init) but whose reads differ."""
+    c = Claude()
+    return [c.init(), *c.read(first, APP if first == "src/app.py" else UTIL, 1, 3),
+            *c.read("src/util.py", UTIL, 4, 30), *c.read("src/util.py", UTIL, 1, 30)]
+
+
+def test_truncated_and_rewritten_past_our_offset_while_busy_is_read_again(env, tmp_path):
+    """Truncated, then written longer than before, between two polls: the size never
+    shrank as seen, the inode is the same; the bytes already read changed."""
+    s, runs, res = env
+    d = run_dir(runs, meta={"instance_id": s.instance, "run_id": "rw"})
+    trace = d / "trace.jsonl"
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
+    w = started(runs, res, tmp_path)
+    with open(trace, "r+b") as fh:
+        fh.truncate(0)
+    append(trace, *_different_trace("src/util.py"))
+    w.changed(trace)
+    assert w.table.stats.events["rewritten"] == 1
+    append(trace, c.result())
+    w.changed(trace)
+    w.tick()
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    [replayed] = evaluate_trace(trace, res, root=runs)
+    assert json.loads(line) == replayed
+
+
+def test_same_size_rewrite_of_a_document_is_read_again(env, tmp_path):
+    """A .traj document saved again at exactly the same size with other content."""
+    from fixture_paths import REAL
+
+    s, runs, res = env
+    d = run_dir(runs, meta={"instance_id": s.instance, "run_id": "doc"})
+    trace = d / "run.traj.json"
+    src = (REAL / "mini-swe-agent" / "mini-swe-agent2__streameval__scripted-text-2.4.6.traj.json").read_bytes()
+    assert b'"openai/scripted"' in src
+    trace.write_bytes(src)
+    w = started(runs, res, tmp_path)
+    assert only_run(w).session.record()["model"] == "openai/scripted"
+    changed = src.replace(b'"openai/scripted"', b'"openai/rewrote!"')
+    assert len(changed) == len(src)
+    trace.write_bytes(changed)
+    st = trace.stat()
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    w.changed(trace)
+    w.tick(now=time.time() + 7200)
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    rec = json.loads(line)
+    assert rec["model"] == "openai/rewrote!"
+    assert rec == evaluate_trace(trace, res, root=runs)[0]
+
+
+def test_a_touch_is_not_a_rewrite(env, tmp_path):
+    s, runs, res = env
+    trace = run_dir(runs) / "trace.jsonl"
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
+    w = started(runs, res, tmp_path)
+    st = trace.stat()
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    w.changed(trace)
+    assert not w.table.stats.events["rewritten"] and not w.table.stats.events["truncated"]
