@@ -56,7 +56,9 @@ class DirectoryRepo:
         return real if os.path.isfile(real) else None
 
     def _files(self, commit: str) -> frozenset[str]:
-        """Walked once and kept: later changes on disk show in is_file/read, not here."""
+        """Walked once and kept: the directory stands for a base commit, so the files
+        it had when first asked are its files (a path is then one set lookup, however
+        many unknown paths a search output names); their bytes are read when asked."""
         if self._listing is None:
             found = []
             for dirpath, dirnames, filenames in os.walk(self.identity):
@@ -70,10 +72,10 @@ class DirectoryRepo:
         return self._listing
 
     def _is_file(self, commit: str, path: str) -> bool:
-        return self._real(path) is not None
+        return path in self._files(commit)
 
     def _read(self, commit: str, path: str) -> bytes | None:
-        real = self._real(path)
+        real = self._real(path) if path in self._files(commit) else None
         if real is None:
             return None
         try:
