@@ -24,8 +24,8 @@ MAX_COST = 1e9
 MAX_EPOCH = 1e11
 #: process ids (Linux's pid_max is at most 2**22)
 MAX_PID = 1 << 22
-#: what a record's integers must fit in to be written as JSON
-_INT64 = (1 << 63) - 1
+#: what a record's integers must fit in to be written as JSON (orjson: int64 or uint64)
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
 #: reason -> values clamped or dropped since the process started
 CLAMPED: Counter[str] = Counter()
@@ -101,9 +101,9 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        if abs(value) > _INT64:
+        if not _INT_MIN <= value <= _INT_MAX:
             CLAMPED["record"] += 1
-            return _INT64 if value > 0 else -_INT64
+            return _INT_MAX if value > 0 else _INT_MIN
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -11,9 +11,12 @@ for 0..1 values, ``_total`` for counters. The README lists every family.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..model import CATEGORIES, GRANULARITIES
@@ -22,6 +25,9 @@ from .runs import LiveRun, RunTable
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
+#: characters of a label value exported (run_id, instance_id, agent, model)
+MAX_LABEL = 200
+LOCK_WAIT = 0.25    # seconds a scrape waits for the table lock before serving cached rows
 
 # family name -> help; kept in one place so the README table can be generated from it
 HELP: dict[str, str] = {
@@ -51,6 +57,7 @@ HELP: dict[str, str] = {
     "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, reopened, reidentified, restored, patch_landed.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
+    "streameval_stale_runs": "Runs this scrape served from the previous one: a long batch held the table lock.",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
     "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
     "streameval_unscored_runs_total": "Runs that cannot be scored, by reason (missing_gold, missing_repo, ...).",
@@ -103,12 +110,26 @@ def _families() -> dict[str, Any]:
             for name, kind, extra in RUN_FAMILIES}
 
 
-def _base(run: LiveRun) -> tuple[str, str, str, str]:
+def _base(run: LiveRun) -> tuple[str, ...]:
     """The run's labels: agent and model as the record gives them (meta.json, else the
     trace), so a watched run is labelled as its replayed record."""
     session = run.session
     ident = session.identity
-    return (ident.run_id, ident.instance_id, *session.agent_model())
+    return tuple(label_value(v) for v in (ident.run_id, ident.instance_id, *session.agent_model()))
+
+
+def label_value(value: str) -> str:
+    """A label value as exported: control characters become ``?`` and a value longer
+    than ``MAX_LABEL`` keeps its start and a hash of the whole, so one 1 MiB ``model``
+    in a trace cannot make every scrape megabytes, and long values stay distinct.
+    Sane values (the usual case) are exported exactly as records give them."""
+    if len(value) <= MAX_LABEL and value.isprintable():
+        return value
+    clean = "".join(ch if ch.isprintable() else "?" for ch in value[:MAX_LABEL * 2])
+    if len(value) <= MAX_LABEL:
+        return clean
+    digest = hashlib.sha1(value.encode("utf-8", "replace")).hexdigest()[:10]
+    return f"{clean[:MAX_LABEL - 12]}~{digest}"
 
 
 def _run_rows(run: LiveRun) -> list[Row]:
@@ -171,6 +192,19 @@ def _editloc_rows(rows: list[Row], s) -> None:
     rows.append(("streameval_editloc_precision_ratio", (final,), value["precision"]))
 
 
+@contextmanager
+def _held(lock, wait: float = LOCK_WAIT) -> Iterator[bool]:
+    """The table lock if it comes within ``wait`` seconds (True), else nothing (False):
+    a scrape never waits behind one long tool call; it serves each run's numbers from
+    the previous scrape instead (counted in ``streameval_stale_runs``)."""
+    got = lock.acquire(timeout=wait)
+    try:
+        yield got
+    finally:
+        if got:
+            lock.release()
+
+
 class _Families:
     """A ``registry``-like object over a fixed list of families (for the encoders)."""
 
@@ -192,76 +226,82 @@ class RunsCollector:
         return []
 
     def _gather(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], list]:
-        """Per-run rows and the process-wide families, read under the lock.
+        """Per-run rows and the process-wide families, read under the lock."""
+        runs, states = self._gather_runs()
+        with _held(self.table.lock):
+            return runs, self._process_families(states)
 
-        Runs are read in slices of ``GATHER_SLICE``, the lock released in between:
-        a batch never lands half-way through one run's numbers (a run lives in one
-        trace file, and a file's batch holds the lock), but with 1,000 runs the
-        watcher no longer waits for the whole table to be read (benchmarks/live.md).
-        """
+    def _gather_runs(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], Counter]:
+        """Runs are read in slices of ``GATHER_SLICE``, the lock released in between:
+        a trace line never lands half-way through one run's numbers (each line is
+        processed under the lock), but with 1,000 runs the watcher no longer waits
+        for the whole table to be read (benchmarks/live.md). When a long tool call
+        holds the lock, the slice's runs are served from the previous scrape."""
+        lock = self.table.lock
+        # a copy of the dict's values is one step under the GIL: no lock needed
+        table = list(self.table.runs.values())
+        runs = []
+        states: Counter = Counter()
+        for start in range(0, len(table), GATHER_SLICE):
+            if start:
+                time.sleep(0)   # let the watcher thread take the GIL and the lock
+            with _held(lock) as fresh:
+                for run in table[start:start + GATHER_SLICE]:
+                    states["finished" if run.finished else "active"] += 1
+                    if fresh:
+                        run.exported_rows = (_base(run), _run_rows(run))
+                    elif run.exported_rows is None:
+                        continue   # never exported yet: it appears at the next scrape
+                    else:
+                        states["stale"] += 1
+                    runs.append(run.exported_rows)
+        return runs, states
+
+    def _process_families(self, states: Counter) -> list:
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
             HistogramMetricFamily,
         )
 
-        lock = self.table.lock
-        with lock:
-            table = list(self.table.runs.values())
-        runs = []
-        active = finished = 0
-        for start in range(0, len(table), GATHER_SLICE):
-            if start:
-                time.sleep(0)   # let the watcher thread take the GIL and the lock
-            with lock:
-                for run in table[start:start + GATHER_SLICE]:
-                    if run.finished:
-                        finished += 1
-                    else:
-                        active += 1
-                    runs.append((_base(run), _run_rows(run)))
-        with lock:
-            st = self.table.stats
-            lines = CounterMetricFamily("streameval_lines_processed", HELP["streameval_lines_processed_total"], value=st.lines_processed)
-            bad = CounterMetricFamily("streameval_bad_lines", HELP["streameval_bad_lines_total"], labels=["reason"])
-            for reason, n in sorted(st.bad_lines.items()):
-                bad.add_metric([reason], n)
-            events = CounterMetricFamily("streameval_watch_events", HELP["streameval_watch_events_total"], labels=["event"])
-            for event, n in sorted(st.events.items()):
-                events.add_metric([event], n)
-            clamped = CounterMetricFamily("streameval_clamped_values", HELP["streameval_clamped_values_total"], labels=["reason"])
-            for reason, n in sorted(CLAMPED.items()):
-                clamped.add_metric([reason], n)
-            out_errors = CounterMetricFamily("streameval_output_errors", HELP["streameval_output_errors_total"], labels=["output"])
-            for output, n in sorted(st.output_errors.items()):
-                out_errors.add_metric([output], n)
-            unscored = CounterMetricFamily("streameval_unscored_runs", HELP["streameval_unscored_runs_total"], labels=["reason"])
-            for reason, n in sorted(st.unscored.items()):
-                unscored.add_metric([reason], n)
-            aborts = CounterMetricFamily("streameval_aborts", HELP["streameval_aborts_total"], labels=["policy", "action"])
-            for (policy, action), n in sorted(st.aborts.items()):
-                aborts.add_metric([policy, action], n)
-            acted = CounterMetricFamily("streameval_abort_actions", HELP["streameval_abort_actions_total"], labels=["action", "outcome"])
-            # copied first: the webhook worker adds outcomes from its own thread
-            for (action, outcome), n in sorted(dict(st.abort_outcomes).items()):
-                acted.add_metric([action, outcome], n)
-            lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
-            cum, buckets = 0, []
-            for bound, n in zip((*st.LAG_BUCKETS, math.inf), st.lag_counts):
-                cum += n
-                buckets.append(("+Inf" if bound == math.inf else repr(bound), cum))
-            lag.add_metric([], buckets, st.lag_sum)
-            sessions = GaugeMetricFamily("streameval_sessions", HELP["streameval_sessions"], labels=["state"])
-            sessions.add_metric(["active"], active)
-            sessions.add_metric(["finished"], finished)
-            queue = GaugeMetricFamily("streameval_backlog_bytes", HELP["streameval_backlog_bytes"], value=st.backlog_bytes)
-            hits = CounterMetricFamily("streameval_cache_hits", HELP["streameval_cache_hits_total"], labels=["cache"])
-            misses = CounterMetricFamily("streameval_cache_misses", HELP["streameval_cache_misses_total"], labels=["cache"])
-            for name, cache in self.table.caches:
-                hits.add_metric([name], float(getattr(cache, "hits", 0)))
-                misses.add_metric([name], float(getattr(cache, "misses", 0)))
-        return runs, [lines, bad, events, unscored, clamped, out_errors, aborts, acted, lag, sessions, queue,
-                      hits, misses]
+        st = self.table.stats
+
+        def by(name: str, labels: list[str], counts: Counter) -> CounterMetricFamily:
+            fam = CounterMetricFamily(name, HELP[name + "_total"], labels=labels)
+            # copied first: the webhook worker adds abort outcomes from its own thread
+            for key, n in sorted(dict(counts).items()):
+                fam.add_metric(list(key) if isinstance(key, tuple) else [key], n)
+            return fam
+
+        families = [
+            CounterMetricFamily("streameval_lines_processed", HELP["streameval_lines_processed_total"],
+                                value=st.lines_processed),
+            by("streameval_bad_lines", ["reason"], st.bad_lines),
+            by("streameval_watch_events", ["event"], st.events),
+            by("streameval_unscored_runs", ["reason"], st.unscored),
+            by("streameval_clamped_values", ["reason"], CLAMPED),
+            by("streameval_output_errors", ["output"], st.output_errors),
+            by("streameval_aborts", ["policy", "action"], st.aborts),
+            by("streameval_abort_actions", ["action", "outcome"], st.abort_outcomes),
+        ]
+        lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
+        cum, buckets = 0, []
+        for bound, n in zip((*st.LAG_BUCKETS, math.inf), st.lag_counts):
+            cum += n
+            buckets.append(("+Inf" if bound == math.inf else repr(bound), cum))
+        lag.add_metric([], buckets, st.lag_sum)
+        sessions = GaugeMetricFamily("streameval_sessions", HELP["streameval_sessions"], labels=["state"])
+        sessions.add_metric(["active"], states["active"])
+        sessions.add_metric(["finished"], states["finished"])
+        hits = CounterMetricFamily("streameval_cache_hits", HELP["streameval_cache_hits_total"], labels=["cache"])
+        misses = CounterMetricFamily("streameval_cache_misses", HELP["streameval_cache_misses_total"], labels=["cache"])
+        for name, cache in self.table.caches:
+            hits.add_metric([name], float(getattr(cache, "hits", 0)))
+            misses.add_metric([name], float(getattr(cache, "misses", 0)))
+        return [*families, lag, sessions,
+                GaugeMetricFamily("streameval_stale_runs", HELP["streameval_stale_runs"], value=states["stale"]),
+                GaugeMetricFamily("streameval_backlog_bytes", HELP["streameval_backlog_bytes"], value=st.backlog_bytes),
+                hits, misses]
 
     def collect(self) -> Iterator[Any]:
         runs, process = self._gather()

@@ -27,6 +27,8 @@ from .tail import READ_CHUNK, FileTail
 log = logging.getLogger(__name__)
 
 POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
+#: trace lines processed per hold of the table lock
+LOCK_LINES = 64
 #: lines kept while a file's format is not known yet (most are blank, or a document's)
 HEAD_KEEP = 10_000
 #: formats whose every line is one whole run (OpenHands ``output.jsonl``; its adapter
@@ -204,8 +206,14 @@ class TraceFollower:
         with self.table.lock:
             for lineno in batch.too_long:
                 self._bad(lineno, Reason.LINE_TOO_LONG, "line longer than the limit, skipped")
-            for line, lineno in batch.lines:
-                self._line(line, lineno, now, batch.mtime)
+        # the lock per slice of lines, not per megabyte: a scrape or another file's
+        # batch gets in between (and one long tool call is served stale, not waited on)
+        lines = batch.lines
+        for start in range(0, len(lines), LOCK_LINES):
+            with self.table.lock:
+                for line, lineno in lines[start:start + LOCK_LINES]:
+                    self._line(line, lineno, now, batch.mtime)
+        with self.table.lock:
             self._counted = max(self._counted, *batch.too_long, 0)
         return len(batch.lines), False
 
@@ -214,9 +222,16 @@ class TraceFollower:
         self._replaying = self.restoring or lineno <= self._counted
         if not self._replaying:
             st.lines_processed += 1
-            if mtime is not None and mtime >= self.lag_since:
-                st.observe_lag(now - mtime)
         self._counted = max(self._counted, lineno)
+        try:
+            self._feed(line, lineno)
+        finally:
+            # lag: from the line's write time to when its numbers are ready, so a stall
+            # in processing shows, not only a slow file event
+            if not self._replaying and mtime is not None and mtime >= self.lag_since:
+                st.observe_lag(time.time() - mtime)
+
+    def _feed(self, line: bytes, lineno: int) -> None:
         if self.reader is None:
             if self.unknown_format or len(self._head) >= HEAD_KEEP:
                 return   # given up (its record says so when the run ends)

@@ -35,6 +35,8 @@ class LiveRun:
     #: session version whose record was last written or found already written
     checked_version: int | None = None
     aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
+    #: (labels, rows) of the last scrape: served again when a long batch holds the lock
+    exported_rows: Any = None
 
     @property
     def finished(self) -> bool:

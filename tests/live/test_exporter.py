@@ -128,6 +128,60 @@ def test_served_metrics_are_the_bytes_prometheus_client_would_write(tmp_path):
             om = r.read()
     finally:
         server.close()
-    assert 'run_id="q\\"b\\\\s\\nn"' in text.decode()
+    # quotes and backslashes escaped; a control character (the newline) exported as '?'
+    assert 'run_id="q\\"b\\\\s?n"' in text.decode()
     assert text == generate_latest(reg)
     assert om == generate_om(reg)
+
+
+def test_a_huge_label_value_is_capped_and_long_values_stay_distinct(tmp_path):
+    from streameval.live.exporter import MAX_LABEL, label_value
+
+    w, reg, d = setup(tmp_path)
+    # 300 KB each: meta.json itself is capped at 1 MiB (sidefiles.SMALL)
+    for name, model in (("big1", "m" * 300_000), ("big2", "m" * 300_000 + "x")):
+        run = tmp_path / "runs" / name
+        run.mkdir()
+        (run / "meta.json").write_text(json.dumps({"instance_id": "demo__demo-1", "run_id": name,
+                                                   "agent": "a", "model": model}))
+        (run / "trace.jsonl").write_bytes((d / "trace.jsonl").read_bytes())
+    w.scan()
+    w.poll_all()
+    text = generate_latest(reg).decode()
+    assert len(text) < 200_000, len(text)   # 300 KB per series would be ~15 MB
+    models = {line.split('model="')[1].split('"')[0] for line in text.splitlines()
+              if line.startswith("streameval_run_info{") and 'run_id="big' in line}
+    assert len(models) == 2 and all(len(m) <= MAX_LABEL for m in models)
+    assert label_value("plain-model") == "plain-model"
+
+
+def test_a_scrape_does_not_wait_behind_a_long_batch(tmp_path):
+    """A tool call that takes long to process holds the table lock: the scrape is
+    served within the wait, from the previous scrape's rows, and says how many."""
+    import threading
+    import time
+
+    w, reg, d = setup(tmp_path)
+    first = generate_latest(reg)
+    held, release = threading.Event(), threading.Event()
+
+    def long_batch():
+        with w.table.lock:
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=long_batch)
+    t.start()
+    held.wait()
+    try:
+        start = time.monotonic()
+        during = generate_latest(reg)
+        took = time.monotonic() - start
+    finally:
+        release.set()
+        t.join()
+    assert took < 2.0
+    stale = [ln for ln in during.decode().splitlines() if ln.startswith("streameval_stale_runs ")]
+    assert stale == ["streameval_stale_runs 1.0"]
+    runs_rows = [ln for ln in during.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
+    assert runs_rows == [ln for ln in first.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
