@@ -155,6 +155,12 @@ class RunSession:
 
     # ------------------------------------------------------------------ events
     def handle(self, event: TraceEvent) -> None:
+        if self.builder is None:
+            # released (``release_reading``): its record is written, and a trace that
+            # grows again is read anew; nothing may change a record already out
+            log.warning("run %s: event after its record was written; ignored",
+                        self.identity.run_id)
+            return
         self.version += 1
         if isinstance(event, ToolCall):
             self._on_call(event)
@@ -308,9 +314,23 @@ class RunSession:
             return self._provisional_cache[1]
         from .editloc import editloc
 
+        if self.builder is None:   # released after its record: the kept value stands
+            return self._provisional_cache[1] if self._provisional_cache else None
         value = editloc(self.builder.provisional_patch(), self.gold) if key else None
         self._provisional_cache = (key, value)
         return value
+
+    def release_reading(self) -> None:
+        """Drop what only reading more of the trace needs (the edit map with its file
+        copies, path caches): a finished run whose record is written keeps only its
+        numbers while it stays exported. Its provisional EditLoc is kept first; a
+        trace that grows again is read anew from its first byte, never into this."""
+        if self.builder is None:
+            return
+        self.provisional_editloc()
+        self.builder = None
+        self.last_call = None
+        self._resolved = {}
 
     # ------------------------------------------------------------------ views
     @property

@@ -54,7 +54,7 @@ HELP: dict[str, str] = {
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
-    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, reopened, reidentified, restored, patch_landed.",
+    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_stale_runs": "Runs this scrape served from the previous one: a long batch held the table lock.",
@@ -460,12 +460,12 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
     import errno
     import socket
     import threading
-    from socketserver import ThreadingMixIn
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+    from wsgiref.simple_server import make_server
 
     from prometheus_client import CollectorRegistry
 
     from ..errors import UsageError
+    from .httpbound import BoundedServer, QuietHandler
 
     try:
         family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
@@ -478,17 +478,12 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
     collector = RunsCollector(table)
     registry.register(collector)
 
-    class Server(ThreadingMixIn, WSGIServer):
-        daemon_threads = True
+    class Server(BoundedServer):
         address_family = family
-
-    class Quiet(WSGIRequestHandler):
-        def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
-            pass
 
     try:
         httpd = make_server(sockaddr[0], port, metrics_app(registry, collector if own else None),
-                            Server, handler_class=Quiet)
+                            Server, handler_class=QuietHandler)
     except OSError as exc:
         registry.unregister(collector)
         hint = ("pick another --port (0 = any free port)" if exc.errno == errno.EADDRINUSE

@@ -427,6 +427,8 @@ class TraceFollower:
                 break
             self.written[run.key] = digest
             run.record_written = True
+            if self.closed or self.fmt in RUN_PER_LINE:
+                run.session.release_reading()   # no line will reach it again
             n += 1
         return n
 

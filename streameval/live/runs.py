@@ -87,6 +87,7 @@ class RunTable:
 
         self.run_ids = RunIds()   # no two runs share a run id (their label sets)
         self._unscored: set[str] = set()
+        self._over_warned = False
 
     def unscored(self, key: str, identity: Any, error: str) -> None:
         """A run that cannot be scored (no gold row, no repository...): said once per
@@ -109,9 +110,11 @@ class RunTable:
         with self.lock:
             return self.runs.pop(key, None)
 
-    def expire(self, now: float | None = None, hold=None) -> list[str]:
+    def expire(self, now: float | None = None, hold=None, max_runs: int | None = None) -> list[str]:
         """Drop finished runs older than ``keep_finished_seconds``, except those
-        ``hold(run)`` keeps for now; returns their keys."""
+        ``hold(run)`` keeps for now; then, past ``max_runs``, the finished ones that
+        finished first (content can make runs without end: an ``output.jsonl`` naming a
+        new instance on every line). Returns their keys."""
         now = time.time() if now is None else now
         with self.lock:
             old = [k for k, r in self.runs.items()
@@ -119,6 +122,19 @@ class RunTable:
                    and not (hold is not None and hold(r))]
             for k in old:
                 del self.runs[k]
+            over = len(self.runs) - max_runs if max_runs is not None else 0
+            if over > 0:
+                done = sorted((r.finished_at, k) for k, r in self.runs.items()
+                              if r.finished_at is not None and not (hold is not None and hold(r)))
+                evicted = [k for _, k in done[:over]]
+                for k in evicted:
+                    del self.runs[k]
+                self.stats.events["evicted"] += len(evicted)
+                if len(evicted) < over and not self._over_warned:
+                    self._over_warned = True
+                    log.warning("%d runs in memory, over --max-runs %d: the rest are still "
+                                "active or owe their record", len(self.runs), max_runs)
+                old += evicted
         return old
 
     def counts(self) -> tuple[int, int]:

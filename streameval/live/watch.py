@@ -61,6 +61,8 @@ class WatchConfig:
     idle_timeout: float = 300.0
     patch_grace: float = 30.0
     keep_finished: float = 3600.0
+    #: runs in memory at most; the oldest finished (record written) are evicted first
+    max_runs: int = 10_000
     checkpoint: Path | None = None
     checkpoint_interval: float = 5.0
     fmt: str | None = None
@@ -246,7 +248,8 @@ class Watcher:
             hook(self, now)
         # a run still owing its record (patch grace longer than keep_finished) stays
         # until it is written: expired earlier, it would never be
-        self.table.expire(now, hold=lambda run: not run.record_written)
+        self.table.expire(now, hold=lambda run: not run.record_written,
+                          max_runs=self.cfg.max_runs)
         # every tick, not only when something expired now: a multi-run file may close
         # (idle) after its runs already left the table
         self._release_expired()
@@ -412,6 +415,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         add_sources,
         non_negative_float,
         positive_float,
+        positive_int,
     )
 
     p.add_argument("dir", type=Path, metavar="DIR", help="directory holding the agents' trace files")
@@ -431,6 +435,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds to wait for a patch after a run ends")
     p.add_argument("--keep-finished", type=non_negative_float, default=3600.0, metavar="SECONDS",
                    help="seconds finished runs stay exported")
+    p.add_argument("--max-runs", type=positive_int, default=10_000, metavar="N",
+                   help="runs kept in memory at most: past it, the oldest finished runs whose "
+                        "record is written leave first (default 10000)")
     p.add_argument("--checkpoint", type=Path, metavar="FILE",
                    help="state file for resuming after a restart")
     p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
@@ -450,7 +457,7 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
         root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
         port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
-        keep_finished=args.keep_finished, checkpoint=args.checkpoint,
+        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=args.checkpoint,
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
         include_sidechain=args.include_sidechain, force_polling=args.poll)
 

@@ -185,3 +185,35 @@ def test_a_scrape_does_not_wait_behind_a_long_batch(tmp_path):
     assert stale == ["streameval_stale_runs 1.0"]
     runs_rows = [ln for ln in during.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
     assert runs_rows == [ln for ln in first.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
+
+
+def test_idle_connections_get_a_bounded_number_of_threads_and_scrapes_resume(tmp_path):
+    """Forty clients that connect and never send: at most MAX_HANDLERS threads serve
+    them, the rest are closed at once; once they go, a scrape answers at once."""
+    import socket
+    import threading
+    import time
+    import urllib.request
+
+    from streameval.live.exporter import serve
+    from streameval.live.httpbound import MAX_HANDLERS
+
+    w, reg, d = setup(tmp_path)
+    server, _sreg, port = serve(w.table, "127.0.0.1", 0)
+    before = threading.active_count()
+    socks = []
+    try:
+        for _ in range(40):
+            socks.append(socket.create_connection(("127.0.0.1", port)))
+        time.sleep(0.5)
+        assert threading.active_count() - before <= MAX_HANDLERS
+        assert server._server.refused >= 40 - MAX_HANDLERS
+    finally:
+        for sock in socks:
+            sock.close()
+    time.sleep(0.3)
+    start = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        assert b"streameval_run_info" in r.read()
+    assert time.monotonic() - start < 2.0
+    server.close()

@@ -319,3 +319,34 @@ def test_a_file_never_recognised_gets_replays_error_record_at_idle(env, tmp_path
     assert "could not detect the trace format" in replayed["error"]
     assert line + b"\n" == record_line(replayed)
     assert w.table.stats.bad_lines["unknown_format"] == 1
+
+
+# ------------------------------------------------------------------ growth
+
+
+def test_an_output_jsonl_naming_a_new_instance_per_line_stays_under_max_runs(env, tmp_path):
+    """OpenHands' output.jsonl holds one whole run per line: 60 lines, each a new
+    instance, with --max-runs 10. Every run's record is written (equal to replay),
+    at most 10 runs stay in memory, and the ones kept have let go of their reading
+    state."""
+    from fixture_paths import REAL
+
+    s, runs, res = env
+    src = (REAL / "openhands" / "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl")
+    template = orjson.loads(src.read_bytes().split(b"\n")[0])
+    d = runs / "batch"
+    d.mkdir()
+    trace = d / "output.jsonl"
+    w = watcher(runs, res, tmp_path, max_runs=10)
+    w.scan()
+    for i in range(60):
+        append(trace, orjson.dumps({**template, "instance_id": f"org__repo-{i}"}))
+        w.changed(trace)
+        w.tick()
+        assert len(w.table.runs) <= 10
+    out = [orjson.loads(line) for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    replayed = evaluate_trace(trace, res, root=runs)
+    assert sorted(r["run_id"] for r in out) == sorted(r["run_id"] for r in replayed)
+    assert len(out) == 60
+    assert w.table.stats.events["evicted"] >= 50
+    assert all(r.session.builder is None for r in w.table.runs.values() if r.record_written)
