@@ -202,3 +202,26 @@ def test_dockerfile_builds_the_package_and_runs_watch():
     assert args.command == "watch" and args.host == "0.0.0.0"
     ignore = (ROOT / ".dockerignore").read_text().split()
     assert ".git" in ignore and "tests" in ignore
+
+
+def test_every_pod_that_binds_beyond_loopback_is_fenced_by_a_network_policy():
+    """A watcher serving on 0.0.0.0 in a pod is reachable by every pod of the cluster
+    unless a NetworkPolicy says who may scrape it."""
+    import yaml
+
+    policies = [yaml.safe_load(doc) for path, doc in k8s_docs()
+                if re.search(r"^kind: NetworkPolicy$", doc, re.M)]
+    fenced = [p["spec"]["podSelector"]["matchLabels"] for p in policies
+              if "Ingress" in p["spec"]["policyTypes"]]
+    for path, doc in k8s_docs():
+        obj = yaml.safe_load(doc)
+        if obj["kind"] not in ("DaemonSet", "Deployment", "StatefulSet"):
+            continue
+        pod = obj["spec"]["template"]
+        args = [a for c in pod["spec"]["containers"] for a in c.get("args", [])]
+        if "--host" in args and args[args.index("--host") + 1] not in ("127.0.0.1", "::1"):
+            labels = pod["metadata"]["labels"]
+            assert any(all(labels.get(k) == v for k, v in sel.items()) for sel in fenced), path.name
+    for p in policies:
+        ports = [port["port"] for rule in p["spec"]["ingress"] for port in rule["ports"]]
+        assert ports == [9108] and all(rule.get("from") for rule in p["spec"]["ingress"])
