@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import logging
+import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -78,6 +80,19 @@ class WatchConfig:
     step_ms: int = 5
 
 
+def _kind(path: Path) -> str:
+    """"file", "missing", or "hidden": there but not visible now (a directory that lost
+    its search permission, a symlink loop), which is neither followed nor taken for
+    deleted; "other" for what is not a regular file (a FIFO, a directory)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError:
+        return "hidden"
+    return "file" if stat.S_ISREG(st.st_mode) else "other"
+
+
 class Watcher:
     """Owns the followers; every method runs on the watcher's one event-loop thread."""
 
@@ -111,7 +126,7 @@ class Watcher:
         """Find trace files not yet followed (start-up and periodic safety net)."""
         found = 0
         for p in walk_files(self.cfg.root):
-            if p not in self.followers and self.is_trace(p) and p.is_file():
+            if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
                 self.follow(p)
                 found += 1
         return found
@@ -149,7 +164,7 @@ class Watcher:
             self.poll_predictions()
             return
         f = self.followers.get(path)
-        if (deleted or f is not None) and not path.exists():
+        if (deleted or f is not None) and _kind(path) == "missing":
             # a "deleted" event is believed only while the file is really gone: a trace
             # renamed away and created anew gives (deleted, added) in one unordered
             # batch, and the new file's run must not be ended by the old file's event
@@ -157,7 +172,7 @@ class Watcher:
                 self._deleted(f, now)
             return
         if f is None:
-            if not self.is_trace(path) or not path.is_file():
+            if not self.is_trace(path) or _kind(path) != "file":
                 return
             f = self.follow(path)
         f.poll(now)
@@ -186,7 +201,7 @@ class Watcher:
     def poll_all(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         for f in list(self.followers.values()):
-            if not f.path.exists():
+            if _kind(f.path) == "missing":
                 self._deleted(f, now)
             else:
                 f.poll(now)

@@ -350,3 +350,59 @@ def test_an_output_jsonl_naming_a_new_instance_per_line_stays_under_max_runs(env
     assert len(out) == 60
     assert w.table.stats.events["evicted"] >= 50
     assert all(r.session.builder is None for r in w.table.runs.values() if r.record_written)
+
+
+# ------------------------------------------------------------------ permissions
+
+_LOST_SEARCH = r'''
+import json, os, sys, time
+sys.path[:0] = sys.argv[1:3]
+from pathlib import Path
+from claude_run import watcher
+from streameval.tracefile import evaluate_trace, load_resources, record_line
+tmp = Path(sys.argv[3])
+res = load_resources(str(tmp / "gold.jsonl"), None, str(tmp / "repo"))
+runs = tmp / "runs"
+w = watcher(runs, res, tmp, idle=3600)
+w.scan(); w.poll_all()
+os.chmod(runs / "b", 0o600)          # b loses its search permission mid-run
+w.scan(); w.poll_all(); w.tick()
+w.changed(runs / "b" / "trace.jsonl"); w.tick(now=time.time() + 7200)
+lines = (tmp / "out.jsonl").read_bytes().splitlines()
+a = record_line(evaluate_trace(runs / "a" / "trace.jsonl", res, root=runs)[0])
+os.chmod(runs / "b", 0o755)
+print(json.dumps({"records": len(lines), "a_equal": lines[0] + b"\n" == a}))
+'''
+
+
+def test_a_run_directory_that_loses_its_search_permission_stops_nothing(tmp_path):
+    """Root ignores permissions: as root the child runs without CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH (util-linux ``setpriv``), so the owner's modes hold for it."""
+    import shutil
+    import subprocess
+    import sys
+
+    from claude_run import make_setup
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    for name in ("a", "b"):
+        d = runs / name
+        d.mkdir(parents=True)
+        (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": name}))
+        c = Claude()
+        append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
+    here = Path(__file__).resolve().parent
+    cmd = [sys.executable, "-c", _LOST_SEARCH, str(here), str(here.parent), str(tmp_path)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root without util-linux setpriv: permissions cannot be tested")
+        cmd = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", *cmd]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        os.chmod(runs / "b", 0o755)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # both runs were read before b went dark: both records, a exactly as replayed
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"records": 2, "a_equal": True}
