@@ -70,8 +70,14 @@ class TraceReader:
             if self.on_bad is not None and isinstance(ev, BadLine):
                 self.on_bad(ev)
 
-    def feed_line(self, line: bytes, lineno: int) -> None:
+    def feed_line(self, line: bytes | None, lineno: int) -> None:
+        """One line; None for a line too long to hold (``iter_lines``, the watcher's
+        tail), which is a bad line of the current run."""
         self.lines += 1
+        if line is None:
+            self.dispatch([BadLine(lineno, Reason.LINE_TOO_LONG.value,
+                                   "line longer than the limit, skipped")])
+            return
         try:
             events = self.adapter.feed(line, lineno)
         except Exception as exc:  # an adapter bug must not stop the stream
@@ -121,23 +127,21 @@ def record_line(record: dict) -> bytes:
         return orjson.dumps(jsonable(record)) + b"\n"
 
 
-def iter_lines(path: Path, chunk: int = 1 << 20) -> Iterable[tuple[bytes, int]]:
-    """Whole lines of a file with 1-based numbers; a last line without newline included."""
-    lineno = 0
-    rest = b""
-    with open(path, "rb") as fh:
-        while True:
-            data = fh.read(chunk)
-            if not data:
-                break
-            data = rest + data
-            parts = data.split(b"\n")
-            rest = parts.pop()
-            for part in parts:
-                lineno += 1
-                yield part.rstrip(b"\r"), lineno
-    if rest:
-        yield rest.rstrip(b"\r"), lineno + 1
+def iter_lines(path: Path, max_bytes: int = 1 << 22) -> Iterable[tuple[bytes | None, int]]:
+    """Whole lines of a file with 1-based numbers, a last line without newline included;
+    a line longer than the watcher's limit comes as ``(None, lineno)`` (skipped without
+    being held in memory). Split by the watcher's own ``FileTail``, so replay and
+    watch see the same lines, and linear however long a line is."""
+    from .live.tail import FileTail
+
+    tail = FileTail(path)
+    while True:
+        batch = tail.poll(final=True, max_bytes=max_bytes)
+        if batch.status == "missing":
+            raise FileNotFoundError(f"{path}: cannot be read")
+        yield from batch.ordered()
+        if not batch.more:
+            return
 
 
 # ---------------------------------------------------------------------- one-call API

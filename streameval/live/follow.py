@@ -203,21 +203,16 @@ class TraceFollower:
             self.restart("reopened")
             return self.poll(now), True
         self.last_growth = now
-        with self.table.lock:
-            for lineno in batch.too_long:
-                self._bad(lineno, Reason.LINE_TOO_LONG, "line longer than the limit, skipped")
+        lines = batch.ordered()   # a line too long to hold is None, in its place
         # the lock per slice of lines, not per megabyte: a scrape or another file's
         # batch gets in between (and one long tool call is served stale, not waited on)
-        lines = batch.lines
         for start in range(0, len(lines), LOCK_LINES):
             with self.table.lock:
                 for line, lineno in lines[start:start + LOCK_LINES]:
                     self._line(line, lineno, now, batch.mtime)
-        with self.table.lock:
-            self._counted = max(self._counted, *batch.too_long, 0)
-        return len(batch.lines), False
+        return len(lines), False
 
-    def _line(self, line: bytes, lineno: int, now: float, mtime: float | None) -> None:
+    def _line(self, line: bytes | None, lineno: int, now: float, mtime: float | None) -> None:
         st = self.table.stats
         self._replaying = self.restoring or lineno <= self._counted
         if not self._replaying:
@@ -231,7 +226,10 @@ class TraceFollower:
             if not self._replaying and mtime is not None and mtime >= self.lag_since:
                 st.observe_lag(time.time() - mtime)
 
-    def _feed(self, line: bytes, lineno: int) -> None:
+    def _feed(self, line: bytes | None, lineno: int) -> None:
+        if line is None and self.reader is None:
+            self._bad(lineno, Reason.LINE_TOO_LONG, "line longer than the limit, skipped")
+            return
         if self.reader is None:
             if self.unknown_format or len(self._head) >= HEAD_KEEP:
                 return   # given up (its record says so when the run ends)
@@ -251,12 +249,10 @@ class TraceFollower:
             self.table.stats.bad_lines[str(bad.reason)] += 1
 
     def _bad(self, lineno: int, reason: Reason, message: str) -> None:
-        if not self.restoring and lineno > self._counted:
+        """A bad line before any run exists (the format not known yet)."""
+        if not self._replaying:
             self.table.stats.bad_lines[reason.value] += 1
             log.warning("%s:%d: %s", self.path, lineno, message)
-        if self.reader is not None and self.reader.current is not None:
-            self.reader.current.extras.bad_lines[reason.value] += 1
-            self.reader.current.version += 1   # its record changed
 
     def _detect(self) -> bool:
         """Pick the adapter once enough of the head is known."""
@@ -299,9 +295,9 @@ class TraceFollower:
         unknown: the run's record is the error replay gives."""
         from ..formats import detect_format
 
-        lines = self._head + self.tail.poll(final=True).lines
+        lines = self._head + self.tail.poll(final=True).ordered()
         self._head = []
-        head = [ln for ln, _ in lines if ln.strip()][:HEAD_LINES]
+        head = [ln for ln, _ in lines if ln is not None and ln.strip()][:HEAD_LINES]
         try:
             self._use(self.forced_fmt or detect_format(head))
         except TraceFormatError as exc:
@@ -340,18 +336,18 @@ class TraceFollower:
             self.tail.reset()
             self.reader = None
             self.closed = False
-            batch = self.tail.poll(final=True)
-            if not self._detect_from(batch.lines):
+            lines = self.tail.poll(final=True).ordered()
+            if not self._detect_from([item for item in lines if item[0] is not None]):
                 return 0
-            for line, lineno in batch.lines:
+            for line, lineno in lines:
                 self.reader.feed_line(line, lineno)
             self.reader.close()
             # each line of the document counted once, however often it is saved
-            last = batch.lines[-1][1] if batch.lines else 0
+            last = lines[-1][1] if lines else 0
             if last > self._counted and not self.restoring:
                 self.table.stats.lines_processed += last - self._counted
             self._counted = max(self._counted, last)
-        return len(batch.lines)
+        return len(lines)
 
     def _detect_from(self, lines: list[tuple[bytes, int]]) -> bool:
         self._head = list(lines[: HEAD_LINES * 4])

@@ -30,6 +30,13 @@ class TailBatch:
     mtime: float | None = None    # the file's mtime when read: the lines' write time
     more: bool = False            # stopped at ``max_bytes`` with the file not read to its end
 
+    def ordered(self) -> list[tuple[bytes | None, int]]:
+        """Every line in file order, a skipped (too long) one as ``(None, lineno)``: what
+        the watcher and replay's ``iter_lines`` both feed a ``TraceReader``."""
+        if not self.too_long:
+            return list(self.lines)
+        return sorted([*self.lines, *((None, n) for n in self.too_long)], key=lambda item: item[1])
+
 
 class FileTail:
     """Incremental reader of one file; ``poll()`` returns the lines added since last time.

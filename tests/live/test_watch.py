@@ -251,3 +251,27 @@ def test_a_touch_is_not_a_rewrite(env, tmp_path):
     os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
     w.changed(trace)
     assert not w.table.stats.events["rewritten"] and not w.table.stats.events["truncated"]
+
+
+@pytest.mark.parametrize("size_mb", [40, 70])
+def test_a_huge_line_is_the_same_bad_line_in_watch_and_replay(env, tmp_path, size_mb):
+    """40 MB: read, and refused by the adapter's limit; 70 MB: skipped by the tail
+    without being held. Either way one line_too_long, and the calls around it scored,
+    the same in watch and replay."""
+    from streameval.tracefile import record_line
+
+    s, runs, res = env
+    d = run_dir(runs, meta={"instance_id": s.instance, "run_id": "huge"})
+    trace = d / "trace.jsonl"
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
+    with open(trace, "ab") as fh:
+        fh.write(b'{"type": "user", "pad": "' + b"x" * (size_mb << 20) + b'"}\n')
+    append(trace, *c.read("src/util.py", UTIL, 1, 5), c.result())
+    w = started(runs, res, tmp_path)
+    w.tick()
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    [replayed] = evaluate_trace(trace, res, root=runs)
+    assert line + b"\n" == record_line(replayed)
+    assert replayed["num_steps"] == 2 and replayed["bad_lines"] == {"line_too_long": 1}
+    assert w.table.stats.bad_lines["line_too_long"] == 1
