@@ -228,7 +228,8 @@ class RunsCollector:
     def _gather(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], list]:
         """Per-run rows and the process-wide families, read under the lock."""
         runs, states = self._gather_runs()
-        with _held(self.table.lock):
+        # the lock was busy for the runs: the counters are read without waiting again
+        with _held(self.table.lock, 0.0 if states["stale"] else LOCK_WAIT):
             return runs, self._process_families(states)
 
     def _gather_runs(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], Counter]:
