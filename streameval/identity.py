@@ -136,6 +136,7 @@ def identify(trace: Path, instance: str | None = None,
         pid_noted_at=noted_at,
         trace=rel,
         run_id_given=bool(given),
+        fidelity=meta.get("fidelity") if meta.get("fidelity") in ("full", "inputs") else None,
     )
 
 

@@ -272,6 +272,8 @@ class RunIdentity:
     trace: str | None = None
     #: ``meta.json`` named the run: the trace's session id does not replace it
     run_id_given: bool = False
+    #: what a pushed run's source carries (``full``, ``inputs``: docs/ingest.md)
+    fidelity: str | None = None
 
     def labels(self) -> dict[str, str]:
         return {"run_id": self.run_id, "instance_id": self.instance_id,

@@ -353,6 +353,7 @@ class RunSession:
         rec.update({
             "run_id": ident.run_id,
             "trace": ident.trace,
+            **({"fidelity": ident.fidelity} if ident.fidelity else {}),
             "agent": agent,
             "model": model,
             "format": self.fmt,

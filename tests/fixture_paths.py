@@ -8,4 +8,5 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = FIXTURES / "real"
+PUSH = FIXTURES / "push"
 GOLD_PARQUET = FIXTURES / "data" / "verified_test.parquet"

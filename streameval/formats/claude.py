@@ -156,7 +156,10 @@ class ClaudeAdapter(TypedJsonlAdapter):
             if call is None:
                 continue  # answer to a call we never saw (trace started mid-way)
             self._remember_answered(call.call_id)
-            call.output = _result_text(block.get("content"))
+            # ``"content": null``: what was shown is not recorded (a pushed OpenTelemetry
+            # event, streameval.ingest); a missing key is an empty result, as before
+            call.output = None if "content" in block and block["content"] is None \
+                else _result_text(block.get("content"))
             call.is_error = block.get("is_error") is True
             call.ended_at = ended
             call.structured = structured

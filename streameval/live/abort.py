@@ -218,6 +218,9 @@ class AbortEngine:
         fired = self._fired.get((run.key, run.session.identity.run_id), {})
         for policy, action in fired.items():  # a restarted run keeps what fired
             run.aborted.setdefault(policy, action)
+            if run.steer is None and not self.dry_run:
+                run.steer = (f"streameval stopped this run (policy {policy}). "
+                             "Do not start new work: finish with what you have.")
 
         def listener(session, _outcome, _call) -> None:
             if session is run.session:
@@ -266,6 +269,9 @@ class AbortEngine:
                      trace=str(trace_path) if trace_path is not None else None,
                      dry_run=self.dry_run)
         run.aborted[p.name] = p.action
+        if not self.dry_run and run.steer is None:
+            run.steer = (f"streameval stopped this run (policy {p.name}): {reason}. "
+                         "Do not start new work: finish with what you have.")
         self._remember((run.key, ident.run_id), p.name, p.action)
         if not self.dry_run and p.action != "file" and self.on_decided is not None:
             self.on_decided()   # journaled first: at most once, even across a crash

@@ -60,6 +60,7 @@ HELP: dict[str, str] = {
     "streameval_stale_runs": "Runs this scrape served from the previous one: a long batch held the table lock.",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
     "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
+    "streameval_ingest_requests_total": "Pushed requests (watch --ingest) by route (claude, logs, lines) and HTTP status.",
     "streameval_unscored_runs_total": "Runs that cannot be scored, by reason (missing_gold, missing_repo, ...).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
     "streameval_cache_misses_total": "Cache misses by cache.",
@@ -271,7 +272,7 @@ class RunsCollector:
             fam = CounterMetricFamily(name, HELP[name + "_total"], labels=labels)
             # copied first: the webhook worker adds abort outcomes from its own thread
             for key, n in sorted(dict(counts).items()):
-                fam.add_metric(list(key) if isinstance(key, tuple) else [key], n)
+                fam.add_metric([str(k) for k in key] if isinstance(key, tuple) else [str(key)], n)
             return fam
 
         families = [
@@ -284,6 +285,7 @@ class RunsCollector:
             by("streameval_output_errors", ["output"], st.output_errors),
             by("streameval_aborts", ["policy", "action"], st.aborts),
             by("streameval_abort_actions", ["action", "outcome"], st.abort_outcomes),
+        by("streameval_ingest_requests", ["route", "status"], st.ingest_requests),
         ]
         lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
         cum, buckets = 0, []
@@ -452,11 +454,13 @@ def metrics_app(registry, collector: RunsCollector | None = None) -> Callable:
     return app
 
 
-def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=None):
+def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=None,
+          wrap: Callable[[Callable], Callable] | None = None):
     """Register the collector and serve ``/metrics``; returns (server, registry, port).
 
     ``port=0`` picks a free port (tests); the bound port is returned so the caller
     can print the URL it really serves on. Binds 127.0.0.1 unless told otherwise.
+    ``wrap`` puts another app in front (the ingest endpoints, ``watch --ingest``).
     """
     import errno
     import socket
@@ -483,7 +487,8 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
         address_family = family
 
     try:
-        httpd = make_server(sockaddr[0], port, metrics_app(registry, collector if own else None),
+        app = metrics_app(registry, collector if own else None)
+        httpd = make_server(sockaddr[0], port, wrap(app) if wrap is not None else app,
                             Server, handler_class=QuietHandler)
     except OSError as exc:
         registry.unregister(collector)

@@ -37,6 +37,8 @@ class LiveRun:
     aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
     #: (labels, rows) of the last scrape: served again when a long batch holds the lock
     exported_rows: Any = None
+    #: why a policy stopped this run: a hook-connected agent's next call is denied with it
+    steer: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -56,6 +58,7 @@ class EvaluatorStats:
         self.abort_outcomes: Counter = Counter()   # (action, outcome) -> n
         self.unscored: Counter = Counter()  # reason -> runs that could not be scored
         self.output_errors: Counter = Counter()  # output (out, checkpoint...) -> failed writes
+        self.ingest_requests: Counter = Counter()  # (route, status) -> pushed requests
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
         self.lag_sum = 0.0
         self.lag_count = 0

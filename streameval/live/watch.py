@@ -140,6 +140,21 @@ class Watcher:
         self.table.stats.events["appeared"] += 1
         return f
 
+    # ------------------------------------------------------------------ pushed runs
+    def processed_up_to(self, path: Path) -> int:
+        """Bytes of ``path`` read and scored (ingest waits on it; read from its thread,
+        two ints, no lock needed)."""
+        f = self.followers.get(path)
+        return f.tail.offset - f.tail.pending if f is not None else -1
+
+    def steer_reason(self, path: Path) -> str | None:
+        """Why a policy stopped a run of ``path``, for a hook-connected agent."""
+        f = self.followers.get(path)
+        if f is None:
+            return None
+        with self.table.lock:
+            return next((r.steer for r in f.live_runs() if r.steer), None)
+
     # ------------------------------------------------------------------ changes
     def handle_changes(self, changes, now: float | None = None) -> None:
         """One watchfiles batch of (path, deleted): listeners (abort policies, which
@@ -465,6 +480,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from .abort import add_arguments as add_abort_arguments
 
     add_abort_arguments(p)  # --abort-config FILE, --dry-run
+    from ..ingest.wiring import add_arguments as add_ingest_arguments
+
+    add_ingest_arguments(p)  # --ingest, --ingest-token, --ingest-max-runs
 
 
 def config_from_args(args: argparse.Namespace) -> WatchConfig:
@@ -498,8 +516,12 @@ def run(args: argparse.Namespace) -> int:
     except AbortConfigError as exc:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
+    from ..ingest.wiring import from_args as ingest_from_args
+
     try:
-        server, _registry, port = serve(w.table, cfg.host, cfg.port)
+        ingest = ingest_from_args(args, w)
+        server, _registry, port = serve(w.table, cfg.host, cfg.port,
+                                        wrap=ingest.mount if ingest is not None else None)
     except UsageError:
         if engine is not None:
             engine.close()

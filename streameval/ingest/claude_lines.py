@@ -1,0 +1,79 @@
+"""Claude Code events from a push source -> lines of a Claude session transcript.
+
+Hooks and OpenTelemetry events describe one tool call each; written as the two lines a
+session transcript has for it (the ``tool_use`` and its ``tool_result``), they are read
+by the Claude adapter like a transcript the agent wrote itself, so a pushed run and the
+run's own transcript are scored by the same rules.
+
+The ``tool_result`` text is what the model was shown, rebuilt from the hook's
+structured ``tool_response``: a ``Read`` as Claude Code 2.1 numbers it (``N\\tline``),
+a ``Bash`` its stdout then stderr. An OpenTelemetry ``tool_result`` carries the input
+only: its ``content`` is ``null`` (nothing recorded of what was shown), and the call's
+own window is credited (fidelity ``inputs``, docs/ingest.md).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _base(session_id: str, cwd: str | None, timestamp: str | None) -> dict:
+    line: dict[str, Any] = {"sessionId": session_id, "timestamp": timestamp or _now_iso(),
+                            "isSidechain": False}
+    if cwd:
+        line["cwd"] = cwd
+    return line
+
+
+def tool_call_lines(session_id: str, cwd: str | None, call_id: str, tool: str, tool_input: Any,
+                    shown: str | None, structured: Any = None, is_error: bool = False,
+                    timestamp: str | None = None) -> list[bytes]:
+    """The transcript lines of one finished call; ``shown`` None: not recorded."""
+    use = {**_base(session_id, cwd, timestamp), "type": "assistant", "message": {
+        "id": f"push-{call_id}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": call_id, "name": tool,
+             "input": tool_input if isinstance(tool_input, dict) else {}}]}}
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": shown}
+    if is_error:
+        result["is_error"] = True
+    answer: dict[str, Any] = {**_base(session_id, cwd, timestamp), "type": "user",
+                              "message": {"role": "user", "content": [result]}}
+    if isinstance(structured, dict):
+        answer["toolUseResult"] = structured
+    return [json.dumps(use).encode(), json.dumps(answer).encode()]
+
+
+def end_line(session_id: str) -> bytes:
+    """The run is over (SessionEnd): a stream-json ``result`` ends it for the adapter."""
+    return json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                       "session_id": session_id}).encode()
+
+
+def shown_text(tool: str, response: Any) -> str:
+    """What a Claude Code tool showed the model, from its hook ``tool_response``."""
+    if isinstance(response, str):
+        return response
+    if not isinstance(response, dict):
+        return "" if response is None else json.dumps(response)
+    file = response.get("file")
+    if tool == "Read" and isinstance(file, dict) and isinstance(file.get("content"), str):
+        start = file.get("startLine") if isinstance(file.get("startLine"), int) else 1
+        lines = file["content"].split("\n")
+        return "\n".join(f"{start + i}\t{line}" for i, line in enumerate(lines))
+    if "stdout" in response or "stderr" in response:
+        out, err = response.get("stdout") or "", response.get("stderr") or ""
+        return f"{out}\n{err}".strip("\n") if err else str(out)
+    if isinstance(response.get("content"), str):       # Grep, content mode
+        return response["content"]
+    names = response.get("filenames")
+    if isinstance(names, list):                          # Glob, Grep files mode
+        return "\n".join(str(n) for n in names)
+    if isinstance(response.get("filePath"), str):        # Edit, Write, MultiEdit
+        return f"The file {response['filePath']} has been updated."
+    return json.dumps(response)

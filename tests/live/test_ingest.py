@@ -1,0 +1,230 @@
+"""The ingest endpoints over real HTTP: pushed lines, the real Claude Code hook payloads
+and OTLP exports captured from the real CLIs (JSON, and the same as protobuf), steering,
+and every refusal a clear 4xx while the watcher goes on."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+from claude_run import APP, UTIL, Claude
+from fixture_paths import PUSH
+
+from streameval.errors import UsageError
+from streameval.ingest.server import IngestApp
+from streameval.ingest.spool import Spool
+from streameval.ingest.wiring import SPOOL_NAME
+from streameval.live.exporter import serve
+from streameval.tracefile import evaluate_trace, record_line
+
+
+class Served:
+    def __init__(self, watcher, token=None, max_runs=1000, max_body=None):
+        self.w = watcher
+        kw = {"max_body": max_body} if max_body else {}
+        self.app = IngestApp(Spool(watcher.cfg.root / SPOOL_NAME, max_runs), token=token,
+                             steer=watcher.steer_reason, **kw)
+        self.app.counts = watcher.table.stats.ingest_requests
+        self.server, _reg, self.port = serve(watcher.table, "127.0.0.1", 0, wrap=self.app.mount)
+
+    def post(self, path: str, body: bytes, ctype="application/json", headers=None) -> tuple[int, dict | bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.request("POST", path, body=body, headers={"Content-Type": ctype, **(headers or {})})
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        try:
+            return resp.status, json.loads(data) if data else {}
+        except ValueError:
+            return resp.status, data
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def close(self):
+        self.server.close()
+
+
+@pytest.fixture
+def served(env, tmp_path):
+    from claude_run import watcher
+
+    s, runs, res = env
+    w = watcher(runs, res, tmp_path)
+    srv = Served(w)
+    yield s, runs, res, w, srv
+    srv.close()
+
+
+def _poll(w):
+    w.scan()
+    w.poll_all()
+
+
+def test_pushed_lines_are_scored_as_the_same_file_replayed(served, tmp_path):
+    s, runs, res, w, srv = served
+    c = Claude()
+    lines = [c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 5), c.result()]
+    own = tmp_path / "own.jsonl"
+    own.write_bytes(b"\n".join(lines) + b"\n")
+    q = f"?instance_id={s.instance}"
+    assert srv.post(f"/v1/runs/r-1/lines{q}", b"\n".join(lines[:3]), "application/x-ndjson") == \
+        (200, {"accepted": 3})
+    _poll(w)
+    assert srv.post(f"/v1/runs/r-1/lines{q}", b"\n".join(lines[3:]) + b"\n")[0] == 200
+    _poll(w)
+    w.tick()
+    [line] = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    pushed = runs / SPOOL_NAME / "lines" / "r-1" / "trace.jsonl"
+    assert line + b"\n" == record_line(evaluate_trace(pushed, res, root=runs)[0])
+    rec, mine = orjson.loads(line), evaluate_trace(own, res, instance=s.instance)[0]
+    assert rec["fidelity"] == "full" and rec["run_id"] == "r-1"
+    assert rec["final"] == mine["final"] and rec["num_steps"] == mine["num_steps"] == 2
+
+
+def _hooks() -> list[dict]:
+    return [json.loads(x) for x in (PUSH / "claude-code-2.1.328.hooks.jsonl").read_text().splitlines()]
+
+
+def test_real_claude_code_hook_payloads_become_its_calls(served):
+    """The payloads Claude Code 2.1.328 sent (Read 1-12, sed -n 30,40p, Edit of line 4)."""
+    s, runs, res, w, srv = served
+    for hook in _hooks():
+        status, answer = srv.post(f"/v1/hooks/claude?instance_id={s.instance}", json.dumps(hook).encode())
+        assert (status, answer) == (200, {})
+    sid = _hooks()[0]["session_id"]
+    trace = runs / SPOOL_NAME / "claude-hooks" / sid / "trace.jsonl"
+    from streameval.formats.claude import ClaudeAdapter
+    from streameval.model import RunEnd, ToolCall
+
+    adapter = ClaudeAdapter()
+    events = [e for i, ln in enumerate(trace.read_bytes().splitlines(), 1) for e in adapter.feed(ln, i)]
+    events += adapter.close()
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert [c.tool for c in calls] == ["Read", "Bash", "Edit"]
+    assert calls[0].output.split("\n")[0] == '1\t"""A module."""'
+    assert calls[0].output.split("\n")[-1] == "12\t    if value:"
+    assert calls[1].output.startswith("def eps(x):")
+    assert isinstance(calls[2].structured, dict) and "structuredPatch" in calls[2].structured
+    assert any(isinstance(e, RunEnd) for e in events)   # SessionEnd ends the run
+    meta = json.loads((trace.parent / "meta.json").read_text())
+    assert meta == {"run_id": sid, "agent": "claude-code", "fidelity": "full", "instance_id": s.instance}
+
+
+def _otlp_json(name: str) -> bytes:
+    return (PUSH / name).read_bytes()
+
+
+def _as_protobuf(body: bytes) -> bytes:
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    return ParseDict(json.loads(body), ExportLogsServiceRequest()).SerializeToString()
+
+
+@pytest.mark.parametrize("name,source,fidelity", [
+    ("claude-code-2.1.328.otlp-logs.json", "claude-otel", "inputs"),
+    ("codex-0.169.0.otlp-logs.json", "codex-otel", "full")])
+def test_otlp_json_and_protobuf_give_the_same_trace(env, tmp_path, name, source, fidelity):
+    from claude_run import watcher
+
+    s, runs, res = env
+    traces = []
+    for kind in ("json", "protobuf"):
+        root = tmp_path / kind
+        root.mkdir()
+        w = watcher(root, res, tmp_path / f"{kind}-out")
+        srv = Served(w)
+        try:
+            body = _otlp_json(name)
+            if kind == "protobuf":
+                status, answer = srv.post("/v1/logs", _as_protobuf(body), "application/x-protobuf")
+                assert (status, answer) == (200, b"") or status == 200
+            else:
+                assert srv.post("/v1/logs", body) == (200, {})
+        finally:
+            srv.close()
+        (trace,) = sorted((root / SPOOL_NAME / source).glob("*/trace.jsonl"))
+        traces.append(trace)
+        assert json.loads((trace.parent / "meta.json").read_text())["fidelity"] == fidelity
+    assert traces[0].read_bytes() == traces[1].read_bytes()
+    lines = traces[0].read_bytes().splitlines()
+    assert len(lines) >= 4 and len(lines) % 2 == 0     # a call and its answer, per tool_result
+
+
+def test_refusals_are_clear_4xx_and_the_watcher_goes_on(env, tmp_path):
+    from claude_run import watcher
+
+    s, runs, res = env
+    w = watcher(runs, res, tmp_path)
+    srv = Served(w, token="s3cret", max_runs=2, max_body=4096)
+    auth = {"Authorization": "Bearer s3cret"}
+    try:
+        assert srv.post("/v1/runs/a/lines", b"{}")[0] == 401
+        assert srv.post("/v1/runs/a/lines", b"{}", headers={"Authorization": "Bearer nope"})[0] == 401
+        assert srv.post("/v1/runs/a/lines", b"x" * 5000, headers=auth)[0] == 413
+        assert srv.post("/v1/runs/..%2f..%2fetc/lines", b"{}", headers=auth)[0] in (400, 404)
+        assert srv.post("/v1/runs/bad%20name/lines", b"{}", headers=auth)[0] == 400
+        assert srv.post("/v1/nothing", b"{}", headers=auth)[0] == 404
+        assert srv.post("/v1/hooks/claude", b"not json", headers=auth)[0] == 400
+        assert srv.post("/v1/hooks/claude", b'{"session_id": "../x", "hook_event_name": "Stop"}',
+                        headers=auth)[0] == 400
+        assert srv.post("/v1/logs", b"{}", "text/plain", headers=auth)[0] == 415
+        assert srv.post("/v1/logs", b"\xff\x00garbage", "application/x-protobuf", headers=auth)[0] == 400
+        for run in ("one", "two"):
+            assert srv.post(f"/v1/runs/{run}/lines", b"{}", headers=auth)[0] == 200
+        status, answer = srv.post("/v1/runs/three/lines", b"{}", headers=auth)
+        assert status == 429 and "runs" in answer["error"]
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+        conn.request("GET", "/v1/logs", headers=auth)
+        assert conn.getresponse().status == 405
+        conn.close()
+        text = srv.metrics()          # the server and the watcher go on
+        assert 'streameval_ingest_requests_total{route="lines",status="401"} 2.0' in text
+    finally:
+        srv.close()
+    assert not any(p.name == "etc" for p in Path(runs).rglob("*"))
+
+
+def test_steering_answer_for_a_run_a_policy_stopped(served):
+    s, runs, res, w, srv = served
+    from streameval.live.abort import AbortEngine, attach, parse_policies
+
+    engine = attach(w, AbortEngine(parse_policies(
+        '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "file"\n', "t.toml")))
+    pre = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read",
+           "tool_use_id": "t2", "tool_input": {}, "cwd": "/workspace/demo"}
+    assert srv.post("/v1/hooks/claude", json.dumps(pre).encode()) == (200, {})
+    post = {**pre, "hook_event_name": "PostToolUse", "tool_use_id": "t1",
+            "tool_input": {"file_path": "/workspace/demo/src/app.py"},
+            "tool_response": {"type": "text", "file": {"content": APP.rstrip("\n"), "startLine": 1}}}
+    assert srv.post(f"/v1/hooks/claude?instance_id={s.instance}", json.dumps(post).encode())[0] == 200
+    _poll(w)
+    status, answer = srv.post("/v1/hooks/claude", json.dumps(pre).encode())
+    assert status == 200
+    out = answer["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and "policy budget" in out["permissionDecisionReason"]
+    engine.close()
+
+
+def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
+    import argparse
+
+    from claude_run import watcher
+
+    from streameval.ingest.wiring import TOKEN_ENV, from_args
+
+    s, runs, res = env
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    args = argparse.Namespace(ingest=True, ingest_token=None, ingest_max_runs=10)
+    w = watcher(runs, res, tmp_path, host="0.0.0.0")
+    with pytest.raises(UsageError, match="needs a token"):
+        from_args(args, w)
+    monkeypatch.setenv(TOKEN_ENV, "t")
+    assert from_args(args, w).token == "t"
+    assert from_args(args, watcher(runs, res, tmp_path, host="127.0.0.1")) is not None
