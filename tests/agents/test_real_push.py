@@ -13,7 +13,7 @@ import json
 import pytest
 from clis import BASE_PATH, CLAUDE_CODE, CODEX, claude, codex, missing
 from push import PushWatcher
-from scenario import INSTANCE, make_setup, replayed, run_cli
+from scenario import INSTANCE, inspected, make_setup, replayed, run_cli, shown_by_call
 from scripted_model import Call, Say, ScriptedModel
 from test_real_claude_code import PLAN as CLAUDE_PLAN
 from test_real_claude_code import turns as claude_turns
@@ -129,7 +129,8 @@ def test_a_steering_deny_reaches_claude_code_and_its_model(tmp_path):
 def test_claude_code_otlp_logs_feed_a_run_at_inputs_fidelity(tmp_path, protocol):
     """Claude Code's tool_result events carry each call's input, not its output: files
     are exact; lines are each call's own window (a Read's offset/limit, a command's
-    window). The differences from the transcript are listed here, call by call."""
+    window), so a search, which has none, credits its file only. Checked call by call
+    against the transcript Claude Code wrote of the same run."""
     why = missing(claude(), "Claude Code", CLAUDE_CODE)
     if why:
         pytest.fail(why)
@@ -138,6 +139,7 @@ def test_claude_code_otlp_logs_feed_a_run_at_inputs_fidelity(tmp_path, protocol)
     plan = [Call("Read", {"file_path": mod, "offset": 1, "limit": 12}),
             Call("Bash", {"command": "sed -n '30,40p' pkg/mod.py", "description": "s"}),
             Call("Bash", {"command": "cat pkg/util.py", "description": "c"}),
+            Call("Bash", {"command": "grep -n 'return None' pkg/mod.py", "description": "g"}),
             Say("Done.")]
     with PushWatcher(setup) as pw, ScriptedModel(plan) as model:
         env = {**_claude_env(setup, model), "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
@@ -152,10 +154,17 @@ def test_claude_code_otlp_logs_feed_a_run_at_inputs_fidelity(tmp_path, protocol)
     (live,) = records
     assert live["fidelity"] == "inputs" and live["instance_id"] == INSTANCE
     own = replayed(_transcript(setup), setup)
-    # every call here shows exactly the window it asks for: at this fidelity the
-    # numbers are the transcript's (a grep or a cut output would differ, in lines only)
-    assert _numbers(live) == _numbers(own)
-    assert live["final"]["file"] == own["final"]["file"]
+    assert live["final"]["file"] == own["final"]["file"]       # files: exact
+    assert live["num_steps"] == own["num_steps"] == 4
+    # lines, call by call: the three windowed calls are credited what they showed; the
+    # grep (no window in its input) is credited its file only, not the 8 lines it printed
+    (pushed,) = pw.traces("claude-otel")
+    by_call = shown_by_call(inspected(pushed, setup, tmp_path))
+    mine = shown_by_call(inspected(_transcript(setup), setup, tmp_path))
+    assert by_call[:3] == mine[:3]
+    assert mine[3] == {"pkg/mod.py": {7 + 7 * i for i in range(8)}}
+    assert len(by_call) == 3        # the grep credits no line at this fidelity
+    assert live["final"]["line"]["coverage"] < own["final"]["line"]["coverage"]
 
 
 # ------------------------------------------------------------------ Codex OTLP
