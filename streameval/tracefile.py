@@ -132,7 +132,7 @@ def iter_lines(path: Path, max_bytes: int = 1 << 22) -> Iterable[tuple[bytes | N
     a line longer than the watcher's limit comes as ``(None, lineno)`` (skipped without
     being held in memory). Split by the watcher's own ``FileTail``, so replay and
     watch see the same lines, and linear however long a line is."""
-    from .live.tail import FileTail
+    from .tail import FileTail
 
     tail = FileTail(path)
     while True:

@@ -20,9 +20,9 @@ from ..errors import Reason, TraceFormatError
 from ..identity import identify, patch_beside
 from ..model import RunIdentity
 from ..session import RunSession
+from ..tail import READ_CHUNK, FileTail
 from ..tracefile import HEAD_LINES, Resources, TraceReader, make_session, record_line, run_identity
 from .runs import LiveRun, RunTable, run_key
-from .tail import READ_CHUNK, FileTail
 
 log = logging.getLogger(__name__)
 

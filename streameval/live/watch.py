@@ -229,7 +229,7 @@ class Watcher:
     # ------------------------------------------------------------------ predictions
     def poll_predictions(self) -> None:
         """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
-        from .tail import FileTail
+        from ..tail import FileTail
 
         if self.cfg.predictions is None:
             return
