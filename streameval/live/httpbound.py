@@ -14,8 +14,8 @@ import threading
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-#: connections served at once (Prometheus scrapes one at a time per target)
-MAX_HANDLERS = 16
+#: connections served at once (a scrape is one; pushed hooks from many agents are many)
+MAX_HANDLERS = 64
 #: seconds a connection may be silent before it is dropped
 SOCKET_TIMEOUT = 10.0
 
