@@ -10,9 +10,12 @@ and counted.
 
 from __future__ import annotations
 
+import logging
 import threading
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+log = logging.getLogger(__name__)
 
 #: connections served at once (a scrape is one; pushed hooks from many agents are many)
 MAX_HANDLERS = 64
@@ -40,6 +43,11 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
         except BaseException:
             self.slots.release()
             raise
+
+    def handle_error(self, request, client_address):
+        """A client that went away mid-request (a reset, a timeout) is its own business:
+        no traceback on the watcher's stderr."""
+        log.debug("metrics connection from %s ended with an error", client_address, exc_info=True)
 
     def process_request_thread(self, request, client_address):
         try:
