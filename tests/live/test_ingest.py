@@ -228,3 +228,48 @@ def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
     monkeypatch.setenv(TOKEN_ENV, "t")
     assert from_args(args, w).token == "t"
     assert from_args(args, watcher(runs, res, tmp_path, host="127.0.0.1")) is not None
+
+
+def test_watch_ingest_on_the_command_line(tmp_path):
+    """``streameval watch --ingest`` as users start it: lines pushed over HTTP become a
+    record in --out equal to replay of the pushed file; /metrics counts the request."""
+    import signal
+    import subprocess
+    import sys
+
+    from claude_run import make_setup
+    from test_restart import wait_until
+
+    from streameval.tracefile import load_resources
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    out = tmp_path / "out.jsonl"
+    log = tmp_path / "watch.log"
+    cmd = [sys.executable, "-m", "streameval", "watch", str(runs), "--gold", str(s.gold),
+           "--repo", str(s.repo), "--port", "0", "--out", str(out), "--ingest",
+           "--idle-timeout", "1", "--patch-grace", "0"]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: b"serving metrics on" in log.read_bytes() or proc.poll() is not None,
+                   what="watch to start")
+        assert proc.poll() is None, log.read_text()[-2000:]
+        port = int(log.read_text().split("http://127.0.0.1:")[1].split("/")[0])
+        c = Claude()
+        body = b"\n".join([c.init(), *c.read("src/app.py", APP, 1, 20), c.result()]) + b"\n"
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/runs/cli-1/lines?instance_id={s.instance}",
+                                     body, {"Content-Type": "application/x-ndjson"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert json.loads(r.read()) == {"accepted": 4}
+        wait_until(lambda: out.exists() and out.read_bytes().endswith(b"\n"), what="record")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            assert 'streameval_ingest_requests_total{route="lines",status="200"} 1.0' in r.read().decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    pushed = runs / SPOOL_NAME / "lines" / "cli-1" / "trace.jsonl"
+    res = load_resources(str(s.gold), None, str(s.repo))
+    [line] = out.read_bytes().splitlines()
+    assert line + b"\n" == record_line(evaluate_trace(pushed, res, root=runs)[0])
