@@ -45,7 +45,8 @@ class FileTail:
     start of the (new) file and the batch holds lines from there.
     """
 
-    def __init__(self, path: str | os.PathLike, max_line: int = DEFAULT_MAX_LINE):
+    def __init__(self, path: str | os.PathLike, max_line: int = DEFAULT_MAX_LINE,
+                 watch_rewrites: bool = True):
         self.path = os.fspath(path)
         self.max_line = max_line
         self.inode: int | None = None
@@ -60,6 +61,8 @@ class FileTail:
         self._anchor = b""
         self._sum = hashlib.blake2b(digest_size=16)
         self._mtime_ns = 0
+        #: off for a file read once to its end (replay): nothing can change under it
+        self.watch_rewrites = watch_rewrites
 
     # ------------------------------------------------------------------ state
     def position(self) -> dict:
@@ -113,7 +116,7 @@ class FileTail:
             elif st.st_size < self.offset:
                 batch.status = "truncated"
                 self.reset()
-            elif self.offset and self._rewritten(fd, st):
+            elif self.offset and self.watch_rewrites and self._rewritten(fd, st):
                 batch.status = "rewritten"
                 self.reset()
             self.inode = st.st_ino
@@ -130,9 +133,10 @@ class FileTail:
                         break
                     read += len(data)
                     self.offset += len(data)
-                    self._sum.update(data)
+                    if self.watch_rewrites:
+                        self._sum.update(data)
                     self._consume(data, batch)
-                if read:
+                if read and self.watch_rewrites:
                     self._head = self._head if len(self._head) >= ANCHOR else \
                         os.pread(fd, min(ANCHOR, self.offset), 0)
                     low = max(0, self.offset - ANCHOR)

@@ -134,7 +134,7 @@ def iter_lines(path: Path, max_bytes: int = 1 << 22) -> Iterable[tuple[bytes | N
     watch see the same lines, and linear however long a line is."""
     from .tail import FileTail
 
-    tail = FileTail(path)
+    tail = FileTail(path, watch_rewrites=False)
     while True:
         batch = tail.poll(final=True, max_bytes=max_bytes)
         if batch.status == "missing":

@@ -11,9 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent / "live"))
 from claude_run import APP, UTIL, Claude, append, make_setup, watcher  # noqa: E402
 
-from streameval.ingest.server import IngestApp  # noqa: E402
-from streameval.ingest.spool import Spool  # noqa: E402
-from streameval.ingest.wiring import SPOOL_NAME  # noqa: E402
+from streameval.ingest.wiring import SPOOL_NAME, ingest_app  # noqa: E402
 from streameval.live.exporter import serve  # noqa: E402
 from streameval.tracefile import evaluate_trace, load_resources  # noqa: E402
 
@@ -26,7 +24,7 @@ def test_the_shipper_pushes_a_growing_trace_whole(tmp_path):
     runs.mkdir()
     res = load_resources(str(s.gold), None, str(s.repo))
     w = watcher(runs, res, tmp_path)
-    app = IngestApp(Spool(runs / SPOOL_NAME), token="tok")
+    app = ingest_app(w, "tok")
     server, _reg, port = serve(w.table, "127.0.0.1", 0, wrap=app.mount)
     sandbox = tmp_path / "sandbox" / "trace.jsonl"
     sandbox.parent.mkdir()

@@ -93,9 +93,9 @@ def parse_timestamp(value: Any) -> float | None:
             return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value) if abs(value) < 1e300 else math.inf
-        if not math.isfinite(number):
-            return sane.epoch(number)
-        return sane.epoch(number / 1000.0 if number > sane.MAX_EPOCH else number)
+        if math.isfinite(number) and number > sane.MAX_EPOCH:
+            number /= 1000.0   # milliseconds
+        return sane.epoch(number)
     return None
 
 

@@ -48,8 +48,13 @@ def from_args(args: argparse.Namespace, watcher) -> IngestApp | None:
     if token is None and not is_loopback(watcher.cfg.host):
         raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
                          f"or set {TOKEN_ENV} (anyone who can reach the port could push runs)")
-    spool = Spool(watcher.cfg.root / SPOOL_NAME, args.ingest_max_runs)
-    app = IngestApp(spool, token=token, processed=watcher.processed_up_to,
-                    steer=watcher.steer_reason)
+    return ingest_app(watcher, token, args.ingest_max_runs)
+
+
+def ingest_app(watcher, token: str | None = None, max_runs: int = 1000, **kw) -> IngestApp:
+    """The ingest app of ``watcher``: its spool under the watched directory, its
+    answers from the watcher (scored up to where, steering), its counts exported."""
+    app = IngestApp(Spool(watcher.cfg.root / SPOOL_NAME, max_runs), token=token,
+                    processed=watcher.processed_up_to, steer=watcher.steer_reason, **kw)
     app.counts = watcher.table.stats.ingest_requests
     return app

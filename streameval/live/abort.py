@@ -218,9 +218,7 @@ class AbortEngine:
         fired = self._fired.get((run.key, run.session.identity.run_id), {})
         for policy, action in fired.items():  # a restarted run keeps what fired
             run.aborted.setdefault(policy, action)
-            if run.steer is None and not self.dry_run:
-                run.steer = (f"streameval stopped this run (policy {policy}). "
-                             "Do not start new work: finish with what you have.")
+            self._steer(run, policy)
 
         def listener(session, _outcome, _call) -> None:
             if session is run.session:
@@ -269,9 +267,7 @@ class AbortEngine:
                      trace=str(trace_path) if trace_path is not None else None,
                      dry_run=self.dry_run)
         run.aborted[p.name] = p.action
-        if not self.dry_run and run.steer is None:
-            run.steer = (f"streameval stopped this run (policy {p.name}): {reason}. "
-                         "Do not start new work: finish with what you have.")
+        self._steer(run, p.name, reason)
         self._remember((run.key, ident.run_id), p.name, p.action)
         if not self.dry_run and p.action != "file" and self.on_decided is not None:
             self.on_decided()   # journaled first: at most once, even across a crash
@@ -287,6 +283,14 @@ class AbortEngine:
                 " [dry run]" if self.dry_run else "", d.run_id, d.instance_id, p.name, d.step,
                 reason, p.action, d.outcome)
         return d
+
+    def _steer(self, run, policy: str, reason: str | None = None) -> None:
+        """What a hook-connected agent is told at its next call (docs/ingest.md); a
+        run restored from the journal no longer knows the reason, only the policy."""
+        if run.steer is None and not self.dry_run:
+            why = f": {reason}" if reason else ""
+            run.steer = (f"streameval stopped this run (policy {policy}){why}. "
+                         "Do not start new work: finish with what you have.")
 
     def _remember(self, run: tuple[str, str], policy: str, action: str) -> None:
         self._fired.setdefault(run, {})[policy] = action

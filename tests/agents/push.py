@@ -7,9 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from streameval.ingest.server import IngestApp
-from streameval.ingest.spool import Spool
-from streameval.ingest.wiring import SPOOL_NAME
+from streameval.ingest.wiring import SPOOL_NAME, ingest_app
 from streameval.live.abort import AbortEngine, attach, parse_policies
 from streameval.live.exporter import serve
 from streameval.live.watch import WatchConfig, Watcher
@@ -24,9 +22,7 @@ class PushWatcher:
                                      rescan_interval=0.0), setup.resources())
         self.engine = attach(self.w, AbortEngine(parse_policies(abort_toml, "t.toml"))) \
             if abort_toml else None
-        self.app = IngestApp(Spool(setup.runs / SPOOL_NAME), token=token,
-                             processed=self.w.processed_up_to, steer=self.w.steer_reason)
-        self.app.counts = self.w.table.stats.ingest_requests
+        self.app = ingest_app(self.w, token)
         self._stop = threading.Event()
         self._lock = threading.Lock()
 
