@@ -38,7 +38,7 @@ class PushedRun:
 
 def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
     """(resource attributes, log record attributes) of every log record in the body."""
-    if "protobuf" in content_type or "x-protobuf" in content_type:
+    if "protobuf" in content_type:
         data = _from_protobuf(body)
     elif "json" in content_type:
         try:
@@ -56,7 +56,9 @@ def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
             continue
         resource = _attributes((rl.get("resource") or {}).get("attributes"))
         for sl in rl.get("scopeLogs") or []:
-            for record in (sl or {}).get("logRecords") or [] if isinstance(sl, dict) else []:
+            if not isinstance(sl, dict):
+                continue
+            for record in sl.get("logRecords") or []:
                 if isinstance(record, dict):
                     attrs = _attributes(record.get("attributes"))
                     body_value = _value(record.get("body"))
