@@ -113,6 +113,8 @@ class Watcher:
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
         #: decisions acted on); ``load`` must accept anything, the file may be edited
         self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+        #: --out failed at its last write (a full disk): said once, not at every retry
+        self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
             self.table.caches.extend(res.repos.caches())
         if res.symbols is not None:
@@ -327,9 +329,14 @@ class Watcher:
             append_whole(self.cfg.out, line)
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
-            log.error("cannot write a record to %s (%s); retried at the next tick",
-                      self.cfg.out, exc)
+            if not self._out_failing:   # once per outage, not at every tick's retry
+                log.error("cannot write a record to %s (%s); retried at every tick",
+                          self.cfg.out, exc)
+            self._out_failing = True
             raise
+        if self._out_failing:
+            self._out_failing = False
+            log.warning("%s is written again", self.cfg.out)
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:

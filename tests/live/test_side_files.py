@@ -406,3 +406,21 @@ def test_a_run_directory_that_loses_its_search_permission_stops_nothing(tmp_path
     assert proc.returncode == 0, proc.stderr[-3000:]
     # both runs were read before b went dark: both records, a exactly as replayed
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"records": 2, "a_equal": True}
+
+
+def test_a_full_disk_is_logged_once_per_outage(env, tmp_path, caplog):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    s, runs, res = env
+    _run(runs, s)
+    w = watcher(runs, res, tmp_path)
+    w.cfg.out = Path("/dev/full")
+    w.scan()
+    w.poll_all()
+    for _ in range(5):
+        w.tick()
+    assert w.table.stats.output_errors["out"] == 5
+    assert caplog.text.count("cannot write a record") == 1
+    w.cfg.out = tmp_path / "out.jsonl"
+    w.tick()
+    assert "is written again" in caplog.text
