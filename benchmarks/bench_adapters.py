@@ -28,8 +28,8 @@ from pathlib import Path
 from machine import describe
 
 from streameval.model import RunIdentity
-from streameval.session import RunSession
-from streameval.tracefile import TraceReader, iter_lines, open_adapter
+from streameval.runs.evaluate import TraceReader, iter_lines, open_adapter
+from streameval.scoring.session import RunSession
 
 REAL = Path(os.environ.get("STREAMEVAL_SHARED", "/work/shared")) / "fixtures" / "real"
 DEFAULT_FILES = (

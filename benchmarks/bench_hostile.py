@@ -35,7 +35,7 @@ from machine import machine  # noqa: E402
 
 from streameval.model import ToolCall  # noqa: E402
 from streameval.reading.steps import StepBuilder  # noqa: E402
-from streameval.repo import GitRepo  # noqa: E402
+from streameval.sources.repo import GitRepo  # noqa: E402
 
 
 def _repo(tmp: Path, n: int):
@@ -102,7 +102,7 @@ def _old_iter_lines(path: Path, chunk: int = 1 << 20):
 
 
 def bench_long_line(tmp: Path) -> dict:
-    from streameval.tracefile import iter_lines
+    from streameval.runs.evaluate import iter_lines
 
     trace = tmp / "huge.jsonl"
     with open(trace, "wb") as fh:
@@ -128,7 +128,7 @@ def bench_scrape_during_grep(tmp: Path) -> dict:
 
     from streameval.live.exporter import RunsCollector
     from streameval.live.watch import WatchConfig, Watcher
-    from streameval.tracefile import load_resources
+    from streameval.runs.evaluate import load_resources
 
     n = 4000
     s = make_setup(tmp / "live")
@@ -191,7 +191,7 @@ def bench_directory_paths(tmp: Path) -> dict:
     import os
 
     from streameval.reading.paths import PathMapper
-    from streameval.repodir import DirectoryRepo
+    from streameval.sources.repodir import DirectoryRepo
 
     root = tmp / "plain"
     for i in range(4000):

@@ -284,7 +284,7 @@ class Probe:
 
 
 def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None, args=None):
-    from streameval.live.runs import RunTable
+    from streameval.live.table import RunTable
     from streameval.live.watch import WatchConfig, Watcher, load_resources
 
     class ProbedTable(RunTable):
@@ -330,7 +330,7 @@ class BackgroundWatcher:
 
 
 def replay_files(paths: list[Path], res) -> tuple[float, int]:
-    from streameval.tracefile import evaluate_trace
+    from streameval.runs.evaluate import evaluate_trace
 
     t = time.perf_counter()
     calls = 0

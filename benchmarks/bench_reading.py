@@ -33,11 +33,11 @@ from pathlib import Path
 
 from machine import describe
 
-from streameval.formats.miniswe import MiniSweAdapter
 from streameval.model import Read, ToolCall
-from streameval.reading.basetext import BaseText, BaseTexts, norm
 from streameval.reading.steps import StepBuilder
-from streameval.repo import GitRepo
+from streameval.sources.basetext import BaseText, BaseTexts, norm
+from streameval.sources.repo import GitRepo
+from streameval.traces.formats.miniswe import MiniSweAdapter
 
 HERE = Path(__file__).resolve().parent
 TRAJS = "swebench_results/20251118_gemini-3-pro-74pct/trajs"

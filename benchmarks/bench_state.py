@@ -28,11 +28,11 @@ from pathlib import Path
 
 from machine import describe
 
-from streameval.gold import GoldInstance, GoldSpan
 from streameval.model import Step
-from streameval.repo import GitRepo
-from streameval.state import InstanceState
-from streameval.symbols import SymbolIndex
+from streameval.scoring.state import InstanceState
+from streameval.sources.gold import GoldInstance, GoldSpan
+from streameval.sources.repo import GitRepo
+from streameval.sources.symbols import SymbolIndex
 
 FILE_LINES = {"pkg/core.py": 4800, "pkg/models.py": 3600, "pkg/views.py": 2400,
               "pkg/utils.py": 2000}

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from streameval.live.watch import load_resources
-from streameval.plot import coverage_svg
-from streameval.tracefile import evaluate_trace
+from streameval.report.plot import coverage_svg
+from streameval.runs.evaluate import evaluate_trace
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 DOCS = Path(__file__).resolve().parent

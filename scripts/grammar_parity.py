@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 
 from oracle_parity import gold_rows, runnable, worktree  # noqa: E402
 
-from streameval.symbols import _EXTENSIONS, parse_definitions  # noqa: E402
+from streameval.sources.symbols import _EXTENSIONS, parse_definitions  # noqa: E402
 
 _ORACLE_SIDE = r"""
 import json, sys

@@ -12,12 +12,12 @@ __all__ = ["GoldInstance", "InstanceState", "IntervalSet", "Step", "load_gold", 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "GoldInstance": "streameval.gold",
-    "load_gold": "streameval.gold",
-    "InstanceState": "streameval.state",
-    "IntervalSet": "streameval.intervals",
+    "GoldInstance": "streameval.sources.gold",
+    "load_gold": "streameval.sources.gold",
+    "InstanceState": "streameval.scoring.state",
+    "IntervalSet": "streameval.scoring.intervals",
     "Step": "streameval.model",
-    "evaluate_trace": "streameval.tracefile",
+    "evaluate_trace": "streameval.runs.evaluate",
 }
 
 

@@ -1,6 +1,6 @@
 """A deliberately naive recomputation of docs/metrics.md sections 3, 4, 4b and 5.
 
-Used only by tests, as the oracle ``streameval.state`` is checked against. Everything is
+Used only by tests, as the oracle ``streameval.scoring.state`` is checked against. Everything is
 a plain Python set of units -- files, ``(file, byte)``, ``(file, line)``, definitions --
 and every per-step number is recomputed from *all* steps so far. Slow on purpose: it
 shares no code with ``state.py`` or ``intervals.py``; line -> byte offsets are computed

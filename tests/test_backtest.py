@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from streameval.backtest import backtest_trace, find_traces, summarize
-from streameval.cli import main
-from streameval.live.abort import AbortEngine, attach, parse_policies
+from streameval.commands.main import main
+from streameval.live.abort.backtest import backtest_trace, find_traces, summarize
+from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.tracefile import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace, load_resources
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import build_parser
+from streameval.commands.main import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

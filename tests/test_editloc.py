@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.editloc import deleted_lines, editloc
-from streameval.gold import GoldInstance, GoldSpan, load_gold, normalize_gold_path
+from streameval.scoring.editloc import deleted_lines, editloc
+from streameval.sources.gold import GoldInstance, GoldSpan, load_gold, normalize_gold_path
 
 KEYS = ["recall", "precision", "intersection", "gold_size", "pred_size"]
 

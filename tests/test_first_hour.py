@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import COMMANDS, build_parser, main
+from streameval.commands.main import COMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -98,14 +98,14 @@ def test_help_speaks_one_language_and_shows_defaults():
 def test_own_decisions_are_logged_by_default_and_library_chatter_is_not():
     import logging
 
-    from streameval.cliargs import setup_logging
+    from streameval.commands.options import setup_logging
 
     root = logging.getLogger()
     saved = (root.level, list(root.handlers), logging.getLogger("streameval").level)
     try:
         root.handlers.clear()
         setup_logging(verbose=False)
-        assert logging.getLogger("streameval.live.abort").isEnabledFor(logging.INFO)
+        assert logging.getLogger("streameval.live.abort.engine").isEnabledFor(logging.INFO)
         assert not logging.getLogger("watchfiles.main").isEnabledFor(logging.INFO)
         setup_logging(verbose=True)
         assert logging.getLogger("streameval.live.follow").isEnabledFor(logging.DEBUG)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streameval.errors import GoldError, Reason
-from streameval.gold import GoldInstance, GoldSpan, load_gold, normalize_gold_path
+from streameval.sources.gold import GoldInstance, GoldSpan, load_gold, normalize_gold_path
 
 
 @pytest.mark.parametrize("raw, expected", [

@@ -160,10 +160,10 @@ def _fill(expr: str, values: dict[str, str]) -> str:
 def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
     from prom import PrometheusServer
 
-    from streameval.live.abort import AbortEngine, attach, parse_policies
+    from streameval.live.abort.engine import AbortEngine, attach, parse_policies
     from streameval.live.exporter import serve
     from streameval.live.watch import WatchConfig, Watcher
-    from streameval.tracefile import load_resources
+    from streameval.runs.evaluate import load_resources
 
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from streameval import symbols
-from streameval.symbols import SymbolIndex, check_grammars, default_grammars, parse_definitions
+from streameval.sources import symbols
+from streameval.sources.symbols import (
+    SymbolIndex,
+    check_grammars,
+    default_grammars,
+    parse_definitions,
+)
 
 HERE = Path(__file__).resolve().parent
 JQ = (HERE / "fixtures" / "symbols" / "jq__jv_print__jv_dump_term.c").read_bytes()
@@ -40,7 +45,7 @@ def test_contextbench_grammar_parses_as_the_evaluator():
 def test_the_bundle_is_the_default_and_every_record_names_it(tmp_path):
     assert default_grammars() == "contextbench"
     assert check_grammars(None) == "contextbench"
-    from streameval.cli import main
+    from streameval.commands.main import main
 
     out = tmp_path / "r.jsonl"
     ex = HERE.parent / "examples"

@@ -3,10 +3,10 @@
 import json
 import logging
 
-from streameval.gold import load_gold
-from streameval.identity import identify, instance_candidates, patch_beside, walk_files
 from streameval.model import RunIdentity
-from streameval.tracefile import Resources, run_identity
+from streameval.runs.evaluate import Resources, run_identity
+from streameval.sources.gold import load_gold
+from streameval.traces.identity import identify, instance_candidates, patch_beside, walk_files
 
 
 def gold_set(tmp_path, *ids):
@@ -68,7 +68,7 @@ def test_run_identity_rules(tmp_path):
 def test_unreadable_patch_beside_is_skipped_not_raised(tmp_path, caplog):
     (tmp_path / "patch.diff").symlink_to("patch.diff")   # a loop: OSError(ELOOP) on open
     trace = tmp_path / "trace.jsonl"
-    with caplog.at_level(logging.WARNING, logger="streameval.identity"):
+    with caplog.at_level(logging.WARNING, logger="streameval.traces.identity"):
         assert patch_beside(trace) is None
     # skipped, but said: the warning names the file that could not be read
     assert any(str(tmp_path / "patch.diff") in r.getMessage() for r in caplog.records)

@@ -42,7 +42,7 @@ def test_demo_runs_from_the_unpacked_wheel(wheel, tmp_path):
     out = tmp_path / "records.jsonl"
     code = (f"import sys; sys.path.insert(0, {str(site)!r}); import streameval; "
             f"assert streameval.__file__.startswith({str(site)!r}), streameval.__file__; "
-            "from streameval.cli import main; sys.exit(main())")
+            "from streameval.commands.main import main; sys.exit(main())")
     proc = subprocess.run(
         [sys.executable, "-c", code, "demo", "--port", "0", "--speed", "1000",
          "--linger", "0", "--out", str(out)],

@@ -1,6 +1,6 @@
 import re
 
-from streameval.plot import coverage_svg
+from streameval.report.plot import coverage_svg
 
 
 def record(steps):

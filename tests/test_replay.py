@@ -17,9 +17,9 @@ import orjson
 import pytest
 from gitrepo import make_repo
 
-from streameval.cli import main
+from streameval.commands.main import main
+from streameval.commands.replay import shard_of
 from streameval.model import Step
-from streameval.replay import shard_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -298,7 +298,7 @@ def test_examples_recorded_claude_run(tmp_path):
 
 
 def test_directories_skip_side_files_and_keep_order(tmp_path):
-    from streameval.replay import iter_trace_files
+    from streameval.commands.replay import iter_trace_files
 
     found = [p.relative_to(EXAMPLES) for p in iter_trace_files(EXAMPLES / "runs")]
     assert found == [Path("runs/example-run-1/trace.jsonl")]  # not meta.json, not patch.diff
@@ -331,7 +331,7 @@ def test_undetectable_file_is_an_error_record_format_option_overrides(batch, tmp
 def test_progress_line_only_when_enabled():
     import io
 
-    from streameval.replay import Progress
+    from streameval.commands.replay import Progress
 
     stream = io.StringIO()
     progress = Progress(2, enabled=True, stream=stream)
@@ -350,10 +350,10 @@ def test_progress_line_only_when_enabled():
 @pytest.mark.parametrize("iid", ["acme__widgets-1", "acme__widgets-2"])
 def test_unified_through_the_adapter_and_session_gives_the_same_numbers(batch, tmp_path, iid):
     """Replay's direct path and the generic adapter -> session path agree (4b included)."""
-    from streameval.gold import load_gold
-    from streameval.repocache import RepoCache
-    from streameval.symbols import SymbolIndex
-    from streameval.tracefile import Resources, evaluate_trace
+    from streameval.runs.evaluate import Resources, evaluate_trace
+    from streameval.sources.gold import load_gold
+    from streameval.sources.repocache import RepoCache
+    from streameval.sources.symbols import SymbolIndex
 
     line = next(line for line in batch["preds"].read_bytes().splitlines()
                 if f'"instance_id":"{iid}"'.encode() in line)
@@ -367,7 +367,7 @@ def test_unified_through_the_adapter_and_session_gives_the_same_numbers(batch, t
 
 
 def test_trace_shard_key_is_the_meta_instance_else_the_path(tmp_path):
-    from streameval.replay import TraceJob, collect_jobs
+    from streameval.commands.replay import TraceJob, collect_jobs
 
     [job] = list(collect_jobs([str(EXAMPLES / "runs")]))
     assert isinstance(job, TraceJob) and job.fmt == "claude"
@@ -390,11 +390,11 @@ def test_a_symbol_map_that_names_nothing_falls_back_to_the_spans(tmp_path):
     repository, or ``{"mod.py": []}``, or ``{}``: the spans' symbol f counts (1/1). Named
     ``g`` in mod.py: the names win and miss (0/1).
     """
-    from streameval.gold import GoldInstance, GoldSpan
     from streameval.reading.paths import resolve_step
-    from streameval.repo import GitRepo
-    from streameval.state import InstanceState
-    from streameval.symbols import SymbolIndex
+    from streameval.scoring.state import InstanceState
+    from streameval.sources.gold import GoldInstance, GoldSpan
+    from streameval.sources.repo import GitRepo
+    from streameval.sources.symbols import SymbolIndex
 
     [base] = make_repo(tmp_path, {"mod.py": MOD})
     gold = GoldInstance("x", init_ctx=[GoldSpan("mod.py", 1, 2)])
@@ -417,8 +417,8 @@ def test_unified_final_context_is_only_what_the_record_states(batch):
     """docs/metrics.md §4b, as the public evaluator: the final context is ``pred_files``/
     ``pred_spans``/``pred_symbols``. Steps with no stated final context, or a final
     context of symbol names only, are ``no_context_extracted``; files alone are scored."""
-    from streameval.formats.unified import parse_record
-    from streameval.replay import _Context, evaluate_unified
+    from streameval.commands.replay import _Context, evaluate_unified
+    from streameval.traces.formats.unified import parse_record
 
     context = _Context.build(str(batch["gold"]), str(batch["repos"]), None)
     try:
@@ -438,8 +438,8 @@ def test_unified_final_context_is_only_what_the_record_states(batch):
 
 
 def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):
-    from streameval.formats import detect_format
-    from streameval.tracefile import read_head
+    from streameval.runs.evaluate import read_head
+    from streameval.traces.formats import detect_format
 
     # one OpenHands instance per line; a real one runs to megabytes of history
     big = {"instance_id": "o__r-1", "history": [{"content": "x" * (2 << 20)}], "metadata": {}}

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streameval.errors import Reason, RepoError
-from streameval.filecache import FileCache, LineIndex
-from streameval.gold import GoldInstance
-from streameval.repo import GitRepo, clean_predicted_path
-from streameval.repocache import RepoCache, open_repo, repo_dir_names, slug_from_instance_id
-from streameval.repodir import DirectoryRepo
+from streameval.sources.filecache import FileCache, LineIndex
+from streameval.sources.gold import GoldInstance
+from streameval.sources.repo import GitRepo, clean_predicted_path
+from streameval.sources.repocache import RepoCache, open_repo, repo_dir_names, slug_from_instance_id
+from streameval.sources.repodir import DirectoryRepo
 
 # --------------------------------------------------------------------------- LineIndex
 
@@ -389,7 +389,7 @@ def test_repo_dir_names() -> None:
 
 
 def test_repo_names_for_every_real_gold_row(gold_parquet: Path) -> None:
-    from streameval.gold import load_gold
+    from streameval.sources.gold import load_gold
 
     for g in load_gold(gold_parquet):
         names = repo_dir_names(g)
@@ -570,7 +570,7 @@ def test_a_blob_missing_from_a_partial_clone_is_one_unreadable_file(tmp_path: Pa
         repo._promisor = listed
         view = repo.at(base)
         assert view.is_file("b.py")            # listed: the tree is there
-        with caplog.at_level("WARNING", logger="streameval.repo"):
+        with caplog.at_level("WARNING", logger="streameval.sources.repo"):
             assert view.read("b.py") is None   # its blob is not: unreadable, no exception
             assert view.line_index("b.py") is None
         assert view.read("a.py") == b"def a():\n    return 1\n"   # the rest is served
@@ -581,10 +581,10 @@ def test_a_blob_missing_from_a_partial_clone_is_one_unreadable_file(tmp_path: Pa
 def test_an_instance_with_a_missing_blob_is_scored(tmp_path: Path):
     """A partial clone lacking one gold file's blob scores the instance (that file reads
     as empty), instead of failing it as ``missing_repo``."""
-    from streameval.gold import GoldInstance, GoldSpan
     from streameval.model import Step
-    from streameval.state import InstanceState
-    from streameval.symbols import SymbolIndex
+    from streameval.scoring.state import InstanceState
+    from streameval.sources.gold import GoldInstance, GoldSpan
+    from streameval.sources.symbols import SymbolIndex
 
     part, base = _partial_clone(tmp_path)
     gold = GoldInstance("x", base_commit=base,

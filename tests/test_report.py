@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.report import BENCHKIT_COLUMNS, aggregate, format_table, write_benchkit_csv
+from streameval.report.tables import BENCHKIT_COLUMNS, aggregate, format_table, write_benchkit_csv
 
 
 def _g(inter: int, gold: int, pred: int) -> dict:

@@ -23,11 +23,11 @@ import json
 import pytest
 from gitrepo import make_repo
 
-from streameval.gold import GoldInstance, GoldSpan
 from streameval.model import GRANULARITIES, Step
-from streameval.repo import GitRepo
-from streameval.state import InstanceState
-from streameval.symbols import SymbolIndex
+from streameval.scoring.state import InstanceState
+from streameval.sources.gold import GoldInstance, GoldSpan
+from streameval.sources.repo import GitRepo
+from streameval.sources.symbols import SymbolIndex
 
 CALC = "class Calc:\n    def add(self, a, b):\n        return a + b\n\ndef top():\n    return 1\n"
 

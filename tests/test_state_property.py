@@ -17,11 +17,11 @@ from gitrepo import make_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.gold import GoldInstance, GoldSpan
 from streameval.model import GRANULARITIES, Step
-from streameval.repo import GitRepo
-from streameval.state import InstanceState
-from streameval.symbols import SymbolIndex
+from streameval.scoring.state import InstanceState
+from streameval.sources.gold import GoldInstance, GoldSpan
+from streameval.sources.repo import GitRepo
+from streameval.sources.symbols import SymbolIndex
 
 # ---------------------------------------------------------------- the repository
 # The base commit is the second one; old.py exists only in the first.

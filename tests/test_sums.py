@@ -8,7 +8,7 @@ from operator import add
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streameval.sums import left_mean, left_sum
+from streameval.scoring.sums import left_mean, left_sum
 
 # A list where compensated summation (CPython >= 3.12's builtin sum) and plain
 # left-to-right addition disagree in the last place.

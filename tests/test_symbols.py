@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import streameval.symbols as symbols
-from streameval.symbols import (
+import streameval.sources.symbols as symbols
+from streameval.sources.symbols import (
     LANGUAGES,
     Definition,
     FileSymbols,
@@ -76,7 +76,7 @@ def test_listed_kinds_known_to_each_grammar(language: str) -> None:
 
 
 def test_import_does_not_load_tree_sitter() -> None:
-    code = ("import sys, streameval, streameval.symbols, streameval.editloc;"
+    code = ("import sys, streameval, streameval.sources.symbols, streameval.scoring.editloc;"
             "print(sorted(m for m in sys.modules if m.startswith('tree_sitter')))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True).stdout.strip()
@@ -531,7 +531,7 @@ def test_overlap_disjoint_intervals_are_deduplicated_in_order(py_symbols) -> Non
 
 
 def test_overlap_takes_interval_sets() -> None:
-    from streameval.intervals import IntervalSet
+    from streameval.scoring.intervals import IntervalSet
 
     fs = parse_definitions("m.py", PY.encode())
     spans = IntervalSet([(PY.index("pass"), PY.index("pass"))])
@@ -636,7 +636,7 @@ def test_index_is_thread_safe() -> None:
 def test_index_over_a_real_git_repo(tmp_path: Path) -> None:
     from gitrepo import make_repo
 
-    import streameval.repo as repo
+    import streameval.sources.repo as repo
 
     first, second = make_repo(
         tmp_path / "r",

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..model import CATEGORIES, GRANULARITIES
-from ..sane import CLAMPED
-from .runs import LiveRun, RunTable
+from streameval.live.table import LiveRun, RunTable
+from streameval.model import CATEGORIES, GRANULARITIES
+from streameval.sane import CLAMPED
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
@@ -469,8 +469,8 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
 
     from prometheus_client import CollectorRegistry
 
-    from ..errors import UsageError
-    from .httpbound import BoundedServer, QuietHandler
+    from streameval.errors import UsageError
+    from streameval.live.httpbound import BoundedServer, QuietHandler
 
     try:
         family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,

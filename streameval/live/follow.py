@@ -16,13 +16,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import Reason, TraceFormatError
-from ..identity import identify, patch_beside
-from ..model import RunIdentity
-from ..session import RunSession
-from ..tail import READ_CHUNK, FileTail
-from ..tracefile import HEAD_LINES, Resources, TraceReader, make_session, record_line, run_identity
-from .runs import LiveRun, RunTable, run_key
+from streameval.errors import Reason, TraceFormatError
+from streameval.live.table import LiveRun, RunTable, run_key
+from streameval.model import RunIdentity
+from streameval.runs.evaluate import (
+    HEAD_LINES,
+    Resources,
+    TraceReader,
+    make_session,
+    record_line,
+    run_identity,
+)
+from streameval.scoring.session import RunSession
+from streameval.traces.identity import identify, patch_beside
+from streameval.traces.tail import READ_CHUNK, FileTail
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +263,7 @@ class TraceFollower:
 
     def _detect(self) -> bool:
         """Pick the adapter once enough of the head is known."""
-        from ..formats import detect_format
+        from streameval.traces.formats import detect_format
 
         head = [ln for ln, _ in self._head if ln.strip()]
         if not head:
@@ -282,7 +289,7 @@ class TraceFollower:
             log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
 
     def _use(self, name: str) -> None:
-        from ..formats import adapter_class
+        from streameval.traces.formats import adapter_class
 
         cls = adapter_class(name)
         self.fmt = name
@@ -293,7 +300,7 @@ class TraceFollower:
         """The run ended before its format was known: decide on all the file holds, its
         last line too (a compact document often has no newline), as replay does. Still
         unknown: the run's record is the error replay gives."""
-        from ..formats import detect_format
+        from streameval.traces.formats import detect_format
 
         lines = self._head + self.tail.poll(final=True).ordered()
         self._head = []

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..sidefiles import read_limited
+from streameval.fileio import read_limited
 
 log = logging.getLogger(__name__)
 

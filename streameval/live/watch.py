@@ -29,13 +29,13 @@ from typing import Any
 
 import orjson
 
-from ..errors import Reason
-from ..identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
-from ..sidefiles import write_atomic
-from ..tracefile import Resources, record_line
-from .follow import TraceFollower
-from .outputs import CHECKPOINT_VERSION, append_whole, cut_torn_tail, read_checkpoint
-from .runs import RunTable
+from streameval.errors import Reason
+from streameval.fileio import write_atomic
+from streameval.live.follow import TraceFollower
+from streameval.live.outputs import CHECKPOINT_VERSION, append_whole, cut_torn_tail, read_checkpoint
+from streameval.live.table import RunTable
+from streameval.runs.evaluate import Resources, record_line
+from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ class Watcher:
     # ------------------------------------------------------------------ predictions
     def poll_predictions(self) -> None:
         """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
-        from ..tail import FileTail
+        from streameval.traces.tail import FileTail
 
         if self.cfg.predictions is None:
             return
@@ -383,7 +383,7 @@ class Watcher:
         return n
 
     def _read_out_digests(self) -> None:
-        from .follow import record_digest_of_line
+        from streameval.live.follow import record_digest_of_line
 
         if self.cfg.out is None or not self.cfg.out.exists():
             return
@@ -446,7 +446,7 @@ async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ..cliargs import (
+    from streameval.commands.options import (
         add_format,
         add_server,
         add_sources,
@@ -484,10 +484,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="log every run and file event (abort decisions and runs that cannot "
                         "be scored are always logged)")
-    from .abort import add_arguments as add_abort_arguments
+    from streameval.live.abort.engine import add_arguments as add_abort_arguments
 
     add_abort_arguments(p)  # --abort-config FILE, --dry-run
-    from ..ingest.wiring import add_arguments as add_ingest_arguments
+    from streameval.live.ingest_wiring import add_arguments as add_ingest_arguments
 
     add_ingest_arguments(p)  # --ingest, --ingest-token, --ingest-max-runs
 
@@ -505,9 +505,9 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
 def run(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..cliargs import resources, setup_logging
-    from ..errors import UsageError
-    from .exporter import serve
+    from streameval.commands.options import resources, setup_logging
+    from streameval.errors import UsageError
+    from streameval.live.exporter import serve
 
     setup_logging(args.verbose)
     if not args.dir.is_dir():
@@ -516,14 +516,14 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     res = resources(args)   # UsageError naming the gold or repository that cannot be used
     w = Watcher(cfg, res)
-    from .abort import AbortConfigError, from_args
+    from streameval.live.abort.engine import AbortConfigError, from_args
 
     try:
         engine = from_args(args, w)
     except AbortConfigError as exc:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
-    from ..ingest.wiring import from_args as ingest_from_args
+    from streameval.live.ingest_wiring import from_args as ingest_from_args
 
     try:
         ingest = ingest_from_args(args, w)

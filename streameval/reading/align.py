@@ -34,7 +34,7 @@ import difflib
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
-from .basetext import BaseText, norm
+from streameval.sources.basetext import BaseText, norm
 
 __all__ = ["align", "as_expected"]
 

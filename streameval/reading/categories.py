@@ -26,8 +26,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ..model import CATEGORIES, ToolCall
-from .tools import SHELL_PROGRAMS, is_script_flag, kind_of
+from streameval.model import CATEGORIES, ToolCall
+from streameval.tools import SHELL_PROGRAMS, is_script_flag, kind_of
 
 __all__ = ["categorize", "command_category", "most_significant", "is_context_file"]
 

@@ -17,16 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import Reason
-from ..intervals import merge_ranges
-from ..model import Read, Shown
-from .align import align, as_expected
-from .basetext import BaseText, BaseTexts
-from .editmap import EditMap, MapChange
-from .output.numbered import numbered_runs
+from streameval.errors import Reason
+from streameval.model import Read, Shown
+from streameval.reading.align import align, as_expected
+from streameval.reading.editmap import EditMap, MapChange
+from streameval.reading.output.numbered import numbered_runs
+from streameval.scoring.intervals import merge_ranges
+from streameval.sources.basetext import BaseText, BaseTexts
 
 if TYPE_CHECKING:
-    from ..repo import RepoView
+    from streameval.sources.repo import RepoView
 
 __all__ = ["Credit", "Creditor"]
 

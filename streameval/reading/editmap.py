@@ -31,15 +31,22 @@ import copy
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from ..errors import Reason
-from ..intervals import merge_ranges
-from ..model import Edit
-from .linemap import LineMap, block_ids, compress, decode_text, patch_of, split_lines
-from .observed import Seen, Window, rebuild
-from .sed import run_sed
+from streameval.errors import Reason
+from streameval.model import Edit
+from streameval.reading.linemap import (
+    LineMap,
+    block_ids,
+    compress,
+    decode_text,
+    patch_of,
+    split_lines,
+)
+from streameval.reading.observed import Seen, Window, rebuild
+from streameval.reading.sed import run_sed
+from streameval.scoring.intervals import merge_ranges
 
 if TYPE_CHECKING:
-    from ..repo import RepoView
+    from streameval.sources.repo import RepoView
 
 __all__ = ["EditMap", "MapChange"]
 

@@ -21,9 +21,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Edit, Read, ToolCall
-from .output.numbered import numbered_read, parse_numbered
-from .tools import EDITOR_TOOLS
+from streameval.model import Edit, Read, ToolCall
+from streameval.reading.output.numbered import numbered_read, parse_numbered
+from streameval.tools import EDITOR_TOOLS
 
 __all__ = ["parse_editor_command", "editor_call", "sweagent_call", "view_reads",
            "EditorResult"]

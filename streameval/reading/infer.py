@@ -19,14 +19,14 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import Reason
-from ..model import CATEGORIES, Edit, Read, ToolCall, TreeOp
-from . import editor, native
-from .categories import categorize
-from .ipython import ipython_call
-from .shell import ShellAnalysis, analyze
-from .toolmap import ToolMap, mapped_reads
-from .tools import NOT_READS, command_text, kind_of
+from streameval.errors import Reason
+from streameval.model import CATEGORIES, Edit, Read, ToolCall, TreeOp
+from streameval.reading import editor, native
+from streameval.reading.categories import categorize
+from streameval.reading.ipython import ipython_call
+from streameval.reading.shell import ShellAnalysis, analyze
+from streameval.reading.toolmap import ToolMap, mapped_reads
+from streameval.tools import NOT_READS, command_text, kind_of
 
 __all__ = ["Inference", "ReaderState", "infer"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from ..model import Edit, ToolCall
-from .editor import EditorResult
-from .output.numbered import numbered_read
-from .shell.python import script_files
+from streameval.model import Edit, ToolCall
+from streameval.reading.editor import EditorResult
+from streameval.reading.output.numbered import numbered_read
+from streameval.reading.shell.python import script_files
 
 __all__ = ["ipython_call"]
 

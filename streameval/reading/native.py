@@ -17,15 +17,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import sane
-from ..diffs import changed_runs, hunk_from_lines
-from ..errors import Reason
-from ..model import Edit, Read, ToolCall
-from .editor import numbered_reads
-from .output import grep as grep_out
-from .output.listing import claude_ls
-from .output.numbered import has_numbered_lines, parse_numbered
-from .shell.search import grep_reads
+from streameval import sane
+from streameval.errors import Reason
+from streameval.model import Edit, Read, ToolCall
+from streameval.reading.diffs import changed_runs, hunk_from_lines
+from streameval.reading.editor import numbered_reads
+from streameval.reading.output import grep as grep_out
+from streameval.reading.output.listing import claude_ls
+from streameval.reading.output.numbered import has_numbered_lines, parse_numbered
+from streameval.reading.shell.search import grep_reads
 
 __all__ = ["NativeResult", "claude_read", "claude_grep", "claude_glob", "claude_ls_call",
            "claude_edit", "file_change", "structured_hunks", "bash_edit_diff",

@@ -21,11 +21,11 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Reason
-from ..model import Step
+from streameval.errors import Reason
+from streameval.model import Step
 
 if TYPE_CHECKING:
-    from ..repo import RepoView
+    from streameval.sources.repo import RepoView
 
 __all__ = ["PathMapper", "display_path", "resolve_step"]
 

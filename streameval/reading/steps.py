@@ -26,20 +26,20 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..errors import Reason
-from ..intervals import merge_ranges
-from ..model import Edit, Read, Step, ToolCall
-from .basetext import BaseTexts
-from .categories import is_context_file
-from .credit import Creditor
-from .editmap import EditMap, MapChange
-from .infer import Inference, ReaderState, infer
-from .paths import PathMapper
-from .shell import WHOLE_TREE
-from .toolmap import ToolMap
+from streameval.errors import Reason
+from streameval.model import Edit, Read, Step, ToolCall
+from streameval.reading.categories import is_context_file
+from streameval.reading.credit import Creditor
+from streameval.reading.editmap import EditMap, MapChange
+from streameval.reading.infer import Inference, ReaderState, infer
+from streameval.reading.paths import PathMapper
+from streameval.reading.shell import WHOLE_TREE
+from streameval.reading.toolmap import ToolMap
+from streameval.scoring.intervals import merge_ranges
+from streameval.sources.basetext import BaseTexts
 
 if TYPE_CHECKING:
-    from ..repo import RepoView
+    from streameval.sources.repo import RepoView
 
 log = logging.getLogger(__name__)
 

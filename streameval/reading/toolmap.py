@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import StreamevalError
-from ..model import Read, Shown, ToolCall
-from .output import grep as grep_out
-from .output.numbered import numbered_read, parse_numbered
-from .shell.search import grep_reads
+from streameval.errors import StreamevalError
+from streameval.model import Read, Shown, ToolCall
+from streameval.reading.output import grep as grep_out
+from streameval.reading.output.numbered import numbered_read, parse_numbered
+from streameval.reading.shell.search import grep_reads
 
 __all__ = ["ToolMap", "ToolRule", "ToolMapError", "load_tool_map", "mapped_reads",
            "TOOL_MAP_HELP"]
@@ -77,7 +77,7 @@ class ToolMap:
 
 def load_tool_map(path: str | Path) -> ToolMap:
     """A tool map from a TOML file; any mistake is a ToolMapError naming the entry."""
-    from ..config import toml_loads
+    from streameval.config import toml_loads
 
     p = Path(path)
     try:

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from gitrepo import make_repo
 
-from streameval.cli import main as streameval_main
+from streameval.commands.main import main as streameval_main
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.tracefile import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace, load_resources
 
 INSTANCE = "demo__agents-1"
 

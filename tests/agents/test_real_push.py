@@ -19,7 +19,7 @@ from test_real_claude_code import PLAN as CLAUDE_PLAN
 from test_real_claude_code import turns as claude_turns
 from test_real_codex import turns as codex_turns
 
-from streameval.tracefile import evaluate_trace
+from streameval.runs.evaluate import evaluate_trace
 
 pytestmark = pytest.mark.agents
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streameval.errors import Reason
-from streameval.formats.claude import ClaudeAdapter
-from streameval.formats.codex import CodexAdapter
 from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
+from streameval.traces.formats.claude import ClaudeAdapter
+from streameval.traces.formats.codex import CodexAdapter
 
 REASONS = {r.value for r in Reason}
 EVENT_TYPES = (ToolCall, Usage, RunInfo, RunEnd, StatedContext, BadLine)
@@ -185,7 +185,7 @@ def test_detect_never_raises(kind: str, data):
 
 @pytest.mark.parametrize("kind", sorted(ADAPTERS))
 def test_overlong_line_is_line_too_long(kind: str, monkeypatch):
-    from streameval.formats import jsonl
+    from streameval.traces.formats import jsonl
 
     adapter_cls = ADAPTERS[kind][0]
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 64)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streameval.formats import detect_format
-from streameval.formats.atif import AtifAdapter
 from streameval.model import RunInfo, ToolCall, Usage
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.atif import AtifAdapter
 
 NAMES = ["harbor-atif__streameval__claude-code-2.1.328.trajectory.json",
          "harbor-atif__streameval__codex-0.169.0.trajectory.json"]

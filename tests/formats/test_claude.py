@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from streameval.errors import Reason
-from streameval.formats import detect_format
-from streameval.formats.claude import ClaudeAdapter
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.claude import ClaudeAdapter
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
@@ -350,7 +350,7 @@ def test_assistant_or_user_line_without_message_is_missing_field():
 
 
 def test_timestamp_parsing_of_the_shared_jsonl_helper():
-    from streameval.formats.jsonl import parse_timestamp
+    from streameval.traces.formats.jsonl import parse_timestamp
 
     assert parse_timestamp("2026-01-02T19:18:34.422Z") == pytest.approx(1767381514.422)
     assert parse_timestamp("2026-01-02T20:18:34.422+01:00") == pytest.approx(1767381514.422)
@@ -363,8 +363,8 @@ def test_timestamp_parsing_of_the_shared_jsonl_helper():
 def test_stream_calls_carry_their_cwd_forward_session_calls_record_it(real_fixtures):
     """stream-json stamps only the init cwd (the shell's `cd`s must be carried forward);
     session transcripts write the shell's cwd on every line."""
-    from streameval.formats.claude import ClaudeAdapter
     from streameval.model import ToolCall
+    from streameval.traces.formats.claude import ClaudeAdapter
 
     def calls(path):
         a = ClaudeAdapter()

@@ -10,9 +10,9 @@ import pytest
 from test_claude import EXPECTED, run, run_file, summarize
 
 from streameval.errors import Reason
-from streameval.formats import detect_format
-from streameval.formats.codex import CodexAdapter
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.codex import CodexAdapter
 
 
 def line(obj: dict) -> bytes:
@@ -291,7 +291,7 @@ def test_unparseable_arguments_are_kept_raw():
 def test_exec_command_header_of_codex_0_169_is_not_output():
     """0.169's exec_command result: a header (chunk id, wall time, exit code, token
     count), then ``Output:`` and what the command printed."""
-    from streameval.formats.codex import _output_of
+    from streameval.traces.formats.codex import _output_of
 
     text = ("Chunk ID: 3a6159\nWall time: 0.0000 seconds\nProcess exited with code 0\n"
             "Original token count: 6\nOutput:\nprint(1)\nb = 2\n")

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streameval.errors import Reason
-from streameval.formats.miniswe import MiniSweAdapter
-from streameval.formats.openhands import OpenHandsAdapter
-from streameval.formats.sweagent import SweAgentAdapter, SweAgentCheckpointsAdapter
 from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
+from streameval.traces.formats.miniswe import MiniSweAdapter
+from streameval.traces.formats.openhands import OpenHandsAdapter
+from streameval.traces.formats.sweagent import SweAgentAdapter, SweAgentCheckpointsAdapter
 
 ADAPTERS = (MiniSweAdapter, SweAgentAdapter, SweAgentCheckpointsAdapter, OpenHandsAdapter)
 REASONS = {r.value for r in Reason}

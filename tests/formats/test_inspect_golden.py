@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.cli import main
+from streameval.commands.main import main
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected_inspect"
@@ -138,10 +138,10 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, capsys):
 def test_with_gold_and_repo_scores_like_replay(tmp_path: Path):
     """With gold and a repo, inspect's metrics are replay's (one engine), reads are
     repo files with base lines, and the patch beside the trace gives EditLoc."""
-    from streameval.gold import load_gold
-    from streameval.repocache import RepoCache
-    from streameval.symbols import SymbolIndex
-    from streameval.tracefile import Resources, evaluate_trace
+    from streameval.runs.evaluate import Resources, evaluate_trace
+    from streameval.sources.gold import load_gold
+    from streameval.sources.repocache import RepoCache
+    from streameval.sources.symbols import SymbolIndex
 
     ex = HERE.parent.parent / "examples"
     trace = ex / "runs" / "example-run-1" / "trace.jsonl"

@@ -16,8 +16,9 @@ import pytest
 from fixture_paths import REAL  # noqa: E402
 
 from streameval.errors import Reason
-from streameval.formats import detect_format
-from streameval.formats.miniswe import (
+from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.miniswe import (
     ELIDED_MARKER,
     DocumentBuffer,
     MiniSweAdapter,
@@ -25,7 +26,6 @@ from streameval.formats.miniswe import (
     parse_context_block,
     shell_failed,
 )
-from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, ToolCall, Usage
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 FIXTURES = sorted(p.name for p in (REAL / "mini-swe-agent").glob("*.traj.json"))

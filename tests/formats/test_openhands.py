@@ -12,9 +12,9 @@ import pytest
 from test_miniswe import run_adapter, summarize
 
 from streameval.errors import Reason
-from streameval.formats import detect_format
-from streameval.formats.openhands import OpenHandsAdapter
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.openhands import OpenHandsAdapter
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 NAME = "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl"
@@ -175,7 +175,7 @@ OTHERS = [
 
 @pytest.mark.parametrize(("folder", "name", "fmt"), OTHERS, ids=[o[1] for o in OTHERS])
 def test_other_shapes_detected_and_golden(real_fixtures: Path, folder: str, name: str, fmt: str):
-    from streameval.formats import adapter_class
+    from streameval.traces.formats import adapter_class
 
     data = (real_fixtures / folder / name).read_bytes()
     head = [line for line in data.split(b"\n") if line.strip()][:8]

@@ -12,15 +12,15 @@ import pytest
 from test_miniswe import run_adapter, summarize
 
 from streameval.errors import Reason
-from streameval.formats import detect_format
-from streameval.formats.sweagent import (
+from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.sweagent import (
     SweAgentAdapter,
     SweAgentCheckpointsAdapter,
     editor_error,
     parse_action,
     parse_editor_command,
 )
-from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
 TRAJS = ["sweagent__anonymousUser2026__ContextBench__verified__pydata__xarray-4075.traj",

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from streameval.errors import Reason
-from streameval.formats import detect_format
-from streameval.formats.unified import (
+from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, Step
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.unified import (
     UnifiedAdapter,
     UnifiedError,
     UnifiedRecord,
     iter_unified_records,
     parse_unified,
 )
-from streameval.model import BadLine, RunEnd, RunInfo, StatedContext, Step
 
 REC = {
     "instance_id": "django__django-12125",
@@ -171,9 +171,9 @@ def test_unified_through_the_session_reports_no_context_extracted_like_replay(tm
 
     from gitrepo import make_repo
 
-    from streameval.gold import load_gold
-    from streameval.repocache import RepoCache
-    from streameval.tracefile import Resources, evaluate_trace
+    from streameval.runs.evaluate import Resources, evaluate_trace
+    from streameval.sources.gold import load_gold
+    from streameval.sources.repocache import RepoCache
 
     sha = make_repo(tmp_path / "r", {"mod.py": "def f():\n    return 1\n"})[-1]
     gold = tmp_path / "gold.jsonl"

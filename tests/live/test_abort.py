@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from claude_run import APP, UTIL, Claude, append
 
-from streameval.live.abort import (
+from streameval.live.abort.engine import (
     ABORT_NAME,
     AbortConfigError,
     AbortEngine,
@@ -345,7 +345,7 @@ def test_missing_config_file_is_a_clear_error(tmp_path):
 
 
 def test_example_config_loads_and_covers_every_kind():
-    from streameval.live.abort import KINDS
+    from streameval.live.abort.engine import KINDS
 
     cfg = load_policies(ROOT / "examples" / "abort.toml")
     assert {p.kind for p in cfg.policies} == set(KINDS)
@@ -384,7 +384,7 @@ def test_webhook_4xx_is_not_retried(env):
 
 
 def test_full_webhook_queue_drops_and_counts():
-    from streameval.live.abort import WebhookConfig, WebhookSender
+    from streameval.live.abort.engine import WebhookConfig, WebhookSender
 
     sender = WebhookSender(WebhookConfig(url="http://127.0.0.1:9/", queue_size=1, retries=0))
     sender._stop.set()  # the worker takes nothing: the queue stays full
@@ -423,7 +423,8 @@ def test_two_policies_share_one_abort_file(env):
 def test_watch_command_line_options_attach_the_engine(env, tmp_path):
     import argparse
 
-    from streameval.live import abort, watch
+    from streameval.live import watch
+    from streameval.live.abort import engine as abort
 
     s, runs, res = env
     claude_trace(runs, s, ("src/util.py", 20, 21))
@@ -447,7 +448,7 @@ def test_watch_command_line_options_attach_the_engine(env, tmp_path):
 
 
 def test_multi_run_keys_map_back_to_their_trace_file(env):
-    from streameval.live.abort import trace_path_of
+    from streameval.live.abort.engine import trace_path_of
 
     s, runs, res = env
     trace = trace_in(runs, s)

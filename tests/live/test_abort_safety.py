@@ -18,8 +18,8 @@ import pytest
 from claude_run import Claude, append
 from test_abort import policy, reads, trace_in
 
-from streameval.live.abort import AbortEngine, attach, parse_policies
-from streameval.live.abort_actions import process_started_at, send_signal
+from streameval.live.abort.actions import process_started_at, send_signal
+from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 from streameval.live.watch import WatchConfig, Watcher
 
 # counts SIGUSR1s into a file, one byte each, and says it is ready

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from streameval.tracefile import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace, load_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 

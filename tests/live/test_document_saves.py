@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 from claude_run import watcher
 
-from streameval.gold import load_gold
-from streameval.repocache import RepoCache
-from streameval.tracefile import Resources, evaluate_trace
+from streameval.runs.evaluate import Resources, evaluate_trace
+from streameval.sources.gold import load_gold
+from streameval.sources.repocache import RepoCache
 
 TRAJ = "sweagent__anonymousUser2026__ContextBench__verified__pydata__xarray-4075.traj"
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streameval import sane
-from streameval.tracefile import evaluate_trace, record_line
+from streameval.runs.evaluate import evaluate_trace, record_line
 
 ABSURD = [10**20, 1e20, -(10**20), 2**70, 1.7e308, -1.7e308, 10**300, 2**63, -1, 0]
 
@@ -73,7 +73,7 @@ def test_a_billion_token_count_is_clamped_and_counted(env, tmp_path):
 
 
 def test_pid_out_of_range_is_no_pid(env, tmp_path):
-    from streameval.identity import identify
+    from streameval.traces.identity import identify
 
     s, runs, res = env
     for bad in (2**31, 2**40, 1, 0, -5, True, "123", 1.5):
@@ -131,7 +131,7 @@ def test_cost_is_finite_and_bounded_or_unknown(value):
     (10**30, None), (-5, None), ("2026-11-24T00:00:00Z", 1795478400.0),
     ("99999-01-01T00:00:00", None)])
 def test_timestamps(value, expected):
-    from streameval.formats.jsonl import parse_timestamp
+    from streameval.traces.formats.jsonl import parse_timestamp
 
     assert parse_timestamp(value) == expected
 

@@ -18,7 +18,7 @@ import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 from test_restart import wait_until
 
-from streameval.tracefile import evaluate_trace, load_resources, record_line
+from streameval.runs.evaluate import evaluate_trace, load_resources, record_line
 
 pytestmark = pytest.mark.slow
 

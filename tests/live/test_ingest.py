@@ -15,9 +15,9 @@ from claude_run import APP, UTIL, Claude
 from fixture_paths import PUSH
 
 from streameval.errors import UsageError
-from streameval.ingest.wiring import SPOOL_NAME, ingest_app
 from streameval.live.exporter import serve
-from streameval.tracefile import evaluate_trace, record_line
+from streameval.live.ingest_wiring import SPOOL_NAME, ingest_app
+from streameval.runs.evaluate import evaluate_trace, record_line
 
 
 class Served:
@@ -97,8 +97,8 @@ def test_real_claude_code_hook_payloads_become_its_calls(served):
         assert (status, answer) == (200, {})
     sid = _hooks()[0]["session_id"]
     trace = runs / SPOOL_NAME / "claude-hooks" / sid / "trace.jsonl"
-    from streameval.formats.claude import ClaudeAdapter
     from streameval.model import RunEnd, ToolCall
+    from streameval.traces.formats.claude import ClaudeAdapter
 
     adapter = ClaudeAdapter()
     events = [e for i, ln in enumerate(trace.read_bytes().splitlines(), 1) for e in adapter.feed(ln, i)]
@@ -191,7 +191,7 @@ def test_refusals_are_clear_4xx_and_the_watcher_goes_on(env, tmp_path):
 
 def test_steering_answer_for_a_run_a_policy_stopped(served):
     s, runs, res, w, srv = served
-    from streameval.live.abort import AbortEngine, attach, parse_policies
+    from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 
     engine = attach(w, AbortEngine(parse_policies(
         '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "file"\n', "t.toml")))
@@ -215,7 +215,7 @@ def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
 
     from claude_run import watcher
 
-    from streameval.ingest.wiring import TOKEN_ENV, from_args
+    from streameval.live.ingest_wiring import TOKEN_ENV, from_args
 
     s, runs, res = env
     monkeypatch.delenv(TOKEN_ENV, raising=False)
@@ -238,7 +238,7 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     from claude_run import make_setup
     from test_restart import wait_until
 
-    from streameval.tracefile import load_resources
+    from streameval.runs.evaluate import load_resources
 
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streameval.live.player import line_time, schedule
+from streameval.playback.player import line_time, schedule
 
 
 def test_line_time_reads_zulu_offset_and_naive_timestamps_alike():

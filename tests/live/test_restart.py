@@ -14,7 +14,7 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 
-from streameval.tracefile import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace, load_resources
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
 
-from streameval.cli import main
+from streameval.commands.main import main
 from streameval.live.exporter import RunsCollector
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.tracefile import load_resources
+from streameval.runs.evaluate import load_resources
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "claude-session"
 
@@ -49,7 +49,7 @@ def test_no_two_traces_share_a_label_set_and_ids_come_from_the_trace(tmp_path, c
     gold.write_text('{"instance_id": "other", "gold_context": []}\n')
     res = load_resources(str(gold), None, str(tmp_path))
     w = Watcher(WatchConfig(root=runs, globs=("*.jsonl",)), res)
-    with caplog.at_level(logging.WARNING, logger="streameval.live.runs"):
+    with caplog.at_level(logging.WARNING, logger="streameval.live.table"):
         w.scan()
         w.poll_all()
         w.poll_all()   # read again: said and counted once per run

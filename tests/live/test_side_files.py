@@ -14,11 +14,11 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
-from streameval.live.abort_actions import write_abort_file
-from streameval.live.abort_policy import Decision
+from streameval.fileio import SideFileError, read_limited, write_atomic
+from streameval.live.abort.actions import write_abort_file
+from streameval.live.abort.policy import Decision
 from streameval.live.outputs import CHECKPOINT_VERSION, cut_torn_tail
-from streameval.sidefiles import SideFileError, read_limited, write_atomic
-from streameval.tracefile import evaluate_trace, record_line
+from streameval.runs.evaluate import evaluate_trace, record_line
 
 
 def _run(runs: Path, s, name: str = "demo__demo-1") -> tuple[Path, Path]:
@@ -359,7 +359,7 @@ import json, os, sys, time
 sys.path[:0] = sys.argv[1:3]
 from pathlib import Path
 from claude_run import watcher
-from streameval.tracefile import evaluate_trace, load_resources, record_line
+from streameval.runs.evaluate import evaluate_trace, load_resources, record_line
 tmp = Path(sys.argv[3])
 res = load_resources(str(tmp / "gold.jsonl"), None, str(tmp / "repo"))
 runs = tmp / "runs"

@@ -2,7 +2,7 @@
 
 import os
 
-from streameval.tail import FileTail
+from streameval.traces.tail import FileTail
 
 
 def test_partial_last_line_is_held_back_until_its_newline(tmp_path):

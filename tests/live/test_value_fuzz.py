@@ -20,7 +20,7 @@ import pytest
 from claude_run import watcher
 from fixture_paths import REAL
 
-from streameval.tracefile import evaluate_trace, record_line
+from streameval.runs.evaluate import evaluate_trace, record_line
 
 #: fixture folder -> the adapter every file in it is read with
 FORMATS = {

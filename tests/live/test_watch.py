@@ -12,7 +12,7 @@ import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
 from streameval.live.watch import Watcher
-from streameval.tracefile import evaluate_trace
+from streameval.runs.evaluate import evaluate_trace
 
 
 def run_dir(runs: Path, name: str = "demo__demo-1", meta: dict | None = None) -> Path:
@@ -258,7 +258,7 @@ def test_a_huge_line_is_the_same_bad_line_in_watch_and_replay(env, tmp_path, siz
     """40 MB: read, and refused by the adapter's limit; 70 MB: skipped by the tail
     without being held. Either way one line_too_long, and the calls around it scored,
     the same in watch and replay."""
-    from streameval.tracefile import record_line
+    from streameval.runs.evaluate import record_line
 
     s, runs, res = env
     d = run_dir(runs, meta={"instance_id": s.instance, "run_id": "huge"})

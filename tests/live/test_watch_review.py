@@ -12,9 +12,9 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
-from streameval.gold import load_gold
-from streameval.repocache import RepoCache
-from streameval.tracefile import Resources, evaluate_trace
+from streameval.runs.evaluate import Resources, evaluate_trace
+from streameval.sources.gold import load_gold
+from streameval.sources.repocache import RepoCache
 
 MINISWE = "mini-swe-agent__gruckion__mini-swe-agent__gemini-3-pro__django__django-11603.traj.json"
 

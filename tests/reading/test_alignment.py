@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from streameval.model import ToolCall
 from streameval.reading.align import align
-from streameval.reading.basetext import BaseText
 from streameval.reading.steps import StepBuilder
-from streameval.repo import GitRepo
+from streameval.sources.basetext import BaseText
+from streameval.sources.repo import GitRepo
 
 T = "/testbed"
 

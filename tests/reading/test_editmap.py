@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from streameval.errors import Reason
 from streameval.model import Edit
 from streameval.reading.editmap import EditMap, split_lines
-from streameval.repo import GitRepo
+from streameval.sources.repo import GitRepo
 
 BASE50 = "".join(f"line {i}\n" for i in range(1, 51))
 
@@ -145,7 +145,7 @@ def test_non_utf8_base_file_never_crashes(tmp_path):
 
 
 def test_provisional_patch_is_read_by_editloc(view50):
-    editloc = pytest.importorskip("streameval.editloc")
+    editloc = pytest.importorskip("streameval.scoring.editloc")
     m = EditMap(view50)
     m.apply("a.py", Edit("a.py", old="line 12\nline 13\n", new="changed\n"))
     m.apply("b.py", Edit("b.py", old="y\n", new="z\n"))
@@ -300,7 +300,7 @@ def test_to_base_matches_brute_force_line_identities(base_view, scenario):
     patch = m.provisional_patch()
     base = [f"base {i}\n" for i in range(1, n + 1)]
     assert _apply_u0(base, patch) == [_nl(x) for x in text]
-    from streameval.editloc import deleted_lines
+    from streameval.scoring.editloc import deleted_lines
     assert deleted_lines(patch).get("f.txt", []) == gone
 
 

@@ -323,7 +323,7 @@ def test_bad_inputs_never_raise():
 
 
 def _claude_calls(path):
-    from streameval.formats.claude import ClaudeAdapter
+    from streameval.traces.formats.claude import ClaudeAdapter
 
     adapter = ClaudeAdapter()
     events = []
@@ -357,7 +357,7 @@ def test_real_claude_stream_grep_content(real_fixtures):
 
 
 def test_real_sweagent_views(real_fixtures):
-    from streameval.formats.sweagent import SweAgentAdapter
+    from streameval.traces.formats.sweagent import SweAgentAdapter
 
     adapter = SweAgentAdapter()
     path = real_fixtures / "swe-agent-traj" / \

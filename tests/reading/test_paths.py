@@ -7,7 +7,7 @@ from gitrepo import make_repo
 
 from streameval.errors import Reason
 from streameval.reading.paths import PathMapper, display_path
-from streameval.repo import GitRepo
+from streameval.sources.repo import GitRepo
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from gitrepo import make_repo
 from streameval.errors import Reason
 from streameval.model import Step, ToolCall
 from streameval.reading.steps import CallOutcome, StepBuilder
-from streameval.repo import GitRepo
+from streameval.sources.repo import GitRepo
 
 T = "/testbed"
 A = f"{T}/src/a.py"
@@ -557,7 +557,7 @@ def test_cd_in_one_claude_stream_bash_call_holds_for_the_next(tmp_path):
 
     from streameval.model import ToolCall
     from streameval.reading.steps import StepBuilder
-    from streameval.repo import GitRepo
+    from streameval.sources.repo import GitRepo
 
     sha = make_repo(tmp_path / "r", {"f": "top\n", "sub/f": "a\nb\n"})[-1]
     b = StepBuilder(GitRepo(tmp_path / "r").at(sha), roots=["/ws"])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from streameval.errors import Reason
 from streameval.model import Step, ToolCall
 from streameval.reading.steps import StepBuilder
-from streameval.repo import GitRepo
+from streameval.sources.repo import GitRepo
 
 A50 = "".join(f"line {i}\n" for i in range(1, 51))
 B120 = "".join(f"b{i}\n" for i in range(1, 121))
@@ -327,7 +327,7 @@ def test_real_claude_session_replay_matches_what_the_agent_was_shown(real_fixtur
     line a later Read showed must then map to a base line with the same text, or to
     nothing when the agent wrote it: the replay of Edit/structuredPatch is exact.
     """
-    from streameval.formats.claude import ClaudeAdapter
+    from streameval.traces.formats.claude import ClaudeAdapter
 
     path = real_fixtures / "claude-session" / \
         "claude-session__jnarowski__agentcmd__full-session-four.jsonl"
@@ -383,8 +383,8 @@ def test_real_openhands_run_replay_matches_what_the_agent_was_shown(real_fixture
     with the same text, or to nothing for lines the agent inserted."""
     import re
 
-    from streameval.formats.openhands import OpenHandsAdapter
     from streameval.model import RunInfo
+    from streameval.traces.formats.openhands import OpenHandsAdapter
 
     path = real_fixtures / "openhands" / \
         "openhands__nunu0404__Python_OpenHands__multi_swe_bench-examples-output.jsonl"
@@ -470,7 +470,7 @@ def test_git_checkout_puts_a_file_back_to_its_base_lines(tmp_path):
 
     from streameval.model import ToolCall
     from streameval.reading.steps import StepBuilder
-    from streameval.repo import GitRepo
+    from streameval.sources.repo import GitRepo
 
     text = "".join(f"line {i}\n" for i in range(1, 51))
     sha = make_repo(tmp_path / "r", {"a.py": text})[-1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ...model import OUTPUT_CUT
+from streameval.model import OUTPUT_CUT
 
 __all__ = ["clean_lines", "cut_parts", "is_cut_line"]
 

@@ -12,8 +12,8 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable
 
-from ...model import Read
-from .errors import ERROR_LINE
+from streameval.model import Read
+from streameval.reading.output.errors import ERROR_LINE
 
 __all__ = ["joined", "ls_parser", "paths_parser", "tree_parser", "claude_ls", "ls_shape",
            "path_shape", "tree_shape"]

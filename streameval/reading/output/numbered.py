@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...model import Read, Shown
+from streameval.model import Read, Shown
 
 __all__ = ["Numbered", "parse_numbered", "numbered_runs", "numbered_read",
            "has_numbered_lines"]

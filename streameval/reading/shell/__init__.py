@@ -12,7 +12,7 @@ goes to ``ShellAnalysis.unparsed``. Line numbers are those of the file as it is 
 command runs (current numbers); mapping them back to the base commit is ``reading``'s job.
 """
 
-from .context import WHOLE_TREE, ShellAnalysis
-from .run import analyze
+from streameval.reading.shell.context import WHOLE_TREE, ShellAnalysis
+from streameval.reading.shell.run import analyze
 
 __all__ = ["WHOLE_TREE", "ShellAnalysis", "analyze"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..output.errors import ERROR_LINE
-from .context import Ctx, Stream
+from streameval.reading.output.errors import ERROR_LINE
+from streameval.reading.shell.context import Ctx, Stream
 
 __all__ = ["attribute", "one_line"]
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...model import Edit, Read, TreeOp
-from .syntax import Word
+from streameval.model import Edit, Read, TreeOp
+from streameval.reading.shell.syntax import Word
 
 __all__ = ["ShellAnalysis", "Seg", "Stream", "Ctx", "EMPTY", "WHOLE_TREE", "path_of", "whole",
            "split_opts", "val", "apply_range", "filtered"]

@@ -11,10 +11,18 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ...model import Edit, TreeOp
-from ..output.listing import path_shape, paths_parser
-from .context import EMPTY, WHOLE_TREE, Ctx, Seg, Stream, path_of, split_opts
-from .syntax import Simple, Word
+from streameval.model import Edit, TreeOp
+from streameval.reading.output.listing import path_shape, paths_parser
+from streameval.reading.shell.context import (
+    EMPTY,
+    WHOLE_TREE,
+    Ctx,
+    Seg,
+    Stream,
+    path_of,
+    split_opts,
+)
+from streameval.reading.shell.syntax import Simple, Word
 
 __all__ = ["git", "cd"]
 
@@ -40,8 +48,8 @@ def cd(ctx: Ctx, target: Word | None) -> None:
 
 
 def git(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
-    from .search import grep
-    from .writers import apply_diff
+    from streameval.reading.shell.search import grep
+    from streameval.reading.shell.writers import apply_diff
 
     i = 1
     saved = (ctx.prefix, ctx.lost)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ...model import Read
-from .context import (
+from streameval.model import Read
+from streameval.reading.shell.context import (
     EMPTY,
     Ctx,
     Seg,
@@ -23,7 +23,7 @@ from .context import (
     val,
     whole,
 )
-from .syntax import Simple, Word
+from streameval.reading.shell.syntax import Simple, Word
 
 __all__ = ["HANDLERS"]
 
@@ -126,7 +126,7 @@ def filter_each(ctx: Ctx, ops: list[Word], stdin: Stream | None,
 
 
 def _sed(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
-    from .writers import sed_in_place
+    from streameval.reading.shell.writers import sed_in_place
 
     args = list(argv)
     # BSD `sed -i '' ...`: an empty suffix word after -i
@@ -262,7 +262,7 @@ def _perl(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Strea
     ``print if $. >= a && $. <= b``, ``print if /re/``) or a transform (``-pe
     's/a/b/'``: the text decides which lines are the file's). ``-i``: an in-place edit
     whose result we cannot replay."""
-    from .writers import edit_files
+    from streameval.reading.shell.writers import edit_files
 
     words = [w.text for w in argv[1:]]
     flags = "".join(t[1:] for t in words if t.startswith("-") and not t.startswith("--"))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
-from ...model import Read, Shown
-from ..output import grep as grep_out
-from ..output.listing import (
+from streameval.model import Read, Shown
+from streameval.reading.output import grep as grep_out
+from streameval.reading.output.listing import (
     ls_parser,
     ls_shape,
     path_shape,
@@ -19,9 +19,18 @@ from ..output.listing import (
     tree_parser,
     tree_shape,
 )
-from ..output.numbered import numbered_read
-from .context import EMPTY, Ctx, Seg, Stream, filtered, path_of, split_opts, val
-from .syntax import Simple, Word
+from streameval.reading.output.numbered import numbered_read
+from streameval.reading.shell.context import (
+    EMPTY,
+    Ctx,
+    Seg,
+    Stream,
+    filtered,
+    path_of,
+    split_opts,
+    val,
+)
+from streameval.reading.shell.syntax import Simple, Word
 
 __all__ = ["HANDLERS", "grep", "grep_reads"]
 

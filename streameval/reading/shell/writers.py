@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ...diffs import parse_diff
-from ...model import Edit, SedScript
-from .context import EMPTY, Ctx, Stream, path_of, split_opts, val
-from .python import script_files
-from .syntax import Redirect, Simple, Word
+from streameval.model import Edit, SedScript
+from streameval.reading.diffs import parse_diff
+from streameval.reading.shell.context import EMPTY, Ctx, Stream, path_of, split_opts, val
+from streameval.reading.shell.python import script_files
+from streameval.reading.shell.syntax import Redirect, Simple, Word
 
 __all__ = ["HANDLERS", "apply_diff", "edit_files", "note_writes", "redirect_io",
            "run_python", "sed_in_place", "stdout_hidden", "writable"]
@@ -290,7 +290,7 @@ def run_python(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> 
     """``python -c CODE``, ``python - <<EOF``, ``python fix.py`` (a script written earlier
     in the run): files the script writes are edits; a single file it only reads is what
     its output may show (``Seg`` filtered and loose: the text decides)."""
-    from .context import Seg
+    from streameval.reading.shell.context import Seg
 
     code = _python_code(ctx, argv, st)
     if code is None:

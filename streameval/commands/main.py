@@ -1,0 +1,60 @@
+"""The ``streameval`` command: parse arguments, hand over to the room that does the work.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``; this file only wires them, so it stays under a screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "replay": ("streameval.commands.replay", "score recorded traces or unified predictions (JSONL out)"),
+    "inspect": ("streameval.commands.inspect", "show the tool calls, reads and edits inferred from one trace"),
+    "watch": ("streameval.live.watch", "follow running agents' traces and serve Prometheus metrics"),
+    "demo": ("streameval.commands.demo", "play the bundled example run live with metrics served"),
+    "abort-backtest": ("streameval.live.abort.backtest", "replay traces through abort policies and report"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from streameval.commands.options import Formatter, Parser
+
+    parser = Parser(
+        prog="streameval",
+        description="Score coding agents while they run: ContextBench context metrics from "
+                    "agent traces, live as Prometheus metrics or replayed as JSONL records.")
+    parser.add_argument("--version", action="version", version="streameval 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name, (module, help_) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_, formatter_class=Formatter)
+        mod = importlib.import_module(module)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from streameval.errors import UsageError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:   # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UsageError as exc:  # a setting that cannot work: one line, exit 2
+        print(f"streameval {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `streameval replay ... | head`
+        return 0

@@ -1,0 +1,164 @@
+"""The options the commands share, each stated once, and the checks that turn a bad
+value into a one-line usage error (exit code 2) instead of a traceback or a hang.
+
+Every command's ``--help`` shows the same names, placeholders (``FILE``, ``DIR``,
+``PATH``, ``N``, ``SECONDS``) and defaults because they all come from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from streameval import config
+from streameval.errors import StreamevalError, UsageError
+
+GRAMMAR_CHOICES = ("contextbench", "official")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with errors on one line: what is wrong and where help is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default (when it has one) after its help."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action) or text
+
+
+# --------------------------------------------------------------------------- value checks
+
+def _number(kind: type, text: str, low: float | None, what: str) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if value != value or (low is not None and value < low):  # NaN, or below the floor
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _number(int, text, 1, "a whole number >= 1")
+
+
+def non_negative_int(text: str) -> int:
+    return _number(int, text, 0, "a whole number >= 0")
+
+
+def positive_float(text: str) -> float:
+    value = _number(float, text, None, "a number > 0")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number > 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(float, text, 0, "a number >= 0")
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def port_number(text: str) -> int:
+    """0-65535; 0 asks the system for any free port."""
+    value = _number(int, text, 0, "a port number (0-65535)")
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return value
+
+
+# --------------------------------------------------------------------------- shared options
+
+def add_gold(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--gold", required=required, metavar="PATH",
+                   help="gold context: parquet, JSON or JSONL file, or a directory of annot.json")
+
+
+def add_repos(p: argparse.ArgumentParser | Any) -> None:
+    p.add_argument("--repos", metavar="DIR",
+                   help="directory of repositories, git clones named owner__repo")
+    p.add_argument("--repo", metavar="DIR",
+                   help="one repository for every trace (a git clone, or a plain directory: "
+                        "commits ignored)")
+
+
+def add_tool_map(p: argparse.ArgumentParser) -> None:
+    from streameval.reading.toolmap import TOOL_MAP_HELP
+
+    p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
+
+
+def add_grammars(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grammars", choices=GRAMMAR_CHOICES, default=None,
+                   help="tree-sitter grammars for symbols: the public evaluator's "
+                        "(tree-sitter-languages 1.10.2, extra streameval[contextbench]) or "
+                        "the official wheels (default: contextbench when installed)")
+
+
+def add_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", dest="fmt", metavar="NAME",
+                   help="trace format for every file, overriding detection (claude, codex, "
+                        "miniswe, sweagent, openhands, unified, ...)")
+
+
+def add_server(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", metavar="HOST", default=config.host(),
+                   help="address /metrics binds (STREAMEVAL_HOST)")
+    p.add_argument("--port", metavar="PORT", type=port_number, default=config.port(),
+                   help="port of /metrics (STREAMEVAL_PORT; 0 = any free port)")
+
+
+def add_sources(p: argparse.ArgumentParser, gold_required: bool = True) -> None:
+    """``--gold``, ``--repos``/``--repo``, ``--tool-map`` and ``--grammars``."""
+    add_gold(p, gold_required)
+    add_repos(p)
+    add_tool_map(p)
+    add_grammars(p)
+
+
+def resources(args: argparse.Namespace):
+    """The gold, repositories, symbol index and tool map the options name; a file that
+    cannot be used is a UsageError naming it."""
+    from streameval.runs.evaluate import load_resources
+
+    try:
+        return load_resources(args.gold, _str(args.repos), _str(args.repo),
+                              getattr(args, "tool_map", None), getattr(args, "grammars", None))
+    except (StreamevalError, OSError) as exc:
+        raise UsageError(_say(exc)) from None
+
+
+def _str(p: Path | str | None) -> str | None:
+    return None if p is None else str(p)
+
+
+def _say(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
+
+
+def fail(command: str, message: str) -> int:
+    """Print ``streameval <command>: <message>`` on stderr; the exit code for usage errors."""
+    print(f"streameval {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def setup_logging(verbose: bool = False) -> None:
+    """streameval's own log at INFO (abort decisions, runs that cannot be scored) or
+    DEBUG with ``-v``; libraries (watchfiles' per-change lines) stay at WARNING."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("streameval").setLevel(logging.DEBUG if verbose else logging.INFO)

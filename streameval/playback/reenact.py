@@ -1,0 +1,136 @@
+"""Re-enact recorded traces live: a watcher on a scratch directory, the exporter
+serving, and the trace player writing each run's lines with its original pacing.
+
+``streameval replay --live`` and ``streameval demo`` are this with different inputs.
+Runs are played concurrently, as they would have run side by side.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from streameval.commands.inspect import describe_call
+from streameval.model import GRANULARITIES
+from streameval.runs.evaluate import Resources
+
+
+def default_linger(linger: float | None) -> float | None:
+    """``--linger`` as given, else serve until Ctrl-C on a terminal and stop at once
+    when piped (a script, CI)."""
+    if linger is not None:
+        return linger
+    return None if sys.stdout.isatty() else 0.0
+
+
+def reenact(traces: list[Path], res: Resources, *, host: str = "127.0.0.1", port: int = 9108,
+            speed: float = 1.0, linger: float | None = 0.0, out: Path | None = None,
+            into: Path | None = None, listeners: list[Callable] = (),
+            announce=print) -> int:
+    """Play ``traces`` into a watched directory; serve metrics until done (+ ``linger``).
+
+    ``linger=None`` keeps serving until interrupted. Returns the number of runs scored.
+    """
+    import anyio
+
+    from streameval.live.exporter import serve
+    from streameval.live.watch import WatchConfig, Watcher
+    from streameval.playback.player import play
+
+    with tempfile.TemporaryDirectory(prefix="streameval-live-") as tmp:
+        root = Path(into or tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        cfg = WatchConfig(root=root, host=host, port=port, out=out, idle_timeout=30.0,
+                          patch_grace=2.0, rescan_interval=1.0)
+        w = Watcher(cfg, res)
+        w.listeners.extend(listeners)
+        server, _reg, bound = serve(w.table, host, port)
+        announce(f"metrics on http://{host}:{bound}/metrics "
+                 f"(playing {len(traces)} run(s) at {speed:g}x)")
+
+        async def main() -> None:
+            stop = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                await tg.start(_watch, w, stop)
+                async with anyio.create_task_group() as players:
+                    for trace in traces:
+                        players.start_soon(play, trace, root, speed)
+                await anyio.sleep(0.5)  # let the last lines and patches be seen
+                w.poll_all()
+                for f in w.followers.values():
+                    f.finish("end")
+                w.tick()
+                summarize(w, announce)
+                if linger is None:
+                    announce("serving until Ctrl-C")
+                    await anyio.sleep_forever()
+                await anyio.sleep(linger)
+                stop.set()
+
+        try:
+            anyio.run(main)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.close()
+        return len(w.table.runs)
+
+
+async def _watch(w, stop, *, task_status) -> None:
+    from streameval.live.watch import run_watcher
+
+    await run_watcher(w, stop, task_status=task_status)
+
+
+def summarize(w, announce=print) -> None:
+    with w.table.lock:
+        for run in w.table.runs.values():
+            rec = run.session.record()
+            if "error" in rec:
+                announce(f"final: {rec['instance_id']}: {rec['error']}")
+                continue
+            cov = "  ".join(f"{g} {rec['final'][g]['coverage']:.2f}" for g in GRANULARITIES)
+            el = rec.get("editloc")
+            tail = f"  editloc {el['recall']:.2f}" if el else ""
+            announce(f"final: {rec['run_id']}: {rec['num_steps']} steps; coverage {cov}{tail}")
+
+
+class LiveTable:
+    """Prints one line per new tool call: coverage by granularity as it grows."""
+
+    def __init__(self, out=sys.stdout):
+        self.out = out
+        self.seen: dict[str, int] = {}
+        self._headed = False
+
+    def _head(self) -> None:
+        # printed with the first row, after the "metrics on ..." line
+        self._headed = True
+        print(f"{'run':<18}{'step':>5}{'calls':>6}  " + "".join(f"{g:>8}" for g in GRANULARITIES)
+              + f"{'prec(line)':>11}  last tool call", file=self.out, flush=True)
+
+    def __call__(self, watcher) -> None:
+        with watcher.table.lock:
+            for key, run in watcher.table.runs.items():
+                s = run.session
+                n = s.extras.tool_calls
+                if self.seen.get(key) == n or s.state is None or n == 0:
+                    continue
+                self.seen[key] = n
+                if not self._headed:
+                    self._head()
+                snap = s.state.snapshot()
+                cov = "".join(f"{snap.granularities[g].coverage:>8.2f}" for g in GRANULARITIES)
+                print(f"{s.identity.run_id[:17]:<18}{s.num_steps:>5}{n:>6}  {cov}"
+                      f"{snap.granularities['line'].precision:>11.2f}  {_last_call(s.last_call)}",
+                      file=self.out, flush=True)
+
+
+
+def _last_call(call) -> str:
+    """The table's last column: the tool's name, then what it was asked."""
+    if call is None:
+        return ""
+    return f"{call.tool} {describe_call(call, 60 - len(call.tool))}".rstrip()

@@ -1,0 +1,56 @@
+"""Coverage curves as SVG: the per-step coverage of a record, by granularity.
+
+The same curve the Grafana "Run" dashboard draws live, drawn from a finished record
+(docs/metrics.md §5 ``trajectory.steps``), with no plotting dependency: SVG is
+text, renders in browsers and on GitHub, and diffs in review.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from streameval.model import GRANULARITIES
+
+COLORS = {"file": "#1f77b4", "symbol": "#ff7f0e", "span": "#2ca02c", "line": "#d62728"}
+
+
+def coverage_svg(record: dict[str, Any], width: int = 640, height: int = 320,
+                 title: str | None = None) -> str:
+    """An SVG line chart of ``record``'s per-step coverage (0..1) for each granularity."""
+    steps = record.get("trajectory", {}).get("steps", [])
+    left, right, top, bottom = 48, 150, 36, 40
+    pw, ph = width - left - right, height - top - bottom
+    n = max(len(steps), 1)
+
+    def x(i: int) -> float:  # step i (1-based) -> pixel
+        return left + (pw * (i - 1) / (n - 1) if n > 1 else pw / 2)
+
+    def y(v: float) -> float:
+        return top + ph * (1.0 - v)
+
+    title = title or f"{record.get('run_id', record.get('instance_id', ''))}: coverage per step"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14">{escape(title)}</text>']
+    for v in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" '
+                   f'stroke="#ddd"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '
+                   f'text-anchor="end">{v:g}</text>')
+    for i in sorted({1, n, *range(5, n, 5)}) if steps else []:
+        out.append(f'<text x="{x(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">step</text>')
+    for k, g in enumerate(GRANULARITIES):
+        pts = " ".join(f"{x(s['step']):.1f},{y(float(s['coverage'][g])):.1f}" for s in steps)
+        if pts:
+            out.append(f'<polyline data-granularity="{g}" points="{pts}" fill="none" '
+                       f'stroke="{COLORS[g]}" stroke-width="2"/>')
+        ly = top + 16 * k + 8
+        auc = record.get("trajectory", {}).get("auc_coverage", {}).get(g)
+        label = g if auc is None else f"{g} (AUC {auc:.2f})"
+        out.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 28}" y2="{ly}" '
+                   f'stroke="{COLORS[g]}" stroke-width="2"/>'
+                   f'<text x="{left + pw + 32}" y="{ly + 4}">{escape(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,191 @@
+"""Aggregates over per-instance records: the summary table and the Benchkit CSV.
+
+Pure functions over docs/metrics.md §5 records (dicts as replay writes them), so the
+numbers of a table can be recomputed from the JSONL alone. Two averages are reported
+and always labelled (docs/metrics.md §4, "Aggregates"):
+
+- **macro**: the mean of per-instance values, every instance counts once (the usual
+  ContextBench table);
+- **micro**: intersections and sizes summed over instances first, then divided, so
+  large instances weigh more.
+
+Error records (``{"instance_id", "error"}``) are counted, never averaged in.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from streameval.errors import Reason
+from streameval.model import GRANULARITIES
+from streameval.scoring.sums import left_mean
+
+__all__ = ["BENCHKIT_COLUMNS", "aggregate", "benchkit_row", "format_table", "write_benchkit_csv"]
+
+#: docs/metrics.md §4, "Benchkit column names", granularities in Benchkit's order.
+_BENCHKIT_ORDER = ("file", "line", "span", "symbol")
+#: ``run_id`` and ``trace`` join a row to its run (and its trace file): several runs of one
+#: instance are several rows
+BENCHKIT_COLUMNS: tuple[str, ...] = (
+    ("instance_id", "run_id", "trace")
+    + tuple(f"contextbench_final_{g}_{m}" for g in _BENCHKIT_ORDER
+            for m in ("coverage", "precision"))
+    + tuple(f"contextbench_traj_auc_{g}" for g in _BENCHKIT_ORDER)
+    + tuple(f"contextbench_traj_redundancy_{g}" for g in _BENCHKIT_ORDER)
+    + ("contextbench_editloc_recall", "contextbench_editloc_precision", "error")
+)
+
+
+_REASONS = frozenset(r.value for r in Reason)
+
+
+
+
+def _ratio(num: int, den: int, empty: float) -> float:
+    return num / den if den else empty
+
+
+def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for g in GRANULARITIES:
+        rows = [r["final"][g] for r in evaluated if g in r.get("final", {})]
+        inter = sum(int(x.get("intersection", 0)) for x in rows)
+        gold = sum(int(x.get("gold_size", 0)) for x in rows)
+        pred = sum(int(x.get("pred_size", 0)) for x in rows)
+        out[g] = {
+            "macro": {"coverage": left_mean([x["coverage"] for x in rows]),
+                      "precision": left_mean([x["precision"] for x in rows])},
+            # Empty G gives coverage 1.0 and empty P precision 1.0 (docs/metrics.md §3),
+            # summed sizes follow the same convention.
+            "micro": ({"coverage": _ratio(inter, gold, 1.0),
+                       "precision": _ratio(inter, pred, 1.0)} if rows else
+                      {"coverage": None, "precision": None}),
+            "intersection": inter, "gold_size": gold, "pred_size": pred,
+        }
+    return out
+
+
+def _trajectory(evaluated: list[dict[str, Any]], key: str) -> dict[str, float | None]:
+    return {g: left_mean([r["trajectory"][key][g] for r in evaluated
+                      if g in r.get("trajectory", {}).get(key, {})])
+            for g in GRANULARITIES}
+
+
+def _editloc(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the instances that have a patch only (no patch, no EditLoc: docs/metrics.md §4).
+
+    Per instance recall = precision = hits / deleted lines, so the micro form of both
+    is Σ hits / Σ deleted lines (0 when nothing was deleted); not the public
+    evaluator's Σ hits / Σ gold size, which docs/metrics.md §4b says to ignore.
+    """
+    rows = [r["editloc"] for r in evaluated if isinstance(r.get("editloc"), dict)]
+    hits = sum(int(x.get("intersection", 0)) for x in rows)
+    deleted = sum(int(x.get("pred_size", 0)) for x in rows)
+    micro = _ratio(hits, deleted, 0.0) if rows else None
+    return {"instances": len(rows),
+            "macro": {"recall": left_mean([x["recall"] for x in rows]),
+                      "precision": left_mean([x["precision"] for x in rows])},
+            "micro": {"recall": micro, "precision": micro},
+            "intersection": hits, "pred_size": deleted}
+
+
+def _reason(record: dict[str, Any]) -> str:
+    """The Reason value an error record starts with (``"missing_gold: ..."``)."""
+    head = str(record.get("reason") or record["error"]).split(":", 1)[0].strip()
+    return head if head in _REASONS else "other"
+
+
+def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Macro and micro averages of a batch of records, plus counts of errors by reason."""
+    records = list(records)
+    evaluated = [r for r in records if "error" not in r]
+    errors = [r for r in records if "error" in r]
+    reasons = Counter(_reason(r) for r in errors)
+    return {
+        "instances": len(records),
+        "evaluated": len(evaluated),
+        "errors": len(errors),
+        "errors_by_reason": dict(sorted(reasons.items())),
+        "final": _final(evaluated),
+        "auc_coverage": _trajectory(evaluated, "auc_coverage"),
+        "redundancy": _trajectory(evaluated, "redundancy"),
+        "editloc": _editloc(evaluated),
+    }
+
+
+# --------------------------------------------------------------------------- table
+
+
+def _f(value: float | None) -> str:
+    return f"{'-':>8}" if value is None else f"{value:8.3f}"
+
+
+def format_table(agg: dict[str, Any]) -> str:
+    """A plain-text table of ``aggregate``'s result; every average says macro or micro."""
+    lines = [f"instances: {agg['instances']}  evaluated: {agg['evaluated']}  "
+             f"errors: {agg['errors']}"]
+    if agg["errors_by_reason"]:
+        lines.append("errors by reason: " + ", ".join(
+            f"{k} {v}" for k, v in agg["errors_by_reason"].items()))
+    lines += ["",
+              f"{'final context':<14}{'coverage':>16}{'precision':>18}",
+              f"{'':<14}{'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}"]
+    for g in GRANULARITIES:
+        row = agg["final"][g]
+        lines.append(f"{g:<14}{_f(row['macro']['coverage'])}{_f(row['micro']['coverage'])}  "
+                     f"{_f(row['macro']['precision'])}{_f(row['micro']['precision'])}")
+    lines += ["",
+              f"{'trajectory':<14}{'AUC-coverage':>16}{'redundancy':>18}",
+              f"{'':<14}{'macro':>16}{'macro':>18}"]
+    for g in GRANULARITIES:
+        lines.append(f"{g:<14}{'':>8}{_f(agg['auc_coverage'][g])}  {'':>8}"
+                     f"{_f(agg['redundancy'][g])}")
+    e = agg["editloc"]
+    lines += ["",
+              f"EditLoc over {e['instances']} instance(s) with a patch",
+              f"{'':<14}{'recall':>8}{'precision':>10}",
+              f"{'macro':<14}{_f(e['macro']['recall'])}  {_f(e['macro']['precision'])}",
+              f"{'micro':<14}{_f(e['micro']['recall'])}  {_f(e['micro']['precision'])}"]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def benchkit_row(record: dict[str, Any]) -> dict[str, str]:
+    """One record as Benchkit's flat columns; an error leaves every number empty."""
+    row = {c: "" for c in BENCHKIT_COLUMNS}
+    for key in ("instance_id", "run_id", "trace"):
+        row[key] = str(record.get(key) or "")
+    if "error" in record:
+        row["error"] = str(record["error"])
+        return row
+    final = record.get("final", {})
+    traj = record.get("trajectory", {})
+    for g in _BENCHKIT_ORDER:
+        for m in ("coverage", "precision"):
+            row[f"contextbench_final_{g}_{m}"] = _cell(final.get(g, {}).get(m))
+        row[f"contextbench_traj_auc_{g}"] = _cell(traj.get("auc_coverage", {}).get(g))
+        row[f"contextbench_traj_redundancy_{g}"] = _cell(traj.get("redundancy", {}).get(g))
+    editloc = record.get("editloc")
+    if isinstance(editloc, dict):
+        row["contextbench_editloc_recall"] = _cell(editloc.get("recall"))
+        row["contextbench_editloc_precision"] = _cell(editloc.get("precision"))
+    return row
+
+
+def write_benchkit_csv(records: Iterable[dict[str, Any]], path: str | Path) -> None:
+    """Benchkit-style CSV (docs/metrics.md §4): one row per record, input order."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(BENCHKIT_COLUMNS))
+        writer.writeheader()
+        for record in records:
+            writer.writerow(benchkit_row(record))

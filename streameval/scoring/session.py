@@ -1,0 +1,438 @@
+"""One engine for every way a run is scored: trace events -> steps -> metrics.
+
+``RunSession`` turns the events of one agent run into Steps (through
+``reading.steps.StepBuilder``) and feeds them to ``state.InstanceState``, keeping the
+live extras of docs/metrics.md §7 beside. ``tracefile`` feeds it: replay, watch,
+inspect and unified predictions all score runs through this one class.
+
+The record carries only what the trace itself says (trace timestamps, never the
+time lines arrived), so it does not depend on how fast the file was read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streameval.errors import Reason
+from streameval.model import (
+    GRANULARITIES,
+    BadLine,
+    RunEnd,
+    RunIdentity,
+    RunInfo,
+    StatedContext,
+    Step,
+    TokenUsage,
+    ToolCall,
+    TraceEvent,
+    Usage,
+)
+from streameval.scoring.intervals import IntervalSet
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RunExtras:
+    """Live extras of one run (docs/metrics.md §7); all from the trace itself."""
+
+    tool_calls: int = 0
+    sidechain_calls: int = 0
+    categories: Counter = field(default_factory=Counter)
+    context_file_reads: Counter = field(default_factory=Counter)
+    bad_lines: Counter = field(default_factory=Counter)
+    problems: Counter = field(default_factory=Counter)
+    edits: int = 0
+    #: shown lines by how they were credited (docs/metrics.md, "Alignment"): placed on a
+    #: base line by their text, the agent's own (no base counterpart), or credited from
+    #: the command's window without text (no output kept, no repository)
+    lines_aligned: int = 0
+    lines_agent_written: int = 0
+    lines_unaligned: int = 0
+    #: reads of repository files per tool name (a context engine's share shows here)
+    reads_by_tool: Counter = field(default_factory=Counter)
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+    first_gold_file_step: int | None = None
+    first_gold_line_step: int | None = None
+    first_gold_file_seconds: float | None = None
+    first_gold_line_seconds: float | None = None
+    started_at: float | None = None
+    last_event_at: float | None = None
+
+    def shown_lines(self) -> dict[str, int]:
+        """The three outcomes under the names records and ``/metrics`` use."""
+        return {"aligned": self.lines_aligned, "agent_written": self.lines_agent_written,
+                "unaligned": self.lines_unaligned}
+
+
+class _Tokens:
+    """Sums per-message usage, but lets a run total (``cumulative``) take over."""
+
+    def __init__(self) -> None:
+        self.incremental = TokenUsage()
+        self.cumulative: TokenUsage | None = None
+        self.cost_incremental = 0.0
+        self.cost_cumulative: float | None = None
+        self.any_cost = False
+
+    def add(self, usage: Usage) -> None:
+        t = usage.tokens
+        if usage.cumulative:
+            self.cumulative = TokenUsage(t.input_tokens, t.output_tokens,
+                                         t.cache_read_tokens, t.cache_creation_tokens)
+            if usage.cost_usd is not None:
+                self.cost_cumulative = float(usage.cost_usd)
+                self.any_cost = True
+            return
+        inc = self.incremental
+        inc.input_tokens += t.input_tokens
+        inc.output_tokens += t.output_tokens
+        inc.cache_read_tokens += t.cache_read_tokens
+        inc.cache_creation_tokens += t.cache_creation_tokens
+        if usage.cost_usd is not None:
+            self.cost_incremental += float(usage.cost_usd)
+            self.any_cost = True
+
+    def totals(self) -> tuple[TokenUsage, float | None]:
+        tokens = self.cumulative if self.cumulative is not None else self.incremental
+        if not self.any_cost:
+            return tokens, None
+        cost = self.cost_cumulative if self.cost_cumulative is not None else self.cost_incremental
+        return tokens, cost
+
+
+class RunSession:
+    """Everything known about one run, updated one event at a time.
+
+    ``gold``/``view`` may be None (``inspect`` without gold, or a run whose gold or
+    repo is missing): steps are still built where possible, and ``record()`` then
+    returns an error record with ``error`` set to the actionable reason.
+    """
+
+    def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
+                 fmt: str = "", include_sidechain: bool = False, error: str | None = None,
+                 texts=None, tools=None):
+        from streameval.reading.steps import StepBuilder
+
+        self.identity = identity
+        self.gold = gold
+        self.view = view
+        self.fmt = fmt
+        self.include_sidechain = include_sidechain
+        self.error = error
+        self.builder = StepBuilder(view, texts=texts, tools=tools)
+        self.state = None
+        if gold is not None and view is not None and error is None:
+            from streameval.scoring.state import InstanceState
+
+            self.state = InstanceState(gold, view, symbols)
+        self.extras = RunExtras()
+        self._tokens = _Tokens()
+        self._gold_files, self._gold_lines = _gold_sets(gold)
+        self.trace_info = RunInfo()
+        self.last_call: ToolCall | None = None
+        self.ended = False
+        self.end_reason: str | None = None
+        self.trace_patch: str | None = None
+        self.patch: str | None = None
+        self.patch_source: str | None = None
+        self._steps = 0
+        self._resolved: dict[str, str | None] = {}  # stated path -> repo path
+        #: stated contexts, for the unified format's ``no_context_extracted`` rule
+        self._stated_final: Step | None = None
+        self._provisional_cache: tuple[int, dict | None] | None = None
+        self._final_editloc: tuple[str, dict | None] | None = None
+        #: bumped by every event and landed patch: a record built at one version is
+        #: the record until the version moves (the watcher rebuilds nothing unchanged)
+        self.version = 0
+        #: observers called with (session, outcome) after every tool call (inspect, live)
+        self.listeners: list[Callable[[RunSession, Any, ToolCall], None]] = []
+
+    # ------------------------------------------------------------------ events
+    def handle(self, event: TraceEvent) -> None:
+        if self.builder is None:
+            # released (``release_reading``): its record is written, and a trace that
+            # grows again is read anew; nothing may change a record already out
+            log.warning("run %s: event after its record was written; ignored",
+                        self.identity.run_id)
+            return
+        self.version += 1
+        if isinstance(event, ToolCall):
+            self._on_call(event)
+        elif isinstance(event, Usage):
+            self._tokens.add(event)
+            self._touch(event.timestamp)
+        elif isinstance(event, StatedContext):
+            self._on_stated(event)
+        elif isinstance(event, RunInfo):
+            self._on_info(event)
+        elif isinstance(event, RunEnd):
+            self.ended = event.ends
+            self.end_reason = event.reason
+            if event.patch and event.patch.strip():
+                self.trace_patch = event.patch
+            self._touch(event.timestamp)
+        elif isinstance(event, BadLine):
+            self.extras.bad_lines[str(event.reason)] += 1
+
+    def _touch(self, ts: float | None) -> None:
+        if ts is None:
+            return
+        ex = self.extras
+        if ex.started_at is None or ts < ex.started_at:
+            ex.started_at = ts
+        if ex.last_event_at is None or ts > ex.last_event_at:
+            ex.last_event_at = ts
+
+    def _on_info(self, info: RunInfo) -> None:
+        ti = self.trace_info
+        if info.cwd:
+            # the agent's workspace root: exact paths under it beat shorter suffix
+            # matches, and `..` escapes out of it are recognised
+            self.builder.add_root(info.cwd)
+        for name in ("session_id", "agent", "model", "cwd", "instance_id"):
+            value = getattr(info, name)
+            if value and not getattr(ti, name):
+                setattr(ti, name, value)
+        self._touch(info.timestamp)
+
+    def _on_call(self, call: ToolCall) -> None:
+        ex = self.extras
+        self._touch(call.started_at)
+        self._touch(call.ended_at)
+        if call.sidechain and not self.include_sidechain:
+            # sub-agent calls are kept apart: counted, never steps of this run
+            ex.sidechain_calls += 1
+            return
+        outcome = self.builder.consume(call)
+        self.last_call = call
+        ex.tool_calls += 1
+        ex.categories[outcome.category] += 1
+        ex.edits += len(outcome.edits) + len(
+            [p for p in outcome.found_edits if p not in outcome.edits])
+        for r in outcome.reads:
+            if r.repo_path is not None and not r.listing:
+                ex.reads_by_tool[call.tool] += 1
+            ex.lines_aligned += r.aligned
+            ex.lines_agent_written += r.agent
+            ex.lines_unaligned += r.unaligned
+        for reason, _msg in outcome.problems:
+            ex.problems[str(getattr(reason, "value", reason))] += 1
+        for path in outcome.context_files:
+            ex.context_file_reads[path] += 1
+        # A format that states the step itself (ContextBench mini-swe-agent
+        # <EXPLORE_CONTEXT>) already added it as a StatedContext: never count it twice.
+        stated = bool(call.structured and call.structured.get("stated_context"))
+        if outcome.step is not None and not stated:
+            self._add_step(outcome.step, call.ended_at or call.started_at)
+        for listener in self.listeners:
+            listener(self, outcome, call)
+
+    def _on_stated(self, ev: StatedContext) -> None:
+        step = self._resolve_stated(ev.step)
+        if ev.final:
+            self._stated_final = step
+            if self.state is not None:
+                self.state.set_final_context(step)
+        else:
+            self._add_step(step, ev.step.timestamp)
+
+    def _resolve_stated(self, step: Step) -> Step:
+        """Stated contexts carry trace paths: resolve them (docs/metrics.md §2)."""
+        if self.view is None:
+            return step
+        from streameval.reading.paths import resolve_step
+
+        return resolve_step(self.view, step, self._resolved)
+
+    def _add_step(self, step: Step, ts: float | None) -> None:
+        if self.state is not None:
+            self.state.add_step(step)
+        self._steps += 1
+        n = self._steps
+        ex = self.extras
+        if ex.first_gold_file_step is None and any(f in self._gold_files for f in step.files):
+            ex.first_gold_file_step = n
+            ex.first_gold_file_seconds = self._since_start(ts)
+        if ex.first_gold_line_step is None and self._touches_gold_lines(step):
+            ex.first_gold_line_step = n
+            ex.first_gold_line_seconds = self._since_start(ts)
+
+    def _touches_gold_lines(self, step: Step) -> bool:
+        for path, ranges in step.spans.items():
+            gold = self._gold_lines.get(path)
+            if gold and any(gold.overlap(min(a, b), max(a, b)) for a, b in ranges):
+                return True
+        return False
+
+    def _since_start(self, ts: float | None) -> float | None:
+        start = self.extras.started_at
+        if ts is None or start is None:
+            return None
+        return max(0.0, ts - start)
+
+    # ------------------------------------------------------------------ patch
+    def set_patch(self, patch: str | None, source: str) -> bool:
+        """Land the model patch (beside the trace, predictions file, ...).
+
+        Returns True when it changed what EditLoc will be computed from.
+        """
+        if not patch or not patch.strip() or patch == self.patch:
+            return False
+        self.patch, self.patch_source = patch, source
+        self.version += 1
+        return True
+
+    @property
+    def final_patch(self) -> str | None:
+        """The patch EditLoc is final on: a landed one, else one the trace carried."""
+        return self.patch or self.trace_patch
+
+    def final_editloc(self) -> dict | None:
+        """EditLoc on the final patch (None without one); cached per patch, since a
+        scrape asks for it on every finished run every time."""
+        patch = self.final_patch
+        if patch is None or self.gold is None:
+            return None
+        if self._final_editloc is None or self._final_editloc[0] is not patch:
+            from streameval.scoring.editloc import editloc
+
+            self._final_editloc = (patch, editloc(patch, self.gold))
+        return self._final_editloc[1]
+
+    def provisional_editloc(self) -> dict | None:
+        """EditLoc of the edits seen so far (before the patch lands); cached per edit count."""
+        if self.gold is None:
+            return None
+        key = self.extras.edits
+        if self._provisional_cache is not None and self._provisional_cache[0] == key:
+            return self._provisional_cache[1]
+        from streameval.scoring.editloc import editloc
+
+        if self.builder is None:   # released after its record: the kept value stands
+            return self._provisional_cache[1] if self._provisional_cache else None
+        value = editloc(self.builder.provisional_patch(), self.gold) if key else None
+        self._provisional_cache = (key, value)
+        return value
+
+    def release_reading(self) -> None:
+        """Drop what only reading more of the trace needs (the edit map with its file
+        copies, path caches): a finished run whose record is written keeps only its
+        numbers while it stays exported. Its provisional EditLoc is kept first; a
+        trace that grows again is read anew from its first byte, never into this."""
+        if self.builder is None:
+            return
+        self.provisional_editloc()
+        self.builder = None
+        self.last_call = None
+        self._resolved = {}
+
+    # ------------------------------------------------------------------ views
+    @property
+    def num_steps(self) -> int:
+        return self._steps
+
+    def record(self) -> dict:
+        """The docs/metrics.md §5 record plus run identity and live extras."""
+        ident = self.identity
+        if self.error is not None or self.state is None:
+            from streameval.runs.evaluate import error_record
+
+            return error_record(ident, self.error or "not evaluated")
+        if self.fmt == "unified":
+            return self._unified_record()
+        rec = self._echo_ids(self.state.record(self.final_patch))
+        tokens, cost = self._tokens.totals()
+        ex = self.extras
+        agent, model = self.agent_model()
+        rec.update({
+            "run_id": ident.run_id,
+            "trace": ident.trace,
+            **({"fidelity": ident.fidelity} if ident.fidelity else {}),
+            "agent": agent,
+            "model": model,
+            "format": self.fmt,
+            "grammars": self.symbols_grammars,
+            "tool_calls": ex.tool_calls,
+            "sidechain_calls": ex.sidechain_calls,
+            "categories": dict(sorted(ex.categories.items())),
+            "context_file_reads": dict(sorted(ex.context_file_reads.items())),
+            "first_gold_file_step": ex.first_gold_file_step,
+            "first_gold_line_step": ex.first_gold_line_step,
+            "first_gold_file_seconds": ex.first_gold_file_seconds,
+            "first_gold_line_seconds": ex.first_gold_line_seconds,
+            "tokens": {"input": tokens.input_tokens, "output": tokens.output_tokens,
+                       "cache_read": tokens.cache_read_tokens,
+                       "cache_creation": tokens.cache_creation_tokens},
+            "cost_usd": cost,
+            "started_at": ex.started_at,
+            "ended_at": ex.last_event_at,
+            "end_reason": self.end_reason,
+            "patch_source": self.patch_source or ("trace" if self.trace_patch else None),
+            "bad_lines": dict(sorted(ex.bad_lines.items())),
+            "problems": dict(sorted(ex.problems.items())),
+            "edits": ex.edits,
+            "shown_lines": ex.shown_lines(),
+            "reads_by_tool": dict(sorted(ex.reads_by_tool.items())),
+        })
+        return rec
+
+    def tokens(self) -> tuple[TokenUsage, float | None]:
+        return self._tokens.totals()
+
+    def agent_model(self) -> tuple[str, str]:
+        """meta.json's agent and model, else what the trace says (as labels and records
+        show them; ``unknown`` when neither says)."""
+        ident, info = self.identity, self.trace_info
+        agent = ident.agent if ident.agent != "unknown" else (info.agent or "unknown")
+        model = ident.model if ident.model != "unknown" else (info.model or "unknown")
+        return agent, model
+
+    @property
+    def symbols_grammars(self) -> str | None:
+        """Which grammar set parsed this run's symbols (docs/metrics.md §3)."""
+        return getattr(self.state.symbols, "grammars", None) if self.state else None
+
+    def _echo_ids(self, rec: dict) -> dict:
+        """docs/metrics.md §5: ``instance_id`` is the id the input gave; the gold row's own
+        id follows as ``gold_instance_id`` when it is another one (an original id)."""
+        given = self.identity.instance_id
+        gold_id = rec.get("instance_id")
+        out = {"instance_id": given}
+        if gold_id != given:
+            out["gold_instance_id"] = gold_id
+        out.update((k, v) for k, v in rec.items() if k != "instance_id")
+        return out
+
+    def _unified_record(self) -> dict:
+        """A unified prediction's record: the evaluator's shape, and its answer for a
+        final context that resolves to nothing (docs/metrics.md §4b: ``no_context_extracted``
+        when no file and no range is left after path resolution; names alone do not count)."""
+        final = self._stated_final
+        if final is None or not (final.files or any(final.spans.values())):
+            return {"instance_id": self.identity.instance_id,
+                    "error": Reason.NO_CONTEXT_EXTRACTED.value}
+        rec = self._echo_ids(self.state.record(self.final_patch))
+        rec["grammars"] = self.symbols_grammars
+        return rec
+
+
+def _gold_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
+    if gold is None:
+        return frozenset(), {}
+    files = frozenset(s.file for s in gold.gold_context)
+    lines: dict[str, IntervalSet] = {}
+    for s in gold.gold_context:
+        a, b = sorted((s.start_line, s.end_line))
+        if b > 0:
+            lines.setdefault(s.file, IntervalSet()).add(max(1, a), b)
+    return files, lines
+
+
+
+__all__ = ["RunExtras", "RunSession", "GRANULARITIES"]

@@ -1,0 +1,466 @@
+"""Incremental ContextBench metrics for one instance (docs/metrics.md sections 3, 4, 4b, 5).
+
+An agent run is scored while it runs: every Step is folded into a running union, and
+the numbers a scrape or a record needs are kept as running sums. Adding a step costs
+what the step adds (``IntervalSet.add`` hands back only the newly covered pieces, and
+only those are measured against the gold), never the length of the run so far, so a
+10,000-step trace costs about ten times a 1,000-step one (DESIGN.md, "Incremental").
+
+``state.py`` knows nothing of trace formats, disk layout or Prometheus: Steps arrive
+with repo-relative paths and base-commit line ranges (docs/metrics.md §2 resolution
+happened upstream); the RepoView gives bytes, the SymbolIndex definitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from streameval.model import GRANULARITIES, Step
+from streameval.sane import line
+from streameval.scoring.intervals import IntervalSet
+
+if TYPE_CHECKING:  # symbols.py loads tree-sitter: imported only where it is used
+    from streameval.sources.gold import GoldInstance, GoldSpan
+    from streameval.sources.repo import RepoView
+    from streameval.sources.symbols import Definition, SymbolIndex
+
+__all__ = ["GranularityNumbers", "Snapshot", "InstanceState"]
+
+#: Version of the ``to_dict`` layout; ``from_dict`` refuses others.
+STATE_FORMAT = 1
+
+
+@dataclass(slots=True)
+class GranularityNumbers:
+    """Current numbers of one granularity (P = the final context so far, G = gold)."""
+
+    coverage: float
+    precision: float
+    intersection: int
+    gold_size: int
+    pred_size: int
+    auc_coverage: float
+    redundancy: float
+    step_sum: int  # Σ_t |step t|
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """What the exporter and abort policies read, cheap to take at any time."""
+
+    num_steps: int
+    granularities: dict[str, GranularityNumbers]
+    lines_read: int   # |union of lines read|
+    bytes_read: int   # |union of bytes read|
+    #: per-step (trajectory) coverage after the latest step; all 0.0 before any step
+    last_step_coverage: dict[str, float] = field(default_factory=dict)
+    #: True once a stated final context replaced the union of steps (docs/metrics.md §1)
+    stated_final: bool = False
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ordered(a: int, b: int) -> tuple[int, int]:
+    """docs/metrics.md §4b: a range with start > end means [end, start].
+
+    Applied to every range, gold and predicted, before any other rule, so the line
+    and byte granularities always see the same range.
+    """
+    return (b, a) if a > b else (a, b)
+
+
+def _ratio(num: int, den: int) -> float:
+    """docs/metrics.md §3: an empty denominator (empty G or empty P) gives 1.0."""
+    return num / den if den else 1.0
+
+
+@dataclass(slots=True)
+class _Sets:
+    """One context at every granularity: files, bytes and lines per file, definitions."""
+
+    files: set[str] = field(default_factory=set)
+    bytes: dict[str, IntervalSet] = field(default_factory=dict)
+    lines: dict[str, IntervalSet] = field(default_factory=dict)
+    symbols: set[Definition] = field(default_factory=set)
+
+    def sizes(self) -> dict[str, int]:
+        return {
+            "file": len(self.files),
+            "symbol": len(self.symbols),
+            "span": sum(s.total for s in self.bytes.values()),
+            "line": sum(s.total for s in self.lines.values()),
+        }
+
+
+class _Expander:
+    """Turns line ranges into bytes, lines and definitions against one repo view."""
+
+    def __init__(self, view: RepoView, symbols: SymbolIndex | None):
+        self.view = view
+        self.symbols = symbols
+
+    def byte_set(self, path: str, ranges: Iterable[tuple[int, int]]) -> IntervalSet | None:
+        """docs/metrics.md §3 "Line range -> bytes"; None when ``path`` is not a repo file."""
+        index = self.view.line_index(path)
+        if index is None:
+            return None
+        pieces = (index.byte_range(*_ordered(a, b)) for a, b in ranges)
+        return IntervalSet.from_ranges(p for p in pieces if p is not None)
+
+    @staticmethod
+    def line_set(ranges: Iterable[tuple[int, int]]) -> IntervalSet:
+        """docs/metrics.md §3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
+        ordered = (_ordered(a, b) for a, b in ranges)
+        # after ordering, a > 0 means both ends are; a line past any file's length is
+        # brought down to sane.MAX_LINE (counted) so no size outgrows a record
+        return IntervalSet.from_ranges((line(a), line(b)) for a, b in ordered if a > 0)
+
+    def overlapping(self, bytes_by_file: Mapping[str, IntervalSet]) -> set[Definition]:
+        """docs/metrics.md §3: definitions sharing at least one byte with the spans."""
+        if self.symbols is None:
+            return set()
+        out: set[Definition] = set()
+        for path, spans in bytes_by_file.items():
+            if spans:
+                out.update(self.symbols.for_file(self.view, path).overlapping(spans))
+        return out
+
+    def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
+        """docs/metrics.md §3: each name -> every definition so called (``a.b``: the
+        whole name, else ``b``). Empty names and names that are not text name nothing;
+        files that are not repo files have no definitions."""
+        if self.symbols is None:
+            return set()
+        out: set[Definition] = set()
+        for path, wanted in names.items():
+            if not self.view.is_file(path):
+                continue
+            index = self.symbols.for_file(self.view, path)
+            for name in wanted:
+                if isinstance(name, str):
+                    out.update(index.named(name))
+        return out
+
+    def step(self, step: Step) -> _Sets:
+        """The sets of one step (or of a stated final context), merged within it.
+
+        File level uses only ``step.files`` (4b: a path only in ``spans`` is not a
+        predicted file). File and line levels need no repo and take the Step as given;
+        bytes and symbols exist only for repo files. Names in ``step.symbols`` replace
+        the definitions derived from the step's spans (4b).
+        """
+        sets = _Sets(files=set(step.files))
+        for path, ranges in step.spans.items():
+            spans = self.byte_set(path, ranges)
+            if spans:
+                sets.bytes[path] = spans
+            lines = self.line_set(ranges)
+            if lines:
+                sets.lines[path] = lines
+        sets.symbols = self.named(step.symbols) if step.symbols else self.overlapping(sets.bytes)
+        return sets
+
+
+def _gold_sets(gold: GoldInstance, expander: _Expander, warnings: list[str]) -> _Sets:
+    """G at every granularity (docs/metrics.md §3): files, bytes and symbols from init+add,
+    lines from init_ctx only. A gold file missing from the repo counts at file level
+    (and, needing no repo, at line level) but has no bytes or symbols."""
+    sets = _Sets(files={s.file for s in gold.gold_context})
+    for path, ranges in _ranges_by_file(gold.gold_context).items():
+        spans = expander.byte_set(path, ranges)
+        if spans is None:
+            warnings.append(f"gold file {path!r} is not a file of the repository at the "
+                            "base commit: it counts at file level only")
+        elif spans:
+            sets.bytes[path] = spans
+    for path, ranges in _ranges_by_file(gold.init_ctx).items():
+        lines = expander.line_set(ranges)
+        if lines:
+            sets.lines[path] = lines
+    sets.symbols = expander.overlapping(sets.bytes)
+    return sets
+
+
+def _ranges_by_file(spans: Iterable[GoldSpan]) -> dict[str, list[tuple[int, int]]]:
+    out: dict[str, list[tuple[int, int]]] = {}
+    for s in spans:
+        out.setdefault(s.file, []).append((s.start_line, s.end_line))
+    return out
+
+
+class _Context:
+    """A growing predicted context with |P| and |G ∩ P| kept up to date.
+
+    ``merge`` measures only the pieces the union did not hold yet, against the gold:
+    its cost is that of the merged step, whatever the size of the union.
+    """
+
+    __slots__ = ("gold", "sets", "size", "inter")
+
+    def __init__(self, gold: _Sets):
+        self.gold = gold
+        self.sets = _Sets()
+        self.size = dict.fromkeys(GRANULARITIES, 0)
+        self.inter = dict.fromkeys(GRANULARITIES, 0)
+
+    def merge(self, step: _Sets) -> None:
+        for path in step.files:
+            if path not in self.sets.files:
+                self.sets.files.add(path)
+                self.size["file"] += 1
+                self.inter["file"] += path in self.gold.files
+        for d in step.symbols:
+            if d not in self.sets.symbols:
+                self.sets.symbols.add(d)
+                self.size["symbol"] += 1
+                self.inter["symbol"] += d in self.gold.symbols
+        self._merge_intervals("span", step.bytes, self.sets.bytes, self.gold.bytes)
+        self._merge_intervals("line", step.lines, self.sets.lines, self.gold.lines)
+
+    def _merge_intervals(self, g: str, new: dict[str, IntervalSet],
+                         union: dict[str, IntervalSet], gold: dict[str, IntervalSet]) -> None:
+        for path, spans in new.items():
+            have = union.get(path)
+            if have is None:
+                have = union[path] = IntervalSet()
+            gold_spans = gold.get(path)
+            for a, b in spans:
+                for x, y in have.add(a, b):
+                    self.size[g] += y - x + 1
+                    if gold_spans is not None:
+                        self.inter[g] += gold_spans.overlap(x, y)
+
+    def numbers(self, gold_size: dict[str, int], g: str) -> dict[str, Any]:
+        """The ``final`` block of one granularity (docs/metrics.md §4, 5)."""
+        return {
+            "coverage": _ratio(self.inter[g], gold_size[g]),
+            "precision": _ratio(self.inter[g], self.size[g]),
+            "intersection": self.inter[g],
+            "gold_size": gold_size[g],
+            "pred_size": self.size[g],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.sets
+        return {
+            "files": sorted(s.files),
+            "bytes": {p: [list(iv) for iv in v] for p, v in sorted(s.bytes.items())},
+            "lines": {p: [list(iv) for iv in v] for p, v in sorted(s.lines.items())},
+            "symbols": [[d.file, d.kind, d.start_byte, d.end_byte, d.name]
+                        for d in sorted(s.symbols)],
+        }
+
+    @classmethod
+    def from_dict(cls, gold: _Sets, d: Mapping[str, Any]) -> _Context:
+        """Rebuild by merging the saved sets once: sizes and intersections follow."""
+        from streameval.sources.symbols import Definition
+
+        ctx = cls(gold)
+        ctx.merge(_Sets(
+            files=set(d["files"]),
+            bytes={p: IntervalSet(map(tuple, v)) for p, v in d["bytes"].items()},
+            lines={p: IntervalSet(map(tuple, v)) for p, v in d["lines"].items()},
+            symbols={Definition(*row) for row in d["symbols"]},
+        ))
+        return ctx
+
+
+def _step_to_dict(step: Step) -> dict[str, Any]:
+    return {
+        "files": list(step.files),
+        "spans": {p: [list(r) for r in rs] for p, rs in step.spans.items()},
+        "symbols": None if step.symbols is None else {p: list(n) for p, n in step.symbols.items()},
+    }
+
+
+def _step_from_dict(d: Mapping[str, Any]) -> Step:
+    return Step(
+        files=tuple(d["files"]),
+        spans={p: [tuple(r) for r in rs] for p, rs in d["spans"].items()},
+        symbols=None if d["symbols"] is None else {p: list(n) for p, n in d["symbols"].items()},
+    )
+
+
+# --------------------------------------------------------------------------- the state
+
+
+class InstanceState:
+    """Consumes Steps one at a time; cost per step proportional to what it adds.
+
+    ``warnings`` lists what about the gold could not be used as given (a gold file
+    missing from the repository counts at file level only).
+    """
+
+    def __init__(self, gold: GoldInstance, view: RepoView, symbols: SymbolIndex | None = None):
+        self.gold = gold
+        self.view = view
+        self.symbols = symbols
+        self.warnings: list[str] = []
+        self._expander = _Expander(view, symbols)
+        self._gold = _gold_sets(gold, self._expander, self.warnings)
+        self._gold_size = self._gold.sizes()
+        self._union = _Context(self._gold)
+        self._stated: _Context | None = None
+        self._stated_step: Step | None = None  # a copy of the stated context
+        self._step_sum = dict.fromkeys(GRANULARITIES, 0)
+        self._coverage_sum = dict.fromkeys(GRANULARITIES, 0.0)
+        self._trajectory: list[dict[str, float]] = []
+
+    # ------------------------------------------------------------------ updates
+    @property
+    def num_steps(self) -> int:
+        return len(self._trajectory)
+
+    def add_step(self, step: Step) -> dict[str, float]:
+        """Add one step; return its per-step coverage by granularity.
+
+        Per-step coverage is that of the union of steps 1..t (docs/metrics.md §4). An empty
+        step still counts in ``num_steps`` and in the AUC denominator (4b).
+        """
+        sets = self._expander.step(step)
+        for g, n in sets.sizes().items():
+            self._step_sum[g] += n
+        self._union.merge(sets)
+        coverage = self._trajectory_coverage()
+        for g in GRANULARITIES:
+            # a running sum in step order: the same float as sum(list) over the steps
+            self._coverage_sum[g] += coverage[g]
+        self._trajectory.append(coverage)
+        return dict(coverage)
+
+    def set_final_context(self, context: Step) -> None:
+        """Use a stated final context instead of the union of steps (docs/metrics.md §1).
+
+        Only the ``final`` block changes; trajectory, AUC and redundancy stay those of
+        the steps. Calling it again replaces the previous one (the last stated context
+        wins). Unified predictions with no ``pred_steps`` (docs/metrics.md §4b): the caller
+        also passes the final context as the one step, ``add_step(context)``, so that
+        ``num_steps`` is 1 and the trajectory is that step.
+        """
+        stated = _Context(self._gold)
+        stated.merge(self._expander.step(context))
+        self._stated = stated
+        self._stated_step = _step_from_dict(_step_to_dict(context))  # the caller may reuse it
+
+    # ------------------------------------------------------------------ reading
+    def _trajectory_coverage(self) -> dict[str, float]:
+        out = {g: _ratio(self._union.inter[g], self._gold_size[g]) for g in GRANULARITIES}
+        if self._gold_size["line"] == 0:
+            out["line"] = 0.0  # docs/metrics.md §4: the public evaluator's trajectory quirk
+        return out
+
+    @property
+    def _final(self) -> _Context:
+        return self._stated if self._stated is not None else self._union
+
+    @property
+    def last_step_coverage(self) -> dict[str, float]:
+        """Per-step coverage after the latest step (0.0 everywhere before any step)."""
+        if not self._trajectory:
+            return dict.fromkeys(GRANULARITIES, 0.0)
+        return dict(self._trajectory[-1])
+
+    @property
+    def final_context_empty(self) -> bool:
+        """True when the final context holds nothing at any granularity.
+
+        For the unified format this is the evaluator's ``no_context_extracted``
+        case (docs/metrics.md §4b); a live run that read nothing is still scored.
+        """
+        return not any(self._final.size.values())
+
+    def auc_coverage(self, g: str) -> float:
+        """docs/metrics.md §4: mean of per-step coverage, 0 with no steps."""
+        n = len(self._trajectory)
+        return self._coverage_sum[g] / n if n else 0.0
+
+    def redundancy(self, g: str) -> float:
+        """docs/metrics.md §4: 1 - |union of all steps| / Σ_t |step t|, 0 when the sum is 0."""
+        total = self._step_sum[g]
+        return 1 - self._union.size[g] / total if total else 0.0
+
+    def snapshot(self) -> Snapshot:
+        """Current numbers; O(1) in the length of the run (called at every scrape)."""
+        final = self._final
+        grans = {}
+        for g in GRANULARITIES:
+            f = final.numbers(self._gold_size, g)
+            grans[g] = GranularityNumbers(
+                coverage=f["coverage"], precision=f["precision"],
+                intersection=f["intersection"], gold_size=f["gold_size"],
+                pred_size=f["pred_size"], auc_coverage=self.auc_coverage(g),
+                redundancy=self.redundancy(g), step_sum=self._step_sum[g])
+        return Snapshot(
+            num_steps=self.num_steps, granularities=grans,
+            lines_read=self._union.size["line"], bytes_read=self._union.size["span"],
+            last_step_coverage=self.last_step_coverage, stated_final=self._stated is not None)
+
+    def record(self, patch: str | None = None) -> dict:
+        """The docs/metrics.md §5 record, keys in that order; floats unrounded.
+
+        The ``editloc`` key is there only when a non-empty patch is given: no patch,
+        no EditLoc (docs/metrics.md §4, unlike the public evaluator).
+        """
+        final = self._final
+        rec: dict[str, Any] = {
+            "instance_id": self.gold.instance_id,
+            "num_steps": self.num_steps,
+            "final": {g: final.numbers(self._gold_size, g) for g in GRANULARITIES},
+            "trajectory": {
+                "steps": [{"step": i, "coverage": dict(c)}
+                          for i, c in enumerate(self._trajectory, start=1)],
+                # the running sum is added left to right, as the evaluator's sum() on
+                # 3.11 (streameval.scoring.sums): the same number on every Python
+                "auc_coverage": {g: self.auc_coverage(g) for g in GRANULARITIES},
+                "redundancy": {g: self.redundancy(g) for g in GRANULARITIES},
+            },
+        }
+        if patch and patch.strip():
+            from streameval.scoring.editloc import editloc
+
+            result = editloc(patch, self.gold)
+            if result is not None:
+                rec["editloc"] = result
+        return rec
+
+    # ------------------------------------------------------------------ checkpoints
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data to resume from after a restart (see ``from_dict``).
+
+        Holds the union's sets, the running sums and the per-step coverage; the gold
+        is not stored: it is recomputed from the GoldInstance and the repo. Costs the
+        size of the union (a checkpoint is periodic, not per step).
+        """
+        return {
+            "format": STATE_FORMAT,
+            "instance_id": self.gold.instance_id,
+            "union": self._union.to_dict(),
+            "step_sum": dict(self._step_sum),
+            "coverage_sum": dict(self._coverage_sum),
+            "trajectory": [[c[g] for g in GRANULARITIES] for c in self._trajectory],
+            "stated_final": None if self._stated_step is None else _step_to_dict(self._stated_step),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], gold: GoldInstance, view: RepoView,
+                  symbols: SymbolIndex | None = None) -> InstanceState:
+        """Resume a state saved by ``to_dict`` for the same instance.
+
+        Raises ValueError when the data is of another format or another instance.
+        """
+        if d.get("format") != STATE_FORMAT:
+            raise ValueError(f"state checkpoint format {d.get('format')!r} is not {STATE_FORMAT}")
+        if d.get("instance_id") != gold.instance_id:
+            raise ValueError(f"state checkpoint is for instance {d.get('instance_id')!r}, "
+                             f"not {gold.instance_id!r}")
+        state = cls(gold, view, symbols)
+        state._union = _Context.from_dict(state._gold, d["union"])
+        state._step_sum = {g: int(d["step_sum"][g]) for g in GRANULARITIES}
+        state._coverage_sum = {g: float(d["coverage_sum"][g]) for g in GRANULARITIES}
+        state._trajectory = [dict(zip(GRANULARITIES, row, strict=True)) for row in d["trajectory"]]
+        if d["stated_final"] is not None:
+            state.set_final_context(_step_from_dict(d["stated_final"]))
+        return state

@@ -1,0 +1,48 @@
+"""Trace formats. ``detect_format`` picks the adapter for a file from its first lines.
+
+Registry: each entry is (format name, module, class name), imported lazily so that
+``import streameval`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from streameval.errors import TraceFormatError
+from streameval.traces.formats.base import Adapter
+
+# Order matters: the first adapter whose detect() accepts the head wins.
+_REGISTRY: tuple[tuple[str, str, str], ...] = (
+    ("unified", "streameval.traces.formats.unified", "UnifiedAdapter"),
+    ("claude", "streameval.traces.formats.claude", "ClaudeAdapter"),
+    ("codex", "streameval.traces.formats.codex", "CodexAdapter"),
+    ("miniswe", "streameval.traces.formats.miniswe", "MiniSweAdapter"),
+    ("sweagent", "streameval.traces.formats.sweagent", "SweAgentAdapter"),
+    ("sweagent-checkpoints", "streameval.traces.formats.sweagent", "SweAgentCheckpointsAdapter"),
+    ("openhands", "streameval.traces.formats.openhands", "OpenHandsAdapter"),
+    ("openhands-events", "streameval.traces.formats.openhands", "OpenHandsEventsAdapter"),
+    ("openhands-sdk", "streameval.traces.formats.openhands_sdk", "OpenHandsSdkAdapter"),
+    ("atif", "streameval.traces.formats.atif", "AtifAdapter"),
+)
+
+FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)
+
+
+def adapter_class(name: str) -> type[Adapter]:
+    for fmt, module, cls in _REGISTRY:
+        if fmt == name:
+            return getattr(importlib.import_module(module), cls)
+    raise TraceFormatError(f"unknown trace format {name!r}; known formats: {', '.join(FORMATS)}")
+
+
+def detect_format(head: list[bytes]) -> str:
+    """Name of the format of a file whose first non-empty lines are ``head``."""
+    for fmt, _, _ in _REGISTRY:
+        try:
+            if adapter_class(fmt).detect(head):
+                return fmt
+        except Exception:  # noqa: BLE001 - one adapter's bug must not hide the others
+            continue
+    raise TraceFormatError(
+        "could not detect the trace format from the first lines; "
+        f"pass --format with one of: {', '.join(FORMATS)}")

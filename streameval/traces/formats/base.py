@@ -1,0 +1,44 @@
+"""What every trace adapter is: a detector and a line-at-a-time parser.
+
+Adapters know nothing about metrics, repos or files on disk. They turn raw lines into
+``model.TraceEvent``s; ``reading/infer.py`` turns ToolCalls into Reads/Edits and Steps.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from streameval.model import TraceEvent
+
+
+class Adapter:
+    """Base class of one trace format.
+
+    Line-oriented formats (JSONL streams) emit events from ``feed`` as lines arrive.
+    Whole-document formats (pretty-printed ``.traj`` JSON) buffer in ``feed`` and emit
+    everything from ``close``; ``document = True`` tells the live watcher to re-read
+    such files whole when they change.
+
+    Contract: ``feed`` and ``close`` never raise on bad input; a line that cannot be
+    used yields a ``BadLine`` event with a ``errors.Reason`` value and the stream goes
+    on. A ToolCall is emitted once, when its result arrives (or at ``close`` without
+    a result if it never did).
+    """
+
+    format: ClassVar[str] = ""
+    #: file name patterns this format usually has (used by ``watch`` defaults)
+    patterns: ClassVar[tuple[str, ...]] = ()
+    document: ClassVar[bool] = False
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        """True when the first non-empty lines of a file look like this format."""
+        raise NotImplementedError
+
+    def feed(self, line: bytes, lineno: int) -> list[TraceEvent]:
+        """One whole line (without its newline), 1-based line number."""
+        raise NotImplementedError
+
+    def close(self) -> list[TraceEvent]:
+        """End of input: flush calls still waiting for results, or parse a document."""
+        return []

@@ -1,0 +1,265 @@
+"""Claude Code traces: ``claude -p --output-format stream-json`` and saved session files.
+
+Both shapes are JSON lines of the same messages: assistant lines carry ``tool_use``
+blocks, user lines carry the matching ``tool_result`` blocks (by ``tool_use_id``), so one
+adapter reads both. Differences that matter:
+
+- sessions (``~/.claude/projects/<slug>/<id>.jsonl``) put ``cwd``, ``sessionId``,
+  ``isSidechain`` and an ISO ``timestamp`` on every line and the tool's structured
+  result in ``toolUseResult``; the stream has ``system``/``init`` (cwd, model),
+  ``parent_tool_use_id`` for sub-agent lines, ``tool_use_result`` (newer versions),
+  no timestamps, and a final ``result`` line with run totals and cost.
+- One API message may be written as several lines (one per content block) that repeat
+  the same ``message.id`` and ``usage``; the later copies may carry a larger
+  ``output_tokens`` (the stream grew). Usage is therefore counted per message id as the
+  field-wise maximum seen: the first line emits its numbers, later copies emit only the
+  growth, so the sum of all non-cumulative Usage events is each message counted once.
+- A stream may hold several sessions (a wrapper restarting ``claude``: init -> result,
+  init -> result). Every init gives a RunInfo and every result a RunEnd; the session
+  treats the last RunEnd it has seen as the end of the run. Calls still waiting at a
+  ``result`` are flushed there (that process is gone, so no result will come).
+
+Lines that are known to carry no tool call (``summary``, ``file-history-snapshot``,
+``progress``, ``system`` subtypes other than init, compact summaries, local-command
+echoes...) yield nothing and count nothing. Unknown ``type`` values are a
+``BadLine(UNKNOWN_EVENT)``; assistant/user lines without a ``message`` object are
+``BadLine(MISSING_FIELD)``. Sub-agent (sidechain) messages count toward the run's
+tokens: they were spent by the run.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, ClassVar
+
+from streameval.model import RunEnd, RunInfo, ToolCall, TraceEvent, Usage
+from streameval.traces.formats.jsonl import (
+    TypedJsonlAdapter,
+    as_cost,
+    as_dict,
+    as_list,
+    as_str,
+    bad_shape,
+    first_object,
+    parse_timestamp,
+    token_usage,
+)
+
+#: Line types that exist in real traces but never carry a tool call or tokens.
+_IGNORED_TYPES = frozenset({
+    "summary", "file-history-snapshot", "progress", "queue-operation", "attachment",
+    "custom-title", "rate_limit_event", "stream_event", "tool_progress", "auth_status",
+    "control_request", "control_response", "control_cancel_request", "keep_alive",
+    # session transcripts of Code 2.1 (seen in 2.1.328): the API requests it made, cost
+    # and prompt bookkeeping, titles
+    "api-request", "api-request-blob", "api-request-shape", "atis-latch", "cost-state",
+    "last-prompt", "tools-used", "ai-title", "pr-link", "mode", "permission-mode",
+    "agent-name", "bridge-session", "file-history-delta",
+})
+_DETECT_TYPES = frozenset({"system", "assistant", "user", "result", "summary",
+                           "file-history-snapshot", "progress", "queue-operation",
+                           "api-request", "attachment", "last-prompt", "cost-state"})
+_DETECT_KEYS = ("message", "session_id", "sessionId", "uuid", "leafUuid", "snapshot",
+                "parentUuid")
+
+#: Split API messages are adjacent lines; remembering the last few ids is enough.
+_USAGE_MEMORY = 512
+_ANSWERED_MEMORY = 4096
+
+_Counts = tuple[int, int, int, int]
+
+
+class ClaudeAdapter(TypedJsonlAdapter):
+    """Claude Code stream-json and session transcripts (see the module docstring)."""
+
+    format: ClassVar[str] = "claude"
+    patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: ids already answered, so a block written twice does not become a second call
+        self._answered: OrderedDict[str, None] = OrderedDict()
+        self._usage_seen: OrderedDict[str, _Counts] = OrderedDict()
+        self._stream_cwd: str | None = None
+        self._session_id: str | None = None
+
+    @classmethod
+    def detect(cls, head: list[bytes]) -> bool:
+        obj = first_object(head)
+        kind = obj.get("type") if obj is not None else None
+        if not isinstance(kind, str) or kind not in _DETECT_TYPES:
+            return False
+        return any(key in obj for key in _DETECT_KEYS)
+
+    # ----------------------------------------------------------------- line kinds
+
+    def _system(self, obj: dict, lineno: int) -> list[TraceEvent]:
+        if obj.get("subtype") != "init":
+            return []  # compact_boundary, stop_hook_summary, api_error, task_*...
+        self._stream_cwd = as_str(obj.get("cwd"))
+        self._session_id = as_str(obj.get("session_id"))
+        return [RunInfo(session_id=self._session_id, agent="claude-code",
+                        model=as_str(obj.get("model")), cwd=self._stream_cwd,
+                        timestamp=parse_timestamp(obj.get("timestamp")), lineno=lineno)]
+
+    def _result(self, obj: dict, lineno: int) -> list[TraceEvent]:
+        events = self._flush_pending()
+        usage = as_dict(obj.get("usage"))
+        cost = obj.get("total_cost_usd")
+        if usage or isinstance(cost, (int, float)):
+            events.append(Usage(tokens=_tokens_of(usage),
+                                cost_usd=as_cost(cost),
+                                cumulative=True, lineno=lineno))
+        reason = as_str(obj.get("subtype")) or ("error" if obj.get("is_error") else "result")
+        events.append(RunEnd(reason=reason, timestamp=parse_timestamp(obj.get("timestamp")),
+                             lineno=lineno))
+        return events
+
+    def _assistant(self, obj: dict, lineno: int) -> list[TraceEvent]:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return [bad_shape(lineno, "assistant line without a message object")]
+        events: list[TraceEvent] = []
+        info = self._session_info(obj, message, lineno)
+        if info is not None:
+            events.append(info)
+        usage = self._usage_increment(message, obj, lineno)
+        if usage is not None:
+            events.append(usage)
+        content = message.get("content")
+        if isinstance(content, list):
+            context = _LineContext.of(obj, self._stream_cwd)
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    problem = self._start_call(block, context, lineno)
+                    if problem is not None:
+                        events.append(problem)
+        return events
+
+    def _user(self, obj: dict, lineno: int) -> list[TraceEvent]:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return [bad_shape(lineno, "user line without a message object")]
+        content = message.get("content")
+        if not isinstance(content, list):
+            return []  # a prompt, a compact summary, a local-command echo
+        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if not results:
+            return []
+        structured = obj.get("toolUseResult", obj.get("tool_use_result"))
+        # The line-level structured result belongs to a single tool_result block.
+        structured = structured if isinstance(structured, dict) and len(results) == 1 else None
+        ended = parse_timestamp(obj.get("timestamp"))
+        events: list[TraceEvent] = []
+        for block in results:
+            call = self._pending.pop(str(block.get("tool_use_id")), None)
+            if call is None:
+                continue  # answer to a call we never saw (trace started mid-way)
+            self._remember_answered(call.call_id)
+            # ``"content": null``: what was shown is not recorded (a pushed OpenTelemetry
+            # event, streameval.traces.ingest); a missing key is an empty result, as before
+            call.output = None if "content" in block and block["content"] is None \
+                else _result_text(block.get("content"))
+            call.is_error = block.get("is_error") is True
+            call.ended_at = ended
+            call.structured = structured
+            call.lineno = lineno
+            events.append(call)
+        return events
+
+    # ----------------------------------------------------------------- pieces
+
+    def _start_call(self, block: dict, context: _LineContext, lineno: int):
+        call_id, name = block.get("id"), block.get("name")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            return bad_shape(lineno, "tool_use block without a string id and name")
+        if call_id in self._pending or call_id in self._answered:
+            return None  # the same block written twice
+        tool_input = block.get("input")
+        self._pending[call_id] = ToolCall(
+            call_id=call_id, tool=name,
+            input=tool_input if isinstance(tool_input, dict) else {},
+            started_at=context.timestamp, cwd=context.cwd, sidechain=context.sidechain,
+            lineno=lineno, cwd_persists=context.cwd_persists)
+        return None
+
+    def _remember_answered(self, call_id: str) -> None:
+        self._answered[call_id] = None
+        if len(self._answered) > _ANSWERED_MEMORY:
+            self._answered.popitem(last=False)
+
+    def _session_info(self, obj: dict, message: dict, lineno: int) -> RunInfo | None:
+        """A session file has no init line: its first assistant line (or a new
+        ``sessionId`` on the main chain) stands in for one."""
+        session_id = as_str(obj.get("sessionId"))
+        if session_id is None or session_id == self._session_id:
+            return None
+        if self._session_id is not None and obj.get("isSidechain") is True:
+            return None
+        self._session_id = session_id
+        return RunInfo(session_id=session_id, agent="claude-code",
+                       model=as_str(message.get("model")), cwd=as_str(obj.get("cwd")),
+                       timestamp=parse_timestamp(obj.get("timestamp")), lineno=lineno)
+
+    def _usage_increment(self, message: dict, obj: dict, lineno: int) -> Usage | None:
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return None
+        tokens = _tokens_of(usage)
+        counts = (tokens.input_tokens, tokens.output_tokens,
+                  tokens.cache_read_tokens, tokens.cache_creation_tokens)
+        message_id = as_str(message.get("id"))
+        if message_id is not None:
+            before = self._usage_seen.pop(message_id, (0, 0, 0, 0))
+            self._usage_seen[message_id] = tuple(map(max, before, counts))  # type: ignore[assignment]
+            if len(self._usage_seen) > _USAGE_MEMORY:
+                self._usage_seen.popitem(last=False)
+            counts = tuple(max(now - was, 0) for now, was in zip(counts, before))
+        if not any(counts):
+            return None
+        return Usage(tokens=token_usage(*counts), cumulative=False,
+                     timestamp=parse_timestamp(obj.get("timestamp")), lineno=lineno)
+
+
+class _LineContext:
+    """Where and when a tool_use line happened."""
+
+    __slots__ = ("cwd", "timestamp", "sidechain", "cwd_persists")
+
+    def __init__(self, cwd: str | None, timestamp: float | None, sidechain: bool,
+                 cwd_persists: bool = False):
+        self.cwd, self.timestamp, self.sidechain = cwd, timestamp, sidechain
+        self.cwd_persists = cwd_persists
+
+    @classmethod
+    def of(cls, obj: dict, stream_cwd: str | None) -> _LineContext:
+        sidechain = obj.get("isSidechain") is True or obj.get("parent_tool_use_id") is not None
+        own = as_str(obj.get("cwd"))  # session transcripts record the shell's cwd per line
+        return cls(own or stream_cwd, parse_timestamp(obj.get("timestamp")), sidechain,
+                   cwd_persists=own is None)
+
+
+def _tokens_of(usage: dict):
+    return token_usage(usage.get("input_tokens"), usage.get("output_tokens"),
+                       usage.get("cache_read_input_tokens"),
+                       usage.get("cache_creation_input_tokens"))
+
+
+def _result_text(content: Any) -> str:
+    """What the agent was shown: a string, or the text blocks of a list joined by
+    newlines. Images carry no text and are left out."""
+    if isinstance(content, str):
+        return content
+    parts = [block["text"] for block in as_list(content)
+             if isinstance(block, dict) and block.get("type") == "text"
+             and isinstance(block.get("text"), str)]
+    return "\n".join(parts)
+
+
+ClaudeAdapter.handlers = {
+    "system": ClaudeAdapter._system,
+    "result": ClaudeAdapter._result,
+    "assistant": ClaudeAdapter._assistant,
+    "user": ClaudeAdapter._user,
+}
+ClaudeAdapter.ignored_types = _IGNORED_TYPES

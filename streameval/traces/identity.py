@@ -1,0 +1,196 @@
+"""Who a trace is: run identity and the files that sit beside a trace.
+
+Replay and watch use these same rules, so a run gets the same identity, and so the
+same record, whichever way it is scored (docs/metrics.md §5, "Identity").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from streameval import sane
+from streameval.fileio import PATCH, SideFileError, read_limited
+from streameval.model import RunIdentity
+
+log = logging.getLogger(__name__)
+
+META_NAME = "meta.json"
+PATCH_NAMES = ("patch.diff", "model.patch")
+#: files that live beside traces and are never traces themselves
+SIDE_FILES = frozenset({META_NAME, *PATCH_NAMES, "ABORT"})
+
+
+def walk_files(root: Path) -> Iterator[Path]:
+    """Files under ``root`` that may be traces, in sorted order: hidden directories
+    and the side files above are skipped. Replay, backtest and watch each pick
+    their traces from this one walk, so they agree on where to look."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name not in SIDE_FILES:
+                yield Path(dirpath) / name
+
+
+class MetaError(ValueError):
+    """``meta.json`` exists but cannot be used; the message says why."""
+
+
+def read_meta(trace: Path) -> dict | None:
+    """The ``meta.json`` beside ``trace`` as a dict, None when absent.
+
+    Raises MetaError when it exists but is malformed, so callers can count it and
+    fall back to the next rule instead of silently inventing an identity.
+    """
+    meta_path = trace.parent / META_NAME
+    try:
+        raw = read_limited(meta_path)
+    except SideFileError as exc:
+        raise MetaError(str(exc)) from exc
+    except OSError as exc:
+        raise MetaError(f"{meta_path}: cannot read ({exc})") from exc
+    if raw is None:
+        return None
+    try:
+        meta = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise MetaError(f"{meta_path}: not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise MetaError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
+def _str_or(value: object, default: str) -> str:
+    return str(value) if isinstance(value, (str, int)) and str(value) else default
+
+
+#: longer run ids keep their end (the file and its directory) and a hash of the whole
+MAX_RUN_ID = 120
+_TRACE_SUFFIXES = (".traj.json", ".checkpoints.jsonl", ".jsonl", ".json", ".traj")
+
+
+def trace_name(trace: Path, root: Path | None = None) -> str:
+    """The trace's path relative to ``root`` (the watched or replayed directory); with
+    no root, or outside it, its directory and file name."""
+    trace = Path(trace)
+    if root is not None:
+        rel = os.path.relpath(os.path.abspath(trace), os.path.abspath(root))
+        if rel != os.curdir and not rel.startswith(os.pardir + os.sep) and rel != os.pardir:
+            return Path(rel).as_posix()
+    return f"{trace.parent.name}/{trace.name}" if trace.parent.name else trace.name
+
+
+def run_id_from_path(rel: str) -> str:
+    """A readable run id from a trace's relative path: without the trace suffix, and
+    when long, its last part behind a hash of the whole (two paths never share one)."""
+    stem = rel
+    for suffix in _TRACE_SUFFIXES:
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    if len(stem) <= MAX_RUN_ID:
+        return stem
+    digest = hashlib.sha1(rel.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{digest}…{stem[-(MAX_RUN_ID - 9):]}"
+
+
+def identify(trace: Path, instance: str | None = None,
+             problems: list[str] | None = None, root: Path | None = None) -> RunIdentity:
+    """The identity of the run whose trace is ``trace``, found under ``root``.
+
+    Instance: ``meta.json``, else ``--instance``, else the directory name (the trace's
+    own instance may replace that: ``tracefile.run_identity``). Run id: ``meta.json``,
+    else (``run_identity``) the trace's session id, else the path below ``root``.
+    ``problems`` (when given) collects human-readable notes such as a malformed
+    meta.json, which callers count and log; identification itself never fails.
+    """
+    trace = Path(trace)
+    try:
+        meta = read_meta(trace) or {}
+    except MetaError as exc:
+        if problems is not None:
+            problems.append(str(exc))
+        log.warning("%s; falling back to --instance or the directory name", exc)
+        meta = {}
+    dir_name = trace.parent.name or trace.stem
+    rel = trace_name(trace, root)
+    given = _str_or(meta.get("run_id"), "")
+    pid = sane.pid(meta.get("pid"))
+    noted_at = None
+    if pid is not None:
+        try:
+            noted_at = (trace.parent / META_NAME).stat().st_mtime
+        except OSError:
+            pid = None   # gone since: nothing to vouch for the pid
+    return RunIdentity(
+        instance_id=_str_or(meta.get("instance_id"), instance or dir_name),
+        run_id=given or run_id_from_path(rel),
+        agent=_str_or(meta.get("agent"), "unknown"),
+        model=_str_or(meta.get("model"), "unknown"),
+        pid=pid,
+        pid_noted_at=noted_at,
+        trace=rel,
+        run_id_given=bool(given),
+        fidelity=meta.get("fidelity") if meta.get("fidelity") in ("full", "inputs") else None,
+    )
+
+
+class RunIds:
+    """Run ids handed out so far: two runs never share one (their label sets would
+    collide in Prometheus). The first run to ask for an id gets it; another run asking
+    for the same id gets it suffixed with a hash of its trace, the same at every ask."""
+
+    def __init__(self) -> None:
+        self._owner: dict[str, tuple[str, str]] = {}   # run id -> (trace, instance)
+        self._given: dict[tuple[str, str, str], str] = {}
+
+    def claim(self, run_id: str, trace: str | None, instance_id: str) -> str:
+        key = (run_id, trace or "", instance_id)
+        got = self._given.get(key)
+        if got is not None:
+            return got
+        got = run_id
+        owner = self._owner.setdefault(run_id, key[1:])
+        if owner != key[1:]:
+            digest = hashlib.sha1(f"{trace}\0{instance_id}".encode("utf-8", "surrogateescape"))
+            got = f"{run_id}~{digest.hexdigest()[:6]}"
+            self._owner.setdefault(got, key[1:])
+        self._given[key] = got
+        return got
+
+
+def instance_candidates(trace: Path) -> list[str]:
+    """SWE-bench-style ids (``owner__repo-N``) a trace's file name may carry.
+
+    Collections of traces are often named ``<agent>__<model>__<instance>.traj.json``;
+    when nothing else names the instance, these are tried against the gold, in order.
+    """
+    name = Path(trace).name
+    parts = name.split("__")
+    out: list[str] = []
+    for i in range(len(parts) - 1):
+        tail = parts[i + 1].split(".", 1)[0]  # drop .traj.json, .checkpoints.jsonl...
+        if parts[i] and tail:
+            out.append(f"{parts[i]}__{tail}")
+    return out
+
+
+def patch_beside(trace: Path) -> str | None:
+    """The model patch stored beside a trace (``patch.diff`` or ``model.patch``)."""
+    for name in PATCH_NAMES:
+        p = Path(trace).parent / name
+        try:
+            data = read_limited(p, PATCH)
+        except OSError as exc:
+            # unreadable, a FIFO, a symlink, too big: a side file must never stop the
+            # stream; the next name, or the trace's own patch, may do
+            log.warning("%s: cannot read the patch (%s); ignored", p, exc)
+            continue
+        if data is not None:
+            return data.decode("utf-8", errors="replace")
+    return None

@@ -1,0 +1,164 @@
+"""OpenTelemetry logs (OTLP/HTTP, JSON or protobuf) from Claude Code and Codex -> the
+trace lines of each tool call, per session.
+
+Claude Code exports ``claude_code.tool_result`` (``session.id``, ``tool_use_id``,
+``tool_name``, ``tool_input`` as JSON text, ``success``): the input only, so its runs
+are fidelity ``inputs`` (each call's own window is credited; file level is exact).
+Codex exports ``codex.tool_result`` (``conversation.id``, ``call_id``, ``tool_name``,
+``arguments``, ``output``): the output the model saw, so its runs are fidelity ``full``
+and are written as the rollout lines Codex itself writes. Other events are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from streameval.traces.ingest.claude_lines import tool_call_lines
+
+
+class OtlpError(ValueError):
+    """The body is not an OTLP logs export request."""
+
+
+@dataclass
+class PushedRun:
+    """Lines for one run from one request, and what the source can tell."""
+
+    source: str            # "claude-otel" | "codex-otel"
+    session_id: str
+    agent: str
+    fidelity: str          # "full" | "inputs"
+    lines: list[bytes] = field(default_factory=list)
+    instance_id: str | None = None
+
+
+def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
+    """(resource attributes, log record attributes) of every log record in the body."""
+    if "protobuf" in content_type:
+        data = _from_protobuf(body)
+    elif "json" in content_type:
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise OtlpError(f"not JSON: {exc}") from None
+    else:
+        raise OtlpError(f"unsupported Content-Type {content_type!r}; send application/json "
+                        "or application/x-protobuf")
+    if not isinstance(data, dict) or not isinstance(data.get("resourceLogs", []), list):
+        raise OtlpError("expected an ExportLogsServiceRequest with resourceLogs")
+    out = []
+    for rl in data.get("resourceLogs") or []:
+        if not isinstance(rl, dict):
+            continue
+        resource = _attributes((rl.get("resource") or {}).get("attributes"))
+        for sl in rl.get("scopeLogs") or []:
+            if not isinstance(sl, dict):
+                continue
+            for record in sl.get("logRecords") or []:
+                if isinstance(record, dict):
+                    attrs = _attributes(record.get("attributes"))
+                    body_value = _value(record.get("body"))
+                    if isinstance(body_value, str):
+                        attrs.setdefault("_body", body_value)
+                    out.append((resource, attrs))
+    return out
+
+
+def _from_protobuf(body: bytes) -> dict:
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    except ImportError:   # pragma: no cover - a dependency of the package
+        raise OtlpError("protobuf OTLP needs opentelemetry-proto installed") from None
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise OtlpError(f"not an OTLP protobuf message: {exc}") from None
+    return MessageToDict(request)
+
+
+def _attributes(items: Any) -> dict:
+    out: dict[str, Any] = {}
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("key"), str):
+            out[item["key"]] = _value(item.get("value"))
+    return out
+
+
+def _value(v: Any) -> Any:
+    """An OTLP AnyValue as a plain value (int values arrive as strings in JSON)."""
+    if not isinstance(v, dict):
+        return None
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in v:
+            return v[key]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return None
+    if "arrayValue" in v:
+        return [_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in v:
+        return _attributes((v["kvlistValue"] or {}).get("values"))
+    return None
+
+
+def _json_object(text: Any) -> dict:
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def runs(records: list[tuple[dict, dict]]) -> list[PushedRun]:
+    """The tool calls of the records, grouped by session (order kept)."""
+    by_key: dict[tuple[str, str], PushedRun] = {}
+    for resource, attrs in records:
+        event = attrs.get("event.name") or attrs.get("_body")
+        instance = resource.get("streameval.instance_id")
+        instance = instance if isinstance(instance, str) else None
+        if event in ("tool_result", "claude_code.tool_result"):
+            sid, call_id = attrs.get("session.id"), attrs.get("tool_use_id")
+            if not isinstance(sid, str) or not isinstance(call_id, str):
+                continue
+            run = by_key.setdefault(("claude-otel", sid), PushedRun(
+                "claude-otel", sid, "claude-code", "inputs", instance_id=instance))
+            tool_input = _json_object(attrs.get("tool_input") or attrs.get("tool_parameters"))
+            run.lines += tool_call_lines(sid, None, call_id, str(attrs.get("tool_name") or ""),
+                                         tool_input, None, is_error=str(attrs.get("success")) == "false",
+                                         timestamp=attrs.get("event.timestamp"))
+        elif event == "codex.tool_result":
+            sid, call_id = attrs.get("conversation.id"), attrs.get("call_id")
+            if not isinstance(sid, str) or not isinstance(call_id, str):
+                continue
+            run = by_key.setdefault(("codex-otel", sid), PushedRun(
+                "codex-otel", sid, "codex", "full", instance_id=instance))
+            run.lines += codex_call_lines(attrs, call_id)
+    return list(by_key.values())
+
+
+def codex_call_lines(attrs: dict, call_id: str) -> list[bytes]:
+    """A Codex tool call as the two rollout lines Codex writes for it."""
+    ts = attrs.get("event.timestamp")
+    name = str(attrs.get("tool_name") or "")
+    arguments = attrs.get("arguments")
+    arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    output = attrs.get("output")
+    output = output if isinstance(output, str) else ""
+    if _json_object(arguments) or arguments.strip() in ("", "{}"):
+        call = {"type": "function_call", "name": name, "call_id": call_id, "arguments": arguments}
+        answer = {"type": "function_call_output", "call_id": call_id, "output": output}
+    else:   # a freeform tool (apply_patch): its input is the text itself
+        call = {"type": "custom_tool_call", "name": name, "call_id": call_id, "input": arguments}
+        answer = {"type": "custom_tool_call_output", "call_id": call_id, "output": output}
+    return [json.dumps({"timestamp": ts, "type": "response_item", "payload": p}).encode()
+            for p in (call, answer)]
