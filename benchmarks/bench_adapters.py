@@ -28,8 +28,9 @@ from pathlib import Path
 from machine import describe
 
 from streameval.model import RunIdentity
-from streameval.runs.evaluate import TraceReader, iter_lines, open_adapter
+from streameval.runs.reader import TraceReader
 from streameval.scoring.session import RunSession
+from streameval.traces.files import iter_lines, open_adapter
 
 REAL = Path(os.environ.get("STREAMEVAL_SHARED", "/work/shared")) / "fixtures" / "real"
 DEFAULT_FILES = (

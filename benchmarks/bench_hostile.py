@@ -102,7 +102,7 @@ def _old_iter_lines(path: Path, chunk: int = 1 << 20):
 
 
 def bench_long_line(tmp: Path) -> dict:
-    from streameval.runs.evaluate import iter_lines
+    from streameval.traces.files import iter_lines
 
     trace = tmp / "huge.jsonl"
     with open(trace, "wb") as fh:
@@ -128,7 +128,7 @@ def bench_scrape_during_grep(tmp: Path) -> dict:
 
     from streameval.live.exporter import RunsCollector
     from streameval.live.watch import WatchConfig, Watcher
-    from streameval.runs.evaluate import load_resources
+    from streameval.runs.resources import load_resources
 
     n = 4000
     s = make_setup(tmp / "live")

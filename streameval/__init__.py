@@ -15,7 +15,7 @@ _LAZY = {
     "GoldInstance": "streameval.sources.gold",
     "load_gold": "streameval.sources.gold",
     "InstanceState": "streameval.scoring.state",
-    "IntervalSet": "streameval.scoring.intervals",
+    "IntervalSet": "streameval.intervals",
     "Step": "streameval.model",
     "evaluate_trace": "streameval.runs.evaluate",
 }

@@ -32,6 +32,15 @@ def port() -> int:
     return value
 
 
+#: the bearer token pushed runs must carry (``watch --ingest``)
+INGEST_TOKEN_ENV = "STREAMEVAL_INGEST_TOKEN"
+
+
+def ingest_token() -> str | None:
+    """``STREAMEVAL_INGEST_TOKEN``, or None when unset or empty."""
+    return os.environ.get(INGEST_TOKEN_ENV) or None
+
+
 def toml_loads(text: str, where: str, error: type[Exception]) -> dict:
     """A TOML document as a dict; ``error(message)`` (naming ``where``) when it is not
     TOML. Python 3.11+ reads TOML itself; 3.10 needs ``tomli`` (a dependency there)."""

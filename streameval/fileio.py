@@ -1,4 +1,4 @@
-"""Reading and writing the small files beside a trace, in directories agents write to.
+"""Reading and writing files in directories agents write to: side files, records, spools.
 
 ``meta.json``, ``patch.diff``, ``model.patch``, ``ABORT`` and the watcher's checkpoint
 sit where an agent (or an attacker steering one) can put anything: a FIFO that blocks
@@ -10,15 +10,20 @@ temporary file will be written. Every such file goes through here:
   event loop nor fill memory;
 - writes go to a fresh temporary name made with ``O_EXCL`` (``mkstemp``) in the same
   directory, are flushed, then renamed over the target: a planted symlink is never
-  written through, and a reader sees the old file or the new one, never half.
+  written through, and a reader sees the old file or the new one, never half;
+- appended lines (records, spooled trace lines) land whole and fsync'd, or not at all,
+  and a torn last line left by a crash is cut before the next append.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import tempfile
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 #: meta.json, ABORT: a few KB in practice
 SMALL = 1 << 20
@@ -87,3 +92,54 @@ def write_atomic(target: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def append_whole(path: Path, line: bytes) -> None:
+    """Append ``line`` and fsync; on any failure cut the file back to where it was and
+    raise, so no partial record is ever left for the next line to be glued onto."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass   # cut at the next start (cut_torn_tail)
+            raise
+    finally:
+        os.close(fd)
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Cut a last line that has no newline (a crash mid-write); returns bytes cut."""
+    try:
+        with open(path, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return 0
+            pos, step = size, 1 << 16
+            while pos > 0:   # back to the last newline, a block at a time
+                start = max(0, pos - step)
+                fh.seek(start)
+                block = fh.read(pos - start)
+                nl = block.rfind(b"\n")
+                if nl >= 0:
+                    keep = start + nl + 1
+                    break
+                pos = start
+            else:
+                keep = 0
+            fh.truncate(keep)
+            return size - keep
+    except OSError as exc:
+        log.warning("cannot check %s for a torn last line: %s", path, exc)
+        return 0

@@ -20,7 +20,7 @@ import shlex
 from typing import Any
 
 __all__ = ["SHELL_PROGRAMS", "EDITOR_TOOLS", "SWE_AGENT_COMMANDS", "command_text", "kind_of",
-           "is_script_flag", "wrapped_script"]
+           "is_script_flag", "wrapped_script", "parse_editor_command", "split_words", "as_int"]
 
 #: tools whose input is a shell command
 SHELL_TOOLS = frozenset({
@@ -118,3 +118,85 @@ def command_text(value: Any) -> str | None:
         if script is not None:
             return script
     return value
+
+
+# --------------------------------------------------------------------------- editor command line
+
+_EDITOR_OPTIONS = ("file_text", "view_range", "old_str", "new_str", "insert_line")
+
+
+def split_words(text: str) -> tuple[list[str], str | None]:
+    """Shell words of ``text`` (POSIX quoting), or a whitespace split and why not."""
+    try:
+        lexer = shlex.shlex(text, posix=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer), None
+    except ValueError as exc:  # an unterminated quote
+        return text.split(), f"could not split the command line: {exc}"
+
+
+def as_int(word: Any) -> int | None:
+    if isinstance(word, bool):
+        return None
+    if isinstance(word, int):
+        return word
+    try:
+        return int(str(word).strip())
+    except ValueError:
+        return None
+
+
+def parse_editor_command(action: str) -> dict[str, Any]:
+    """``str_replace_editor <command> <path> [--option value...]`` -> the tool's input.
+
+    Keys: command, path, view_range ([a, b] or None), old_str, new_str, file_text,
+    insert_line (int or None); ``extra_args`` (words the tool's parser would reject)
+    and ``parse_error`` only when there are any. ``--view_range=10 20`` and
+    ``--view_range 10 20`` are the same.
+    """
+    words, error = split_words(action)
+    out: dict[str, Any] = {"command": None, "path": None, "view_range": None, "old_str": None,
+                           "new_str": None, "file_text": None, "insert_line": None}
+    positional: list[str] = []
+    extra: list[str] = []
+    i = 1 if words and words[0] in EDITOR_TOOLS else 0
+    while i < len(words):
+        word = words[i]
+        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if name in _EDITOR_OPTIONS:
+            i = _take_option(out, name, inline if eq else None, words, i + 1, extra)
+            continue
+        (positional if len(positional) < 2 else extra).append(word)
+        i += 1
+    out["command"], out["path"] = (positional + [None, None])[:2]
+    if extra:
+        out["extra_args"] = extra
+    if error:
+        out["parse_error"] = error
+    return out
+
+
+def _take_option(out: dict, name: str, inline: str | None, words: list[str], i: int,
+                 extra: list[str]) -> int:
+    """Store option ``name``'s value(s) from ``words[i:]``; return the next index."""
+    if name == "view_range":
+        values = [inline] if inline is not None else []
+        while len(values) < 2 and i < len(words):
+            values.append(words[i])
+            i += 1
+        ints = [as_int(v) for v in values]
+        if len(ints) == 2 and None not in ints:
+            out["view_range"] = ints
+        else:
+            extra.extend(["--view_range", *values])
+        return i
+    if inline is None:
+        if i >= len(words):
+            extra.append("--" + name)
+            return i
+        inline, i = words[i], i + 1
+    out[name] = as_int(inline) if name == "insert_line" else inline
+    if name == "insert_line" and out[name] is None:
+        extra.extend(["--insert_line", inline])
+    return i

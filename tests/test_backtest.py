@@ -19,7 +19,8 @@ from streameval.commands.main import main
 from streameval.live.abort.backtest import backtest_trace, find_traces, summarize
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.runs.evaluate import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"

@@ -163,7 +163,7 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
     from streameval.live.abort.engine import AbortEngine, attach, parse_policies
     from streameval.live.exporter import serve
     from streameval.live.watch import WatchConfig, Watcher
-    from streameval.runs.evaluate import load_resources
+    from streameval.runs.resources import load_resources
 
     runs = tmp_path / "runs"
     runs.mkdir()

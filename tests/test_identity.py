@@ -4,7 +4,8 @@ import json
 import logging
 
 from streameval.model import RunIdentity
-from streameval.runs.evaluate import Resources, run_identity
+from streameval.runs.evaluate import run_identity
+from streameval.runs.resources import Resources
 from streameval.sources.gold import load_gold
 from streameval.traces.identity import identify, instance_candidates, patch_beside, walk_files
 

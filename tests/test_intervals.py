@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.scoring.intervals import IntervalSet
+from streameval.intervals import IntervalSet
 
 intervals = st.lists(st.tuples(st.integers(-20, 60), st.integers(-20, 60)), max_size=25)
 

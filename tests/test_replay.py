@@ -350,7 +350,8 @@ def test_progress_line_only_when_enabled():
 @pytest.mark.parametrize("iid", ["acme__widgets-1", "acme__widgets-2"])
 def test_unified_through_the_adapter_and_session_gives_the_same_numbers(batch, tmp_path, iid):
     """Replay's direct path and the generic adapter -> session path agree (4b included)."""
-    from streameval.runs.evaluate import Resources, evaluate_trace
+    from streameval.runs.evaluate import evaluate_trace
+    from streameval.runs.resources import Resources
     from streameval.sources.gold import load_gold
     from streameval.sources.repocache import RepoCache
     from streameval.sources.symbols import SymbolIndex
@@ -438,7 +439,7 @@ def test_unified_final_context_is_only_what_the_record_states(batch):
 
 
 def test_read_head_keeps_a_long_first_line_whole_for_detection(tmp_path):
-    from streameval.runs.evaluate import read_head
+    from streameval.traces.files import read_head
     from streameval.traces.formats import detect_format
 
     # one OpenHands instance per line; a real one runs to megabytes of history

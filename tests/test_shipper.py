@@ -12,8 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "live"))
 from claude_run import APP, UTIL, Claude, append, make_setup, watcher  # noqa: E402
 
 from streameval.live.exporter import serve  # noqa: E402
-from streameval.live.ingest_wiring import SPOOL_NAME, ingest_app  # noqa: E402
-from streameval.runs.evaluate import evaluate_trace, load_resources  # noqa: E402
+from streameval.live.ingest import SPOOL_NAME, ingest_app  # noqa: E402
+from streameval.runs.evaluate import evaluate_trace  # noqa: E402
+from streameval.runs.resources import load_resources  # noqa: E402
 
 SHIP = Path(__file__).resolve().parents[1] / "deploy" / "shipper" / "ship.py"
 

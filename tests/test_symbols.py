@@ -531,7 +531,7 @@ def test_overlap_disjoint_intervals_are_deduplicated_in_order(py_symbols) -> Non
 
 
 def test_overlap_takes_interval_sets() -> None:
-    from streameval.scoring.intervals import IntervalSet
+    from streameval.intervals import IntervalSet
 
     fs = parse_definitions("m.py", PY.encode())
     spans = IntervalSet([(PY.index("pass"), PY.index("pass"))])

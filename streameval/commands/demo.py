@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from streameval.playback.reenact import LiveTable, default_linger, reenact
-    from streameval.runs.evaluate import load_resources
+    from streameval.runs.resources import load_resources
 
     ex = (args.examples or examples_dir()).resolve()
     traces = sorted((ex / "runs").glob("*/trace.jsonl"))

@@ -13,9 +13,9 @@ import importlib
 COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("streameval.commands.replay", "score recorded traces or unified predictions (JSONL out)"),
     "inspect": ("streameval.commands.inspect", "show the tool calls, reads and edits inferred from one trace"),
-    "watch": ("streameval.live.watch", "follow running agents' traces and serve Prometheus metrics"),
+    "watch": ("streameval.commands.watch", "follow running agents' traces and serve Prometheus metrics"),
     "demo": ("streameval.commands.demo", "play the bundled example run live with metrics served"),
-    "abort-backtest": ("streameval.live.abort.backtest", "replay traces through abort policies and report"),
+    "abort-backtest": ("streameval.commands.abort_backtest", "replay traces through abort policies and report"),
 }
 
 

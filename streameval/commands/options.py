@@ -129,7 +129,7 @@ def add_sources(p: argparse.ArgumentParser, gold_required: bool = True) -> None:
 def resources(args: argparse.Namespace):
     """The gold, repositories, symbol index and tool map the options name; a file that
     cannot be used is a UsageError naming it."""
-    from streameval.runs.evaluate import load_resources
+    from streameval.runs.resources import load_resources
 
     try:
         return load_resources(args.gold, _str(args.repos), _str(args.repo),

@@ -19,15 +19,12 @@ from pathlib import Path
 from streameval.errors import Reason, TraceFormatError
 from streameval.live.table import LiveRun, RunTable, run_key
 from streameval.model import RunIdentity
-from streameval.runs.evaluate import (
-    HEAD_LINES,
-    Resources,
-    TraceReader,
-    make_session,
-    record_line,
-    run_identity,
-)
+from streameval.runs.evaluate import make_session, run_identity
+from streameval.runs.reader import TraceReader
+from streameval.runs.resources import Resources
+from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
+from streameval.traces.files import HEAD_LINES
 from streameval.traces.identity import identify, patch_beside
 from streameval.traces.tail import READ_CHUNK, FileTail
 

@@ -193,3 +193,16 @@ class IngestApp:
         if "protobuf" in content_type:
             return 200, b"", "application/x-protobuf"   # an empty ExportLogsServiceResponse
         return 200, {}, "application/json"
+
+
+#: the spool folder inside the watched directory (its files are traces like any other)
+SPOOL_NAME = "ingest"
+
+
+def ingest_app(watcher, token: str | None = None, max_runs: int = 1000, **kw) -> IngestApp:
+    """The ingest app of ``watcher``: its spool under the watched directory, its
+    answers from the watcher (scored up to where, steering), its counts exported."""
+    app = IngestApp(Spool(watcher.cfg.root / SPOOL_NAME, max_runs), token=token,
+                    processed=watcher.processed_up_to, steer=watcher.steer_reason, **kw)
+    app.counts = watcher.table.stats.ingest_requests
+    return app

@@ -26,57 +26,6 @@ CHECKPOINT_VERSION = 1
 CHECKPOINT_LIMIT = 256 << 20
 
 
-def append_whole(path: Path, line: bytes) -> None:
-    """Append ``line`` and fsync; on any failure cut the file back to where it was and
-    raise, so no partial record is ever left for the next line to be glued onto."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        start = os.fstat(fd).st_size
-        try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        except OSError:
-            try:
-                os.ftruncate(fd, start)
-            except OSError:
-                pass   # cut at the next start (cut_torn_tail)
-            raise
-    finally:
-        os.close(fd)
-
-
-def cut_torn_tail(path: Path) -> int:
-    """Cut a last line that has no newline (a crash mid-write); returns bytes cut."""
-    try:
-        with open(path, "r+b") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            if size == 0:
-                return 0
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return 0
-            pos, step = size, 1 << 16
-            while pos > 0:   # back to the last newline, a block at a time
-                start = max(0, pos - step)
-                fh.seek(start)
-                block = fh.read(pos - start)
-                nl = block.rfind(b"\n")
-                if nl >= 0:
-                    keep = start + nl + 1
-                    break
-                pos = start
-            else:
-                keep = 0
-            fh.truncate(keep)
-            return size - keep
-    except OSError as exc:
-        log.warning("cannot check %s for a torn last line: %s", path, exc)
-        return 0
-
-
 @dataclass
 class Checkpoint:
     """What a checkpoint restores: the followed files, each ``{inode, written}``, and

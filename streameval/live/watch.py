@@ -15,12 +15,10 @@ twice.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import logging
 import os
 import stat
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,11 +28,12 @@ from typing import Any
 import orjson
 
 from streameval.errors import Reason
-from streameval.fileio import write_atomic
+from streameval.fileio import append_whole, cut_torn_tail, write_atomic
 from streameval.live.follow import TraceFollower
-from streameval.live.outputs import CHECKPOINT_VERSION, append_whole, cut_torn_tail, read_checkpoint
+from streameval.live.outputs import CHECKPOINT_VERSION, read_checkpoint
 from streameval.live.table import RunTable
-from streameval.runs.evaluate import Resources, record_line
+from streameval.runs.resources import Resources
+from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
 
 log = logging.getLogger(__name__)
@@ -442,111 +441,7 @@ async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
         w.close()
 
 
-# ---------------------------------------------------------------------- command line
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from streameval.commands.options import (
-        add_format,
-        add_server,
-        add_sources,
-        non_negative_float,
-        positive_float,
-        positive_int,
-    )
-
-    p.add_argument("dir", type=Path, metavar="DIR", help="directory holding the agents' trace files")
-    add_sources(p)
-    add_server(p)
-    add_format(p)
-    p.add_argument("--glob", action="append", dest="globs", metavar="PATTERN",
-                   help=f"trace file name pattern, repeatable (when not given: "
-                        f"{' '.join(DEFAULT_GLOBS)})")
-    p.add_argument("--out", type=Path, metavar="FILE",
-                   help="append each finished run's record here (JSONL)")
-    p.add_argument("--predictions", type=Path, metavar="FILE",
-                   help="SWE-bench predictions JSONL to take patches from")
-    p.add_argument("--idle-timeout", type=positive_float, default=300.0, metavar="SECONDS",
-                   help="seconds without growth that end a run")
-    p.add_argument("--patch-grace", type=non_negative_float, default=30.0, metavar="SECONDS",
-                   help="seconds to wait for a patch after a run ends")
-    p.add_argument("--keep-finished", type=non_negative_float, default=3600.0, metavar="SECONDS",
-                   help="seconds finished runs stay exported")
-    p.add_argument("--max-runs", type=positive_int, default=10_000, metavar="N",
-                   help="runs kept in memory at most: past it, the oldest finished runs whose "
-                        "record is written leave first (default 10000)")
-    p.add_argument("--checkpoint", type=Path, metavar="FILE",
-                   help="state file for resuming after a restart")
-    p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
-                   help="seconds between checkpoints")
-    p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
-    p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="log every run and file event (abort decisions and runs that cannot "
-                        "be scored are always logged)")
-    from streameval.live.abort.engine import add_arguments as add_abort_arguments
-
-    add_abort_arguments(p)  # --abort-config FILE, --dry-run
-    from streameval.live.ingest_wiring import add_arguments as add_ingest_arguments
-
-    add_ingest_arguments(p)  # --ingest, --ingest-token, --ingest-max-runs
-
-
-def config_from_args(args: argparse.Namespace) -> WatchConfig:
-    return WatchConfig(
-        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
-        port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
-        idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
-        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=args.checkpoint,
-        checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
-        include_sidechain=args.include_sidechain, force_polling=args.poll)
-
-
-def run(args: argparse.Namespace) -> int:
-    import anyio
-
-    from streameval.commands.options import resources, setup_logging
-    from streameval.errors import UsageError
-    from streameval.live.exporter import serve
-
-    setup_logging(args.verbose)
-    if not args.dir.is_dir():
-        print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
-        return 2
-    cfg = config_from_args(args)
-    res = resources(args)   # UsageError naming the gold or repository that cannot be used
-    w = Watcher(cfg, res)
-    from streameval.live.abort.engine import AbortConfigError, from_args
-
-    try:
-        engine = from_args(args, w)
-    except AbortConfigError as exc:
-        print(f"streameval watch: {exc}", file=sys.stderr)
-        return 2
-    from streameval.live.ingest_wiring import from_args as ingest_from_args
-
-    try:
-        ingest = ingest_from_args(args, w)
-        server, _registry, port = serve(w.table, cfg.host, cfg.port,
-                                        wrap=ingest.mount if ingest is not None else None)
-    except UsageError:
-        if engine is not None:
-            engine.close()
-        raise
-    print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
-          f"(watching {cfg.root})", flush=True)
-    try:
-        anyio.run(_main, w)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
-        if engine is not None:
-            engine.close()
-    return 0
-
-
-async def _main(w: Watcher) -> None:
+async def run_until_signal(w: Watcher) -> None:
     """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed)."""
     import signal
 

@@ -12,9 +12,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from streameval.commands.inspect import describe_call
 from streameval.model import GRANULARITIES
-from streameval.runs.evaluate import Resources
+from streameval.reading.describe import describe_call
+from streameval.runs.resources import Resources
 
 
 def default_linger(linger: float | None) -> float | None:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
+from streameval.intervals import merge_ranges
 from streameval.model import Read, Shown
 from streameval.reading.align import align, as_expected
 from streameval.reading.editmap import EditMap, MapChange
 from streameval.reading.output.numbered import numbered_runs
-from streameval.scoring.intervals import merge_ranges
 from streameval.sources.basetext import BaseText, BaseTexts
 
 if TYPE_CHECKING:

@@ -32,6 +32,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
+from streameval.intervals import merge_ranges
 from streameval.model import Edit
 from streameval.reading.linemap import (
     LineMap,
@@ -43,7 +44,6 @@ from streameval.reading.linemap import (
 )
 from streameval.reading.observed import Seen, Window, rebuild
 from streameval.reading.sed import run_sed
-from streameval.scoring.intervals import merge_ranges
 
 if TYPE_CHECKING:
     from streameval.sources.repo import RepoView

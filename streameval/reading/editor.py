@@ -4,8 +4,8 @@
 ``view`` shows a file as ``cat -n`` (or an abbreviated view of a large one, whose
 ``... eliding lines a-b ...`` markers show nothing) or a directory listing;
 ``create``/``str_replace``/``insert`` edit. SWE-agent runs it as a shell command
-(``str_replace_editor view /p --view_range 1 20``): ``parse_editor_command`` is the one
-reader of that command line, for the SWE-agent adapter and for us.
+(``str_replace_editor view /p --view_range 1 20``): ``tools.parse_editor_command`` is
+the one reader of that command line, for the SWE-agent adapter and for us.
 
 SWE-agent 0.x has commands of its own in its shell: ``open f [line]``, ``goto``,
 ``scroll_up/down`` print a window ``[File: /p (N lines total)]`` of ``N:text`` lines;
@@ -17,18 +17,17 @@ SWE-agent 0.x has commands of its own in its shell: ``open f [line]``, ``goto``,
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.model import Edit, Read, ToolCall
 from streameval.reading.output.numbered import numbered_read, parse_numbered
-from streameval.tools import EDITOR_TOOLS
+from streameval.tools import as_int as _int
+from streameval.tools import parse_editor_command, split_words
 
-__all__ = ["parse_editor_command", "editor_call", "sweagent_call", "view_reads",
+__all__ = ["editor_call", "sweagent_call", "view_reads",
            "EditorResult"]
 
-_OPTIONS = ("file_text", "view_range", "old_str", "new_str", "insert_line")
 _LISTING = "files and directories up to"
 _FILE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
 _SEARCH_LINE = re.compile(r"^Line (\d+):(.*)$")
@@ -47,86 +46,6 @@ class EditorResult:
     #: lines an edit's result printed (the edited snippet): they correct the line map,
     #: but an edit is no retrieval step
     observed: list[Read] = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-def _split(text: str) -> tuple[list[str], str | None]:
-    """Shell words of ``text`` (POSIX quoting), or a whitespace split and why not."""
-    try:
-        lexer = shlex.shlex(text, posix=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        return list(lexer), None
-    except ValueError as exc:  # an unterminated quote
-        return text.split(), f"could not split the command line: {exc}"
-
-
-def _int(word: Any) -> int | None:
-    if isinstance(word, bool):
-        return None
-    if isinstance(word, int):
-        return word
-    try:
-        return int(str(word).strip())
-    except ValueError:
-        return None
-
-
-def parse_editor_command(action: str) -> dict[str, Any]:
-    """``str_replace_editor <command> <path> [--option value...]`` -> the tool's input.
-
-    Keys: command, path, view_range ([a, b] or None), old_str, new_str, file_text,
-    insert_line (int or None); ``extra_args`` (words the tool's parser would reject)
-    and ``parse_error`` only when there are any. ``--view_range=10 20`` and
-    ``--view_range 10 20`` are the same.
-    """
-    words, error = _split(action)
-    out: dict[str, Any] = {"command": None, "path": None, "view_range": None, "old_str": None,
-                           "new_str": None, "file_text": None, "insert_line": None}
-    positional: list[str] = []
-    extra: list[str] = []
-    i = 1 if words and words[0] in EDITOR_TOOLS else 0
-    while i < len(words):
-        word = words[i]
-        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
-        if name in _OPTIONS:
-            i = _take_option(out, name, inline if eq else None, words, i + 1, extra)
-            continue
-        (positional if len(positional) < 2 else extra).append(word)
-        i += 1
-    out["command"], out["path"] = (positional + [None, None])[:2]
-    if extra:
-        out["extra_args"] = extra
-    if error:
-        out["parse_error"] = error
-    return out
-
-
-def _take_option(out: dict, name: str, inline: str | None, words: list[str], i: int,
-                 extra: list[str]) -> int:
-    """Store option ``name``'s value(s) from ``words[i:]``; return the next index."""
-    if name == "view_range":
-        values = [inline] if inline is not None else []
-        while len(values) < 2 and i < len(words):
-            values.append(words[i])
-            i += 1
-        ints = [_int(v) for v in values]
-        if len(ints) == 2 and None not in ints:
-            out["view_range"] = ints
-        else:
-            extra.extend(["--view_range", *values])
-        return i
-    if inline is None:
-        if i >= len(words):
-            extra.append("--" + name)
-            return i
-        inline, i = words[i], i + 1
-    out[name] = _int(inline) if name == "insert_line" else inline
-    if name == "insert_line" and out[name] is None:
-        extra.extend(["--insert_line", inline])
-    return i
 
 
 def editor_input(call: ToolCall) -> dict[str, Any]:
@@ -294,7 +213,7 @@ def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
 
 def _search_replace(action: str) -> tuple[str, str] | None:
     """``edit 'SEARCH' 'REPLACE'`` (SWE-agent's search/replace editing): the two texts."""
-    words, problem = _split(action)
+    words, problem = split_words(action)
     if problem is None and len(words) == 3 and words[0] == "edit" and words[1]:
         return words[1], words[2]
     return None
@@ -304,5 +223,5 @@ def _search_file_path(action: str, output: str) -> str | None:
     m = re.search(r'^Found \d+ matches for ".*?" in (.+?):?$', output, re.M)
     if m:
         return m.group(1).strip()
-    words = _split(action)[0]
+    words = split_words(action)[0]
     return words[2] if len(words) > 2 else None

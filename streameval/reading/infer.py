@@ -26,7 +26,7 @@ from streameval.reading.categories import categorize
 from streameval.reading.ipython import ipython_call
 from streameval.reading.shell import ShellAnalysis, analyze
 from streameval.reading.toolmap import ToolMap, mapped_reads
-from streameval.tools import NOT_READS, command_text, kind_of
+from streameval.tools import NOT_READS, command_text, kind_of, parse_editor_command
 
 __all__ = ["Inference", "ReaderState", "infer"]
 
@@ -105,7 +105,7 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
                                                                    "str_replace_based_edit_tool"):
         # SWE-agent's editor run through its shell
         inf.failed = _failed(call)
-        _editor(call, inf, editor.parse_editor_command(stripped))
+        _editor(call, inf, parse_editor_command(stripped))
         return None
     output = None if call.interrupted else call.output
     analysis = analyze(command, output, call.cwd, state.scripts)

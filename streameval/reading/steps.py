@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
+from streameval.intervals import merge_ranges
 from streameval.model import Edit, Read, Step, ToolCall
 from streameval.reading.categories import is_context_file
 from streameval.reading.credit import Creditor
@@ -35,7 +36,6 @@ from streameval.reading.infer import Inference, ReaderState, infer
 from streameval.reading.paths import PathMapper
 from streameval.reading.shell import WHOLE_TREE
 from streameval.reading.toolmap import ToolMap
-from streameval.scoring.intervals import merge_ranges
 from streameval.sources.basetext import BaseTexts
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.errors import Reason
+from streameval.intervals import IntervalSet
 from streameval.model import (
     GRANULARITIES,
     BadLine,
@@ -31,7 +32,6 @@ from streameval.model import (
     TraceEvent,
     Usage,
 )
-from streameval.scoring.intervals import IntervalSet
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +341,7 @@ class RunSession:
         """The docs/metrics.md §5 record plus run identity and live extras."""
         ident = self.identity
         if self.error is not None or self.state is None:
-            from streameval.runs.evaluate import error_record
+            from streameval.scoring.record import error_record
 
             return error_record(ident, self.error or "not evaluated")
         if self.fmt == "unified":

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from streameval.intervals import IntervalSet
 from streameval.model import GRANULARITIES, Step
 from streameval.sane import line
-from streameval.scoring.intervals import IntervalSet
 
 if TYPE_CHECKING:  # symbols.py loads tree-sitter: imported only where it is used
     from streameval.sources.gold import GoldInstance, GoldSpan

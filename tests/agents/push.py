@@ -9,7 +9,7 @@ from pathlib import Path
 
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 from streameval.live.exporter import serve
-from streameval.live.ingest_wiring import SPOOL_NAME, ingest_app
+from streameval.live.ingest import SPOOL_NAME, ingest_app
 from streameval.live.watch import WatchConfig, Watcher
 
 

@@ -26,7 +26,8 @@ from gitrepo import make_repo
 
 from streameval.commands.main import main as streameval_main
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.runs.evaluate import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
 
 INSTANCE = "demo__agents-1"
 

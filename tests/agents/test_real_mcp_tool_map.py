@@ -16,7 +16,8 @@ from clis import BASE_PATH, CLAUDE_CODE, claude, missing
 from scenario import INSTANCE, inspected, make_setup, run_cli, shown_by_call
 from scripted_model import Call, Say, ScriptedModel
 
-from streameval.runs.evaluate import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
 
 pytestmark = pytest.mark.agents
 

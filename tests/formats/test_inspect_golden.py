@@ -138,7 +138,8 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, capsys):
 def test_with_gold_and_repo_scores_like_replay(tmp_path: Path):
     """With gold and a repo, inspect's metrics are replay's (one engine), reads are
     repo files with base lines, and the patch beside the trace gives EditLoc."""
-    from streameval.runs.evaluate import Resources, evaluate_trace
+    from streameval.runs.evaluate import evaluate_trace
+    from streameval.runs.resources import Resources
     from streameval.sources.gold import load_gold
     from streameval.sources.repocache import RepoCache
     from streameval.sources.symbols import SymbolIndex

@@ -171,7 +171,8 @@ def test_unified_through_the_session_reports_no_context_extracted_like_replay(tm
 
     from gitrepo import make_repo
 
-    from streameval.runs.evaluate import Resources, evaluate_trace
+    from streameval.runs.evaluate import evaluate_trace
+    from streameval.runs.resources import Resources
     from streameval.sources.gold import load_gold
     from streameval.sources.repocache import RepoCache
 

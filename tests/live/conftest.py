@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from claude_run import make_setup
 
-from streameval.runs.evaluate import load_resources
+from streameval.runs.resources import load_resources
 
 
 @pytest.fixture

@@ -423,8 +423,7 @@ def test_two_policies_share_one_abort_file(env):
 def test_watch_command_line_options_attach_the_engine(env, tmp_path):
     import argparse
 
-    from streameval.live import watch
-    from streameval.live.abort import engine as abort
+    from streameval.commands import watch
 
     s, runs, res = env
     claude_trace(runs, s, ("src/util.py", 20, 21))
@@ -432,19 +431,17 @@ def test_watch_command_line_options_attach_the_engine(env, tmp_path):
     cfg.write_text(policy("steps", "max_steps", limit=1))
     p = argparse.ArgumentParser()
     watch.add_arguments(p)
-    if "--abort-config" not in p._option_string_actions:  # until watch.py adds them itself
-        abort.add_arguments(p)
     args = p.parse_args([str(runs), "--gold", str(s.gold), "--repo", str(s.repo),
                          "--abort-config", str(cfg), "--dry-run"])
     w = Watcher(watch.config_from_args(args), res)
-    engine = abort.from_args(args, w)
+    engine = watch._abort_engine(args, w)
     assert engine is not None and engine.dry_run
     run_once(w)
     assert [d.outcome for d in engine.decisions] == ["dry_run"]
-    assert abort.from_args(p.parse_args([str(runs), "--gold", str(s.gold)]), w) is None
+    assert watch._abort_engine(p.parse_args([str(runs), "--gold", str(s.gold)]), w) is None
     cfg.write_text("[[policy]]\nkind = 'max_steps'\n")
     with pytest.raises(AbortConfigError, match="missing"):
-        abort.from_args(args, w)
+        watch._abort_engine(args, w)
 
 
 def test_multi_run_keys_map_back_to_their_trace_file(env):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from streameval.runs.evaluate import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 from claude_run import watcher
 
-from streameval.runs.evaluate import Resources, evaluate_trace
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import Resources
 from streameval.sources.gold import load_gold
 from streameval.sources.repocache import RepoCache
 

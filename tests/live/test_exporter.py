@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from streameval.live.exporter import RunsCollector
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.runs.evaluate import load_resources
+from streameval.runs.resources import load_resources
 
 
 def edit_lines(c: Claude, path: str, old: str, new: str) -> list[bytes]:

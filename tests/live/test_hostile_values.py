@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streameval import sane
-from streameval.runs.evaluate import evaluate_trace, record_line
+from streameval.runs.evaluate import evaluate_trace
+from streameval.scoring.record import record_line
 
 ABSURD = [10**20, 1e20, -(10**20), 2**70, 1.7e308, -1.7e308, 10**300, 2**63, -1, 0]
 

@@ -18,7 +18,9 @@ import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 from test_restart import wait_until
 
-from streameval.runs.evaluate import evaluate_trace, load_resources, record_line
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
+from streameval.scoring.record import record_line
 
 pytestmark = pytest.mark.slow
 

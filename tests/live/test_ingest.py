@@ -16,8 +16,9 @@ from fixture_paths import PUSH
 
 from streameval.errors import UsageError
 from streameval.live.exporter import serve
-from streameval.live.ingest_wiring import SPOOL_NAME, ingest_app
-from streameval.runs.evaluate import evaluate_trace, record_line
+from streameval.live.ingest import SPOOL_NAME, ingest_app
+from streameval.runs.evaluate import evaluate_trace
+from streameval.scoring.record import record_line
 
 
 class Served:
@@ -215,7 +216,8 @@ def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
 
     from claude_run import watcher
 
-    from streameval.live.ingest_wiring import TOKEN_ENV, from_args
+    from streameval.commands.watch import _ingest_app as from_args
+    from streameval.config import INGEST_TOKEN_ENV as TOKEN_ENV
 
     s, runs, res = env
     monkeypatch.delenv(TOKEN_ENV, raising=False)
@@ -238,7 +240,7 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     from claude_run import make_setup
     from test_restart import wait_until
 
-    from streameval.runs.evaluate import load_resources
+    from streameval.runs.resources import load_resources
 
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"

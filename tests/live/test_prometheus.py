@@ -11,7 +11,7 @@ from prom import PrometheusServer
 
 from streameval.live.exporter import serve
 from streameval.live.watch import WatchConfig, Watcher, run_watcher
-from streameval.runs.evaluate import load_resources
+from streameval.runs.resources import load_resources
 
 pytestmark = pytest.mark.prometheus
 

@@ -14,7 +14,8 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 
-from streameval.runs.evaluate import evaluate_trace, load_resources
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from streameval.commands.main import main
 from streameval.live.exporter import RunsCollector
 from streameval.live.watch import WatchConfig, Watcher
-from streameval.runs.evaluate import load_resources
+from streameval.runs.resources import load_resources
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "claude-session"
 

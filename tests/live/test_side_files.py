@@ -14,11 +14,12 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
-from streameval.fileio import SideFileError, read_limited, write_atomic
+from streameval.fileio import SideFileError, cut_torn_tail, read_limited, write_atomic
 from streameval.live.abort.actions import write_abort_file
 from streameval.live.abort.policy import Decision
-from streameval.live.outputs import CHECKPOINT_VERSION, cut_torn_tail
-from streameval.runs.evaluate import evaluate_trace, record_line
+from streameval.live.outputs import CHECKPOINT_VERSION
+from streameval.runs.evaluate import evaluate_trace
+from streameval.scoring.record import record_line
 
 
 def _run(runs: Path, s, name: str = "demo__demo-1") -> tuple[Path, Path]:
@@ -359,7 +360,9 @@ import json, os, sys, time
 sys.path[:0] = sys.argv[1:3]
 from pathlib import Path
 from claude_run import watcher
-from streameval.runs.evaluate import evaluate_trace, load_resources, record_line
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
+from streameval.scoring.record import record_line
 tmp = Path(sys.argv[3])
 res = load_resources(str(tmp / "gold.jsonl"), None, str(tmp / "repo"))
 runs = tmp / "runs"

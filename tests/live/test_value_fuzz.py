@@ -20,7 +20,8 @@ import pytest
 from claude_run import watcher
 from fixture_paths import REAL
 
-from streameval.runs.evaluate import evaluate_trace, record_line
+from streameval.runs.evaluate import evaluate_trace
+from streameval.scoring.record import record_line
 
 #: fixture folder -> the adapter every file in it is read with
 FORMATS = {

@@ -258,7 +258,7 @@ def test_a_huge_line_is_the_same_bad_line_in_watch_and_replay(env, tmp_path, siz
     """40 MB: read, and refused by the adapter's limit; 70 MB: skipped by the tail
     without being held. Either way one line_too_long, and the calls around it scored,
     the same in watch and replay."""
-    from streameval.runs.evaluate import record_line
+    from streameval.scoring.record import record_line
 
     s, runs, res = env
     d = run_dir(runs, meta={"instance_id": s.instance, "run_id": "huge"})

@@ -12,7 +12,8 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
-from streameval.runs.evaluate import Resources, evaluate_trace
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import Resources
 from streameval.sources.gold import load_gold
 from streameval.sources.repocache import RepoCache
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "live"))
 from claude_run import started  # noqa: E402
 from test_alignment import AFTER_INSERT, BASE, BASE_LINES, BIG, INSERT_SCRIPT, current  # noqa: E402
 
-from streameval.runs.evaluate import evaluate_trace, load_resources  # noqa: E402
+from streameval.runs.evaluate import evaluate_trace  # noqa: E402
+from streameval.runs.resources import load_resources  # noqa: E402
 
 BIG_LINES = BIG.splitlines()
 

@@ -8,10 +8,10 @@ from shown_runs import runs_of
 from streameval.errors import Reason
 from streameval.model import Edit, Read, ToolCall
 from streameval.reading import native
-from streameval.reading.editor import parse_editor_command
 from streameval.reading.infer import infer
 from streameval.reading.native import structured_hunks
 from streameval.reading.output.numbered import numbered_runs, parse_numbered
+from streameval.tools import parse_editor_command
 
 
 def call(tool, inp, output=None, **kw) -> ToolCall:

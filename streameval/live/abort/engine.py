@@ -47,7 +47,7 @@ from streameval.model import GRANULARITIES
 
 __all__ = ["ABORT_NAME", "ACTIONS", "COMMON_KEYS", "KINDS", "TIME_KINDS", "TOKEN_KINDS",
            "AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
-           "WebhookConfig", "WebhookSender", "attach", "from_args", "load_policies",
+           "WebhookConfig", "WebhookSender", "attach", "engine_for", "load_policies",
            "parse_policies", "send_signal", "trace_path_of", "write_abort_file"]
 
 log = logging.getLogger(__name__)
@@ -417,26 +417,18 @@ def attach(watcher, engine: AbortEngine) -> AbortEngine:
 # ---------------------------------------------------------------------- command line
 
 
-def add_arguments(p) -> None:
-    """``--abort-config``/``--dry-run`` for ``streameval watch``."""
-    p.add_argument("--abort-config", type=Path, metavar="FILE",
-                   help="early-abort policies (TOML; see examples/abort.toml)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="with --abort-config: decide, log and count, but never act")
-
-
-def from_args(args, watcher) -> AbortEngine | None:
-    """The engine ``--abort-config`` asks for, attached to ``watcher``; None without it.
+def engine_for(watcher, path: Path | None, dry_run: bool = False) -> AbortEngine | None:
+    """The engine of the policy file ``path`` (``--abort-config``), attached to
+    ``watcher``; None without one.
 
     Raises AbortConfigError (the message names file, policy and key) before
     anything is attached.
     """
-    path = getattr(args, "abort_config", None)
     if path is None:
-        if getattr(args, "dry_run", False):
+        if dry_run:
             log.warning("--dry-run without --abort-config does nothing")
         return None
-    engine = AbortEngine(load_policies(path), dry_run=bool(getattr(args, "dry_run", False)))
+    engine = AbortEngine(load_policies(path), dry_run=dry_run)
     attach(watcher, engine)
     log.info("abort policies from %s: %s%s", path,
              ", ".join(f"{p.name} ({p.kind} -> {p.action})" for p in engine.config.policies),
@@ -445,5 +437,5 @@ def from_args(args, watcher) -> AbortEngine | None:
 
 
 __all__ = ["AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
-           "WebhookConfig", "WebhookSender", "add_arguments", "attach", "from_args",
+           "WebhookConfig", "WebhookSender", "attach", "engine_for",
            "load_policies", "parse_policies", "send_signal", "write_abort_file", "ABORT_NAME"]

@@ -8,7 +8,7 @@ The checkpoints file written by ContextBench's fork has one JSON line per step
 (``{tool, action, state, observation, step}``) and is read line by line.
 
 An action is the command line the agent's tool ran. ``str_replace_editor`` actions are
-parsed by ``reading.editor.parse_editor_command`` (the one reader of that command line),
+parsed by ``tools.parse_editor_command`` (the one reader of that command line),
 as the tool's own argument parser would see them after the shell: quoted arguments may
 span lines, and SWE-agent escapes a quote inside single quotes as ``'"'"'``. A malformed call (``view f [1060, 1220]``) still is a tool call: its
 ``input`` keeps the stray words in ``extra_args`` and its output is the usage error
@@ -24,8 +24,7 @@ import orjson
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usage
-from streameval.reading.editor import parse_editor_command
-from streameval.tools import SWE_AGENT_COMMANDS
+from streameval.tools import SWE_AGENT_COMMANDS, parse_editor_command
 from streameval.traces.formats.base import Adapter
 from streameval.traces.formats.document import DocumentAdapter
 from streameval.traces.formats.jsonl import (

@@ -15,8 +15,7 @@ import re
 import threading
 from pathlib import Path
 
-from streameval.fileio import write_atomic
-from streameval.live.outputs import append_whole
+from streameval.fileio import append_whole, write_atomic
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 SOURCES = ("lines", "claude-hooks", "claude-otel", "codex-otel")

@@ -1,0 +1,154 @@
+"""``streameval watch DIR``: the options, and a watcher served until a signal.
+
+The options of early abort (``--abort-config``) and of pushed runs (``--ingest``) are
+watch's too; each is turned into its part here and handed to the watcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from pathlib import Path
+
+from streameval import config
+from streameval.commands.options import (
+    add_format,
+    add_server,
+    add_sources,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    resources,
+    setup_logging,
+)
+from streameval.errors import UsageError
+from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
+from streameval.live.exporter import serve
+from streameval.live.ingest import IngestApp, ingest_app
+from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until_signal
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, metavar="DIR", help="directory holding the agents' trace files")
+    add_sources(p)
+    add_server(p)
+    add_format(p)
+    p.add_argument("--glob", action="append", dest="globs", metavar="PATTERN",
+                   help=f"trace file name pattern, repeatable (when not given: "
+                        f"{' '.join(DEFAULT_GLOBS)})")
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="append each finished run's record here (JSONL)")
+    p.add_argument("--predictions", type=Path, metavar="FILE",
+                   help="SWE-bench predictions JSONL to take patches from")
+    p.add_argument("--idle-timeout", type=positive_float, default=300.0, metavar="SECONDS",
+                   help="seconds without growth that end a run")
+    p.add_argument("--patch-grace", type=non_negative_float, default=30.0, metavar="SECONDS",
+                   help="seconds to wait for a patch after a run ends")
+    p.add_argument("--keep-finished", type=non_negative_float, default=3600.0, metavar="SECONDS",
+                   help="seconds finished runs stay exported")
+    p.add_argument("--max-runs", type=positive_int, default=10_000, metavar="N",
+                   help="runs kept in memory at most: past it, the oldest finished runs whose "
+                        "record is written leave first (default 10000)")
+    p.add_argument("--checkpoint", type=Path, metavar="FILE",
+                   help="state file for resuming after a restart")
+    p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
+                   help="seconds between checkpoints")
+    p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
+    p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log every run and file event (abort decisions and runs that cannot "
+                        "be scored are always logged)")
+    _add_abort_arguments(p)
+    _add_ingest_arguments(p)
+
+
+def config_from_args(args: argparse.Namespace) -> WatchConfig:
+    return WatchConfig(
+        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
+        port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
+        idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
+        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=args.checkpoint,
+        checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
+        include_sidechain=args.include_sidechain, force_polling=args.poll)
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    setup_logging(args.verbose)
+    if not args.dir.is_dir():
+        print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
+        return 2
+    cfg = config_from_args(args)
+    res = resources(args)   # UsageError naming the gold or repository that cannot be used
+    w = Watcher(cfg, res)
+    try:
+        engine = _abort_engine(args, w)
+    except AbortConfigError as exc:
+        print(f"streameval watch: {exc}", file=sys.stderr)
+        return 2
+    try:
+        ingest = _ingest_app(args, w)
+        server, _registry, port = serve(w.table, cfg.host, cfg.port,
+                                        wrap=ingest.mount if ingest is not None else None)
+    except UsageError:
+        if engine is not None:
+            engine.close()
+        raise
+    print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
+          f"(watching {cfg.root})", flush=True)
+    try:
+        anyio.run(run_until_signal, w)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+        if engine is not None:
+            engine.close()
+    return 0
+
+
+def _add_abort_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--abort-config", type=Path, metavar="FILE",
+                   help="early-abort policies (TOML; see examples/abort.toml)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --abort-config: decide, log and count, but never act")
+
+
+def _abort_engine(args: argparse.Namespace, watcher: Watcher) -> AbortEngine | None:
+    return engine_for(watcher, args.abort_config, args.dry_run)
+
+
+def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ingest", action="store_true",
+                   help="accept pushed runs on the metrics port: Claude Code HTTP hooks "
+                        "(/v1/hooks/claude), OTLP logs (/v1/logs) and trace lines "
+                        "(/v1/runs/ID/lines); stored under DIR/ingest (docs/ingest.md)")
+    p.add_argument("--ingest-token", metavar="TOKEN",
+                   help=f"bearer token pushes must carry (or ${config.INGEST_TOKEN_ENV}); "
+                        "required when --host is not a loopback address")
+    p.add_argument("--ingest-max-runs", type=positive_int, default=1000, metavar="N",
+                   help="runs each push source may create (default 1000)")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
+    """The ingest app for ``watcher``, or None without ``--ingest``; UsageError when a
+    non-loopback server would take pushes without a token."""
+    if not args.ingest:
+        return None
+    token = args.ingest_token or config.ingest_token()
+    if token is None and not is_loopback(watcher.cfg.host):
+        raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
+                         f"or set {config.INGEST_TOKEN_ENV} (anyone who can reach the port "
+                         "could push runs)")
+    return ingest_app(watcher, token, args.ingest_max_runs)
