@@ -18,7 +18,7 @@ import pytest
 from gitrepo import make_repo
 
 from streameval.commands.main import main
-from streameval.commands.replay import shard_of
+from streameval.runs.batch import shard_of
 from streameval.model import Step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -298,7 +298,7 @@ def test_examples_recorded_claude_run(tmp_path):
 
 
 def test_directories_skip_side_files_and_keep_order(tmp_path):
-    from streameval.commands.replay import iter_trace_files
+    from streameval.runs.batch import iter_trace_files
 
     found = [p.relative_to(EXAMPLES) for p in iter_trace_files(EXAMPLES / "runs")]
     assert found == [Path("runs/example-run-1/trace.jsonl")]  # not meta.json, not patch.diff
@@ -331,7 +331,7 @@ def test_undetectable_file_is_an_error_record_format_option_overrides(batch, tmp
 def test_progress_line_only_when_enabled():
     import io
 
-    from streameval.commands.replay import Progress
+    from streameval.report.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(2, enabled=True, stream=stream)
@@ -368,7 +368,7 @@ def test_unified_through_the_adapter_and_session_gives_the_same_numbers(batch, t
 
 
 def test_trace_shard_key_is_the_meta_instance_else_the_path(tmp_path):
-    from streameval.commands.replay import TraceJob, collect_jobs
+    from streameval.runs.batch import TraceJob, collect_jobs
 
     [job] = list(collect_jobs([str(EXAMPLES / "runs")]))
     assert isinstance(job, TraceJob) and job.fmt == "claude"
@@ -418,7 +418,8 @@ def test_unified_final_context_is_only_what_the_record_states(batch):
     """docs/metrics.md §4b, as the public evaluator: the final context is ``pred_files``/
     ``pred_spans``/``pred_symbols``. Steps with no stated final context, or a final
     context of symbol names only, are ``no_context_extracted``; files alone are scored."""
-    from streameval.commands.replay import _Context, evaluate_unified
+    from streameval.runs.batch import BatchContext as _Context
+    from streameval.runs.batch import evaluate_unified
     from streameval.traces.formats.unified import parse_record
 
     context = _Context.build(str(batch["gold"]), str(batch["repos"]), None)

@@ -12,6 +12,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from streameval.commands.options import (
+    add_grammars,
+    add_server,
+    non_negative_float,
+    positive_float,
+)
+from streameval.playback.reenact import LiveTable, default_linger, reenact
+from streameval.runs.resources import load_resources
+
 
 def examples_dir() -> Path:
     """The example run shipped inside the package (``examples/`` in a checkout links
@@ -20,13 +29,6 @@ def examples_dir() -> Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from streameval.commands.options import (
-        add_grammars,
-        add_server,
-        non_negative_float,
-        positive_float,
-    )
-
     p.add_argument("--examples", type=Path, default=None, metavar="DIR",
                    help="examples directory (when not given: the one shipped with the package)")
     add_server(p)
@@ -41,9 +43,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from streameval.playback.reenact import LiveTable, default_linger, reenact
-    from streameval.runs.resources import load_resources
-
     ex = (args.examples or examples_dir()).resolve()
     traces = sorted((ex / "runs").glob("*/trace.jsonl"))
     if not traces:

@@ -15,12 +15,18 @@ import json
 import sys
 from pathlib import Path
 
+from streameval.commands.options import add_format, add_sources, positive_int, resources
+from streameval.errors import StreamevalError
 from streameval.report.inspect import FIRST_READS, CallTable, print_summary, summarize
+from streameval.runs.evaluate import land_file_patch, make_session, run_identity
+from streameval.runs.reader import TraceReader
+from streameval.scoring.session import RunSession
+from streameval.sources.repocache import open_repo
+from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.identity import identify, patch_beside
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from streameval.commands.options import add_format, add_sources, positive_int
-
     p.add_argument("trace", type=Path, metavar="FILE", help="a trace file (any known format)")
     add_sources(p, gold_required=False)
     add_format(p)
@@ -44,9 +50,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _session_factory(args, res, fmt: str, printer: CallTable, plain):
     """Sessions with gold and repo when both are given; else a plain view (``--repo``
     at ``--commit``) so that paths are still repo paths and lines are clamped."""
-    from streameval.runs.evaluate import make_session, run_identity
-    from streameval.scoring.session import RunSession
-    from streameval.traces.identity import identify
 
     identity = identify(args.trace, args.instance)
     n_runs = [0]
@@ -71,19 +74,11 @@ def _session_factory(args, res, fmt: str, printer: CallTable, plain):
 
 def _plain_view(args):
     """``--repo`` at ``--commit`` (HEAD) for display; raises RepoError/OSError."""
-    from streameval.sources.repocache import open_repo
 
     return open_repo(Path(args.repo)).at(args.commit)
 
 
 def run(args: argparse.Namespace) -> int:
-    from streameval.commands.options import resources
-    from streameval.errors import StreamevalError
-    from streameval.runs.evaluate import land_file_patch
-    from streameval.runs.reader import TraceReader
-    from streameval.traces.files import iter_lines, open_adapter
-    from streameval.traces.identity import patch_beside
-
     to_stdout = args.json_out == "-"
     out = sys.stderr if to_stdout else sys.stdout
     try:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from streameval.commands.options import Formatter, Parser
+from streameval.errors import UsageError
+
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("streameval.commands.replay", "score recorded traces or unified predictions (JSONL out)"),
@@ -20,8 +23,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streameval.commands.options import Formatter, Parser
-
     parser = Parser(
         prog="streameval",
         description="Score coding agents while they run: ContextBench context metrics from "
@@ -39,7 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-    from streameval.errors import UsageError
 
     parser = build_parser()
     try:

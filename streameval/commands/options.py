@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 from streameval import config
 from streameval.errors import StreamevalError, UsageError
+from streameval.reading.toolmap import TOOL_MAP_HELP
+from streameval.runs.resources import load_resources
 
 GRAMMAR_CHOICES = ("contextbench", "official")
 
@@ -93,8 +95,6 @@ def add_repos(p: argparse.ArgumentParser | Any) -> None:
 
 
 def add_tool_map(p: argparse.ArgumentParser) -> None:
-    from streameval.reading.toolmap import TOOL_MAP_HELP
-
     p.add_argument("--tool-map", metavar="FILE", help=TOOL_MAP_HELP)
 
 
@@ -129,7 +129,6 @@ def add_sources(p: argparse.ArgumentParser, gold_required: bool = True) -> None:
 def resources(args: argparse.Namespace):
     """The gold, repositories, symbol index and tool map the options name; a file that
     cannot be used is a UsageError naming it."""
-    from streameval.runs.resources import load_resources
 
     try:
         return load_resources(args.gold, _str(args.repos), _str(args.repo),

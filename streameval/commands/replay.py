@@ -1,58 +1,45 @@
 """``streameval replay``: score recorded traces and unified predictions in a batch.
 
-This module only orchestrates: it finds the inputs, splits them into one job per
-instance, runs the jobs (in worker processes with ``--workers``), writes one JSONL record
-per instance in input order, and hands the records to ``report`` for the summary table
-and the Benchkit CSV. The numbers come from ``state.InstanceState`` -- the same code the
-live watcher uses, so a replayed trace and a watched one agree.
-
-ContextBench unified predictions are evaluated here directly (their steps are stated,
-nothing to infer); every other trace format goes through ``session.evaluate_trace``.
-A job that cannot be evaluated (no gold, no repository, unreadable input...) becomes an
-``{"instance_id", "error"}`` record and the batch goes on (docs/metrics.md §5).
+The options, then: the batch (``runs.batch``) evaluated, one JSONL record per instance
+written in input order, and the records handed to ``report`` for the summary table and
+the Benchkit CSV; or, with ``--live``, the traces re-enacted into a watcher
+(``playback``).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
-import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from streameval.errors import Reason, StreamevalError
-from streameval.model import RunIdentity
-from streameval.runs.evaluate import evaluate_trace, make_session
-from streameval.runs.resources import Resources, load_resources
-from streameval.scoring.record import record_line
-from streameval.traces.files import read_head
-from streameval.traces.formats.unified import (
-    UnifiedError,
-    UnifiedRecord,
-    iter_unified_records,
-    record_events,
+from streameval.commands.options import (
+    add_format,
+    add_server,
+    add_sources,
+    non_negative_float,
+    positive_float,
+    positive_int,
 )
-
-#: File names that may hold a trace when a directory is given.
-TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
-
-
-# --------------------------------------------------------------------------- CLI
+from streameval.playback.reenact import LiveTable, default_linger, reenact
+from streameval.report import tables as report
+from streameval.report.progress import Progress
+from streameval.runs.batch import (
+    BatchContext,
+    Job,
+    JobSelectionError,
+    Sources,
+    collect_jobs,
+    evaluate_jobs,
+    iter_trace_files,
+    select_jobs,
+)
+from streameval.scoring.record import record_line
+from streameval.sources.symbols import default_grammars
+from streameval.traces.identity import RunIds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from streameval.commands.options import (
-        add_format,
-        add_server,
-        add_sources,
-        non_negative_float,
-        positive_float,
-        positive_int,
-    )
-
     parser.add_argument("inputs", nargs="+", metavar="PATH",
                         help="trace files, unified prediction files (JSON/JSONL) or "
                              "directories holding them")
@@ -127,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
     """``--live``: agent traces are played into a watched directory (see live/reenact)."""
-    from streameval.playback.reenact import LiveTable, default_linger, reenact
 
     traces: list[Path] = []
     for item in args.inputs:
@@ -148,8 +134,6 @@ def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
 
 def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
                out: IO[bytes]) -> int:
-    from streameval.traces.identity import RunIds
-
     progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
     kept: list[dict[str, Any]] = []
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id
@@ -168,7 +152,6 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
         progress.close()
         if args.out:
             out.close()
-    from streameval.report import tables as report
 
     if args.csv:
         report.write_benchkit_csv(kept, args.csv)
@@ -190,7 +173,6 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
 def _sources(args) -> Sources:
     """What a worker process needs to build its own context: gold, repos, tool map and
     the grammar set (chosen once here, so every worker parses with the same)."""
-    from streameval.sources.symbols import default_grammars
 
     return (args.gold, _text(args.repos), _text(args.repo), args.tool_map,
             getattr(args, "grammars", None) or default_grammars())

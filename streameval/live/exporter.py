@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from streameval.errors import UsageError
+from streameval.live.httpbound import BoundedServer, QuietHandler
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.sane import CLAMPED
@@ -469,8 +471,6 @@ def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=N
 
     from prometheus_client import CollectorRegistry
 
-    from streameval.errors import UsageError
-    from streameval.live.httpbound import BoundedServer, QuietHandler
 
     try:
         family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,

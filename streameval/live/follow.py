@@ -25,6 +25,7 @@ from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES
+from streameval.traces.formats import adapter_class, detect_format
 from streameval.traces.identity import identify, patch_beside
 from streameval.traces.tail import READ_CHUNK, FileTail
 
@@ -260,7 +261,6 @@ class TraceFollower:
 
     def _detect(self) -> bool:
         """Pick the adapter once enough of the head is known."""
-        from streameval.traces.formats import detect_format
 
         head = [ln for ln, _ in self._head if ln.strip()]
         if not head:
@@ -286,8 +286,6 @@ class TraceFollower:
             log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
 
     def _use(self, name: str) -> None:
-        from streameval.traces.formats import adapter_class
-
         cls = adapter_class(name)
         self.fmt = name
         self.reader = TraceReader(cls(), self._factory, on_bad=self._on_bad)
@@ -297,7 +295,6 @@ class TraceFollower:
         """The run ended before its format was known: decide on all the file holds, its
         last line too (a compact document often has no newline), as replay does. Still
         unknown: the run's record is the error replay gives."""
-        from streameval.traces.formats import detect_format
 
         lines = self._head + self.tail.poll(final=True).ordered()
         self._head = []

@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from streameval.traces.identity import RunIds
+
 log = logging.getLogger(__name__)
 
 
@@ -86,7 +88,6 @@ class RunTable:
         self.keep_finished_seconds = keep_finished_seconds
         self.caches: list[tuple[str, Any]] = []  # (name, object with .hits/.misses)
         self.on_add: list = []  # called with each new run (abort policies track it)
-        from streameval.traces.identity import RunIds
 
         self.run_ids = RunIds()   # no two runs share a run id (their label sets)
         self._unscored: set[str] = set()

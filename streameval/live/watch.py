@@ -29,12 +29,13 @@ import orjson
 
 from streameval.errors import Reason
 from streameval.fileio import append_whole, cut_torn_tail, write_atomic
-from streameval.live.follow import TraceFollower
+from streameval.live.follow import TraceFollower, record_digest_of_line
 from streameval.live.outputs import CHECKPOINT_VERSION, read_checkpoint
 from streameval.live.table import RunTable
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
+from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,6 @@ class Watcher:
     # ------------------------------------------------------------------ predictions
     def poll_predictions(self) -> None:
         """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
-        from streameval.traces.tail import FileTail
 
         if self.cfg.predictions is None:
             return
@@ -382,8 +382,6 @@ class Watcher:
         return n
 
     def _read_out_digests(self) -> None:
-        from streameval.live.follow import record_digest_of_line
-
         if self.cfg.out is None or not self.cfg.out.exists():
             return
         cut = cut_torn_tail(self.cfg.out)

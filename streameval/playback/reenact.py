@@ -12,7 +12,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from streameval.live.exporter import serve
+from streameval.live.watch import WatchConfig, Watcher, run_watcher
 from streameval.model import GRANULARITIES
+from streameval.playback.player import play
 from streameval.reading.describe import describe_call
 from streameval.runs.resources import Resources
 
@@ -35,9 +38,6 @@ def reenact(traces: list[Path], res: Resources, *, host: str = "127.0.0.1", port
     """
     import anyio
 
-    from streameval.live.exporter import serve
-    from streameval.live.watch import WatchConfig, Watcher
-    from streameval.playback.player import play
 
     with tempfile.TemporaryDirectory(prefix="streameval-live-") as tmp:
         root = Path(into or tmp)
@@ -79,8 +79,6 @@ def reenact(traces: list[Path], res: Resources, *, host: str = "127.0.0.1", port
 
 
 async def _watch(w, stop, *, task_status) -> None:
-    from streameval.live.watch import run_watcher
-
     await run_watcher(w, stop, task_status=task_status)
 
 

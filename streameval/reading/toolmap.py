@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streameval.config import toml_loads
 from streameval.errors import StreamevalError
 from streameval.model import Read, Shown, ToolCall
 from streameval.reading.output import grep as grep_out
@@ -77,7 +78,6 @@ class ToolMap:
 
 def load_tool_map(path: str | Path) -> ToolMap:
     """A tool map from a TOML file; any mistake is a ToolMapError naming the entry."""
-    from streameval.config import toml_loads
 
     p = Path(path)
     try:

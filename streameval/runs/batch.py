@@ -19,9 +19,7 @@ from streameval.errors import Reason, StreamevalError, UsageError
 from streameval.model import RunIdentity
 from streameval.runs.evaluate import evaluate_trace, make_session
 from streameval.runs.resources import Resources, load_resources
-from streameval.sources.symbols import default_grammars
 from streameval.traces.files import read_head
-from streameval.traces.formats import detect_format
 from streameval.traces.formats.unified import (
     UnifiedError,
     UnifiedRecord,
@@ -69,7 +67,6 @@ def _error(instance_id: str | None, reason: Reason | str, message: str,
 
 def iter_trace_files(root: Path) -> Iterator[Path]:
     """Trace-looking files under ``root``, sorted, skipping run-directory side files."""
-    from streameval.traces.identity import walk_files
 
     for path in walk_files(root):
         if not path.name.startswith(".") and path.name.endswith(TRACE_SUFFIXES):
@@ -82,7 +79,6 @@ def _trace_key(path: Path, instance: str | None) -> str:
     Only ``meta.json`` or ``--instance`` name it for sure; the directory-name fallback of
     ``identity.identify`` would put every trace of one directory in the same shard.
     """
-    from streameval.traces.identity import META_NAME, identify  # the rules watch uses too
 
     if instance or (path.parent / META_NAME).is_file():
         return identify(path, instance).instance_id
@@ -186,7 +182,6 @@ class BatchContext:
     def build(cls, gold_path: str, repos_dir: str | None, repo: str | None,
               tool_map: str | None = None, grammars: str | None = None) -> BatchContext:
         """Raises UsageError naming the gold, repository or map that cannot be used."""
-        from streameval.errors import UsageError
 
         try:
             return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars), gold_path)

@@ -7,6 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from streameval.errors import UsageError
+from streameval.reading.toolmap import load_tool_map
+from streameval.sources.basetext import BaseTexts
+from streameval.sources.gold import load_gold
+from streameval.sources.repocache import RepoCache
+from streameval.sources.symbols import SymbolIndex, check_grammars
+
 if TYPE_CHECKING:
     from streameval.reading.toolmap import ToolMap
     from streameval.sources.basetext import BaseTexts
@@ -34,12 +41,6 @@ def load_resources(gold: str | None, repos: str | None, repo: str | None,
     """Gold, repositories (``--repos``/``--repo``), a symbol index with its grammars
     (``--grammars``, default ``symbols.default_grammars``) and the tool map
     (``--tool-map``), as every command loads them. No gold (``inspect``) is None."""
-    from streameval.errors import UsageError
-    from streameval.reading.toolmap import load_tool_map
-    from streameval.sources.basetext import BaseTexts
-    from streameval.sources.gold import load_gold
-    from streameval.sources.repocache import RepoCache
-    from streameval.sources.symbols import SymbolIndex, check_grammars
 
     try:
         grammars = check_grammars(grammars)

@@ -32,6 +32,9 @@ from streameval.model import (
     TraceEvent,
     Usage,
 )
+from streameval.reading.paths import resolve_step
+from streameval.reading.steps import StepBuilder
+from streameval.scoring.editloc import editloc
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +120,6 @@ class RunSession:
     def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
                  fmt: str = "", include_sidechain: bool = False, error: str | None = None,
                  texts=None, tools=None):
-        from streameval.reading.steps import StepBuilder
-
         self.identity = identity
         self.gold = gold
         self.view = view
@@ -246,7 +247,6 @@ class RunSession:
         """Stated contexts carry trace paths: resolve them (docs/metrics.md §2)."""
         if self.view is None:
             return step
-        from streameval.reading.paths import resolve_step
 
         return resolve_step(self.view, step, self._resolved)
 
@@ -312,7 +312,6 @@ class RunSession:
         key = self.extras.edits
         if self._provisional_cache is not None and self._provisional_cache[0] == key:
             return self._provisional_cache[1]
-        from streameval.scoring.editloc import editloc
 
         if self.builder is None:   # released after its record: the kept value stands
             return self._provisional_cache[1] if self._provisional_cache else None

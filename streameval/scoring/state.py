@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from streameval.intervals import IntervalSet
 from streameval.model import GRANULARITIES, Step
 from streameval.sane import line
+from streameval.sources.symbols import Definition
 
 if TYPE_CHECKING:  # symbols.py loads tree-sitter: imported only where it is used
     from streameval.sources.gold import GoldInstance, GoldSpan
@@ -256,7 +257,6 @@ class _Context:
     @classmethod
     def from_dict(cls, gold: _Sets, d: Mapping[str, Any]) -> _Context:
         """Rebuild by merging the saved sets once: sizes and intersections follow."""
-        from streameval.sources.symbols import Definition
 
         ctx = cls(gold)
         ctx.merge(_Sets(

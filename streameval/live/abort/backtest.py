@@ -19,6 +19,14 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streameval.errors import StreamevalError
+from streameval.live.table import LiveRun, run_key
+from streameval.live.watch import is_trace
+from streameval.runs.evaluate import land_file_patch, make_session, run_identity
+from streameval.runs.reader import TraceReader
+from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.identity import identify, patch_beside, walk_files
+
 
 @dataclass(slots=True)
 class RunOutcome:
@@ -46,8 +54,6 @@ class RunOutcome:
 
 def find_traces(paths: list[Path]) -> list[Path]:
     """Files as given; directories searched for trace files the way ``watch`` does."""
-    from streameval.live.watch import is_trace
-    from streameval.traces.identity import walk_files
 
     out: list[Path] = []
     for p in paths:
@@ -61,12 +67,6 @@ def find_traces(paths: list[Path]) -> list[Path]:
 def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
                    fmt: str | None = None, include_sidechain: bool = False) -> list[RunOutcome]:
     """Replay one trace file through ``engine`` (dry); one outcome per run in the file."""
-    from streameval.errors import StreamevalError
-    from streameval.live.table import LiveRun, run_key
-    from streameval.runs.evaluate import land_file_patch, make_session, run_identity
-    from streameval.runs.reader import TraceReader
-    from streameval.traces.files import iter_lines, open_adapter
-    from streameval.traces.identity import identify, patch_beside
 
     path = Path(path)
     identity = identify(path)

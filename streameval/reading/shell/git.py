@@ -22,7 +22,9 @@ from streameval.reading.shell.context import (
     path_of,
     split_opts,
 )
+from streameval.reading.shell.search import grep
 from streameval.reading.shell.syntax import Simple, Word
+from streameval.reading.shell.writers import apply_diff
 
 __all__ = ["git", "cd"]
 
@@ -48,9 +50,6 @@ def cd(ctx: Ctx, target: Word | None) -> None:
 
 
 def git(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
-    from streameval.reading.shell.search import grep
-    from streameval.reading.shell.writers import apply_diff
-
     i = 1
     saved = (ctx.prefix, ctx.lost)
     while i < len(argv) and argv[i].text.startswith("-"):

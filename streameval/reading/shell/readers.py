@@ -24,6 +24,7 @@ from streameval.reading.shell.context import (
     whole,
 )
 from streameval.reading.shell.syntax import Simple, Word
+from streameval.reading.shell.writers import edit_files, sed_in_place
 
 __all__ = ["HANDLERS"]
 
@@ -126,8 +127,6 @@ def filter_each(ctx: Ctx, ops: list[Word], stdin: Stream | None,
 
 
 def _sed(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
-    from streameval.reading.shell.writers import sed_in_place
-
     args = list(argv)
     # BSD `sed -i '' ...`: an empty suffix word after -i
     for i, w in enumerate(args[:-1]):
@@ -262,7 +261,6 @@ def _perl(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Strea
     ``print if $. >= a && $. <= b``, ``print if /re/``) or a transform (``-pe
     's/a/b/'``: the text decides which lines are the file's). ``-i``: an in-place edit
     whose result we cannot replay."""
-    from streameval.reading.shell.writers import edit_files
 
     words = [w.text for w in argv[1:]]
     flags = "".join(t[1:] for t in words if t.startswith("-") and not t.startswith("--"))

@@ -15,12 +15,13 @@ from typing import Any
 
 from streameval.model import Read, Shown
 from streameval.reading import categories
+from streameval.reading.output.errors import error_paths
 from streameval.reading.output.harness import clean_lines, cut_parts
 from streameval.reading.output.numbered import numbered_read, parse_numbered
 from streameval.reading.shell import git as git_mod
 from streameval.reading.shell import readers, search, writers
 from streameval.reading.shell.attribute import attribute, one_line
-from streameval.reading.shell.context import EMPTY, Ctx, Seg, ShellAnalysis, Stream
+from streameval.reading.shell.context import EMPTY, Ctx, Seg, ShellAnalysis, Stream, path_of
 from streameval.reading.shell.scan import scan_commands, scanned_category, unwrap
 from streameval.reading.shell.syntax import Group, Simple, Word, parse
 from streameval.tools import SHELL_PROGRAMS, is_script_flag
@@ -108,8 +109,6 @@ def _run_simple(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream:
 
 
 def _stdin_of(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream | None:
-    from streameval.reading.shell.context import path_of
-
     for r in st.redirects:
         if r.op == "<" and r.target is not None:
             p = path_of(ctx, r.target, "input file")
@@ -349,7 +348,6 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
     text of files written earlier in the run (absolute path -> text), so ``python fix.py``
     is read as the script it is; files this command writes with known text are added.
     """
-    from streameval.reading.output.errors import error_paths
 
     res = ShellAnalysis(cwd=cwd)
     lines = clean_lines(output) if output is not None else None

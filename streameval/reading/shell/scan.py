@@ -16,6 +16,7 @@ import shlex
 
 from streameval.reading import categories
 from streameval.reading.shell.syntax import Word
+from streameval.reading.shell.writers import writable
 from streameval.tools import SHELL_PROGRAMS, is_script_flag
 
 __all__ = ["scan_commands", "scanned_category", "unwrap"]
@@ -122,7 +123,6 @@ def _words(seg: str) -> tuple[list[str], str | None] | None:
 def scanned_category(argv: list[str], target: str | None) -> str:
     """``cat >f`` writes f (an edit when f is a repo file, else nothing); the rest by
     ``categories.command_category``."""
-    from streameval.reading.shell.writers import writable
 
     name = posixpath.basename(argv[0])
     if name in ("cat", "echo", "printf") and target is not None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from streameval.model import Edit, SedScript
 from streameval.reading.diffs import parse_diff
-from streameval.reading.shell.context import EMPTY, Ctx, Stream, path_of, split_opts, val
+from streameval.reading.shell.context import EMPTY, Ctx, Seg, Stream, path_of, split_opts, val
 from streameval.reading.shell.python import script_files
 from streameval.reading.shell.syntax import Redirect, Simple, Word
 
@@ -290,7 +290,6 @@ def run_python(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> 
     """``python -c CODE``, ``python - <<EOF``, ``python fix.py`` (a script written earlier
     in the run): files the script writes are edits; a single file it only reads is what
     its output may show (``Seg`` filtered and loose: the text decides)."""
-    from streameval.reading.shell.context import Seg
 
     code = _python_code(ctx, argv, st)
     if code is None:
