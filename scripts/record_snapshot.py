@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,13 @@ def streameval(*args: str) -> bytes:
 
 
 def name_of(path: Path) -> str:
-    return str(path.relative_to(ROOT)).replace("/", "__")
+    return rel(path).replace("/", "__")
+
+
+def rel(path: Path) -> str:
+    """Inputs are named relative to the checkout: records name their traces, and the
+    same checkout elsewhere must give the same bytes."""
+    return str(path.relative_to(ROOT))
 
 
 def main() -> int:
@@ -50,20 +57,20 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=40)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    example = ["--gold", str(EXAMPLES / "gold.jsonl"), "--repo", str(EXAMPLES / "repo")]
+    example = ["--gold", rel(EXAMPLES / "gold.jsonl"), "--repo", rel(EXAMPLES / "repo")]
     (args.out / "example.replay.jsonl").write_bytes(streameval(
-        "replay", str(EXAMPLES / "predictions.jsonl"), str(EXAMPLES / "runs"), *example,
+        "replay", rel(EXAMPLES / "predictions.jsonl"), rel(EXAMPLES / "runs"), *example,
         "--quiet"))
     for trace in sorted((EXAMPLES / "runs").rglob("trace.jsonl")) + \
             sorted((EXAMPLES / "backtest").rglob("trace.jsonl")):
         (args.out / f"{name_of(trace)}.inspect.json").write_bytes(streameval(
-            "inspect", str(trace), *example, "--json", "-", "--quiet"))
-    repos = ["--repos", str(args.mirrors)] if args.mirrors else ["--repos", str(ROOT)]
+            "inspect", rel(trace), *example, "--json", "-", "--quiet"))
+    repos = ["--repos", str(args.mirrors)] if args.mirrors else ["--repos", "."]
     for trace in sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
         (args.out / f"{name_of(trace)}.replay.jsonl").write_bytes(streameval(
-            "replay", str(trace), "--gold", str(GOLD), *repos, "--quiet"))
+            "replay", rel(trace), "--gold", rel(GOLD), *repos, "--quiet"))
         (args.out / f"{name_of(trace)}.inspect.json").write_bytes(streameval(
-            "inspect", str(trace), "--json", "-", "--quiet"))
+            "inspect", rel(trace), "--json", "-", "--quiet"))
     if args.corpus and args.mirrors:
         corpus_snapshot(args)
     return 0
@@ -75,7 +82,8 @@ def corpus_snapshot(args: argparse.Namespace) -> None:
                    .read_text().splitlines() if line and not line.startswith("#"))
     names = subprocess.run(["git", "--git-dir", str(args.corpus), "ls-tree", "-r", "--name-only",
                             "HEAD", TRAJS], capture_output=True, text=True, check=True).stdout
-    scratch = args.out / ".corpus"
+    # one folder for every snapshot: the trace path is part of what inspect prints
+    scratch = Path(tempfile.gettempdir()) / "streameval-record-snapshot"
     scratch.mkdir(exist_ok=True)
     done = 0
     for rel in sorted(n for n in names.splitlines() if n.endswith(".traj.json")):

@@ -2,16 +2,20 @@
 
 A trace is written by an agent, a harness or an attacker; any number in it may be
 absurd (``"input_tokens": 1e20``, a hunk of a billion lines, a pid of 2**40). Each
-such value is brought into its range here, or dropped, and counted by reason in
-``CLAMPED`` (exported as ``streameval_clamped_values_total{reason}``), so one value can
-neither stop a stream nor make a record that cannot be written. The bounds are far
-beyond any real run: clamping never changes the numbers of a sane trace.
+such value is brought into its range here, or dropped, and counted by reason into the
+counter the caller installed with ``counting`` (the watcher's statistics, exported as
+``streameval_clamped_values_total{reason}``), so one value can neither stop a stream nor
+make a record that cannot be written. The bounds are far beyond any real run: clamping
+never changes the numbers of a sane trace.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 #: tokens, lines read, sizes: a quadrillion is beyond any run (and fits in 64 bits)
@@ -27,8 +31,26 @@ MAX_PID = 1 << 22
 #: what a record's integers must fit in to be written as JSON (orjson: int64 or uint64)
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
 
-#: reason -> values clamped or dropped since the process started
-CLAMPED: Counter[str] = Counter()
+#: where values clamped or dropped are counted, by reason, in the running context
+_SINK: ContextVar[Counter[str] | None] = ContextVar("streameval_clamped", default=None)
+
+
+@contextmanager
+def counting(into: Counter[str]) -> Iterator[Counter[str]]:
+    """Count what is clamped while the block runs into ``into`` (by reason): the
+    watcher's statistics own the counter, a test its own."""
+    token = _SINK.set(into)
+    try:
+        yield into
+    finally:
+        _SINK.reset(token)
+
+
+def clamped(reason: str) -> None:
+    """Count one value of ``reason`` brought into range (or dropped)."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink[reason] += 1
 
 
 def count(value: Any, reason: str = "count") -> int:
@@ -37,7 +59,7 @@ def count(value: Any, reason: str = "count") -> int:
         return 0
     if isinstance(value, float):
         if not math.isfinite(value):
-            CLAMPED[reason] += 1
+            clamped(reason)
             return 0
         value = int(value)
     elif isinstance(value, str):
@@ -49,7 +71,7 @@ def count(value: Any, reason: str = "count") -> int:
     if not isinstance(value, int):
         return 0
     if value > MAX_COUNT:
-        CLAMPED[reason] += 1
+        clamped(reason)
         return MAX_COUNT
     return max(value, 0)
 
@@ -60,7 +82,7 @@ def cost(value: Any) -> float | None:
         return None
     number = float(value) if abs(value) < 1e300 else math.inf
     if not math.isfinite(number) or not 0 <= number <= MAX_COST:
-        CLAMPED["cost"] += 1
+        clamped("cost")
         return None
     return number
 
@@ -68,7 +90,7 @@ def cost(value: Any) -> float | None:
 def epoch(seconds: float) -> float | None:
     """Epoch seconds in [0, MAX_EPOCH], else None (the time-based extras go unknown)."""
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_EPOCH:
-        CLAMPED["timestamp"] += 1
+        clamped("timestamp")
         return None
     return seconds
 
@@ -76,7 +98,7 @@ def epoch(seconds: float) -> float | None:
 def line(n: int) -> int:
     """A line number, at most MAX_LINE."""
     if n > MAX_LINE:
-        CLAMPED["line_number"] += 1
+        clamped("line_number")
         return MAX_LINE
     return n
 
@@ -86,7 +108,7 @@ def pid(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 1 < value <= MAX_PID:
         return value
     if value is not None:
-        CLAMPED["pid"] += 1
+        clamped("pid")
     return None
 
 
@@ -102,12 +124,12 @@ def jsonable(value: Any) -> Any:
         return value
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
-            CLAMPED["record"] += 1
+            clamped("record")
             return _INT_MAX if value > 0 else _INT_MIN
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            CLAMPED["record"] += 1
+            clamped("record")
             return None
         return value
     return str(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from streameval import __version__
 from streameval.commands.options import Formatter, Parser
 from streameval.errors import UsageError
 
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="streameval",
         description="Score coding agents while they run: ContextBench context metrics from "
                     "agent traces, live as Prometheus metrics or replayed as JSONL records.")
-    parser.add_argument("--version", action="version", version="streameval 0.1.0")
+    parser.add_argument("--version", action="version", version=f"streameval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (module, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_, formatter_class=Formatter)

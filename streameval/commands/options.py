@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from streameval import config
-from streameval.errors import StreamevalError, UsageError
 from streameval.reading.toolmap import TOOL_MAP_HELP
 from streameval.runs.resources import load_resources
 
@@ -128,23 +127,13 @@ def add_sources(p: argparse.ArgumentParser, gold_required: bool = True) -> None:
 
 def resources(args: argparse.Namespace):
     """The gold, repositories, symbol index and tool map the options name; a file that
-    cannot be used is a UsageError naming it."""
-
-    try:
-        return load_resources(args.gold, _str(args.repos), _str(args.repo),
-                              getattr(args, "tool_map", None), getattr(args, "grammars", None))
-    except (StreamevalError, OSError) as exc:
-        raise UsageError(_say(exc)) from None
+    cannot be used is a UsageError naming it (``load_resources``)."""
+    return load_resources(args.gold, _str(args.repos), _str(args.repo),
+                          getattr(args, "tool_map", None), getattr(args, "grammars", None))
 
 
 def _str(p: Path | str | None) -> str | None:
     return None if p is None else str(p)
-
-
-def _say(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.filename}: {exc.strerror or exc}"
-    return str(exc)
 
 
 def fail(command: str, message: str) -> int:

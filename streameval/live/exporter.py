@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import UsageError
 from streameval.live.httpbound import BoundedServer, QuietHandler
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
-from streameval.sane import CLAMPED
+from streameval.scoring.snapshot import RunSnapshot, token_counts
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
@@ -113,12 +114,10 @@ def _families() -> dict[str, Any]:
             for name, kind, extra in RUN_FAMILIES}
 
 
-def _base(run: LiveRun) -> tuple[str, ...]:
+def _base(snap: RunSnapshot) -> tuple[str, ...]:
     """The run's labels: agent and model as the record gives them (meta.json, else the
     trace), so a watched run is labelled as its replayed record."""
-    session = run.session
-    ident = session.identity
-    return tuple(label_value(v) for v in (ident.run_id, ident.instance_id, *session.agent_model()))
+    return tuple(label_value(v) for v in (snap.run_id, snap.instance_id, snap.agent, snap.model))
 
 
 def label_value(value: str) -> str:
@@ -135,64 +134,55 @@ def label_value(value: str) -> str:
     return f"{clean[:MAX_LABEL - 12]}~{digest}"
 
 
-def _run_rows(run: LiveRun) -> list[Row]:
-    """Every sample of one run, read while the table lock is held.
+def _run_rows(run: LiveRun, snap: RunSnapshot) -> list[Row]:
+    """Every sample of one run, from its snapshot (taken while the table lock is held).
 
-    Plain tuples, so the lock is held only for reading the session; families and
-    text are built after it is released (a scrape of 1,000 runs must not stall the
-    watcher for the whole exposition).
+    Plain tuples, so the lock is held only for taking the snapshot; families and text
+    are built after it is released (a scrape of 1,000 runs must not stall the watcher
+    for the whole exposition).
     """
-    s = run.session
-    ex = s.extras
     state = "finished" if run.finished else "active"
-    rows: list[Row] = [("streameval_run_info", (s.fmt or "unknown", state), 1.0),
-                       ("streameval_steps", (), float(s.num_steps)),
-                       ("streameval_sidechain_tool_calls", (), float(ex.sidechain_calls))]
-    rows += [("streameval_tool_calls", (cat,), float(ex.categories.get(cat, 0))) for cat in CATEGORIES]
-    rows.append(("streameval_context_file_reads", (), float(sum(ex.context_file_reads.values()))))
+    rows: list[Row] = [("streameval_run_info", (snap.fmt or "unknown", state), 1.0),
+                       ("streameval_steps", (), float(snap.num_steps)),
+                       ("streameval_sidechain_tool_calls", (), float(snap.sidechain_calls))]
+    rows += [("streameval_tool_calls", (cat,), float(snap.categories.get(cat, 0)))
+             for cat in CATEGORIES]
+    rows.append(("streameval_context_file_reads", (),
+                 float(sum(snap.context_file_reads.values()))))
     rows += [("streameval_shown_lines", (outcome,), float(n))
-             for outcome, n in ex.shown_lines().items()]
-    rows += [("streameval_run_bad_lines", (reason,), float(n)) for reason, n in ex.bad_lines.items()]
-    tokens, cost = s.tokens()
-    for kind, value in (("input", tokens.input_tokens), ("output", tokens.output_tokens),
-                        ("cache_read", tokens.cache_read_tokens),
-                        ("cache_creation", tokens.cache_creation_tokens)):
-        rows.append(("streameval_tokens", (kind,), float(value)))
-    if cost is not None:
-        rows.append(("streameval_cost_usd", (), float(cost)))
-    if ex.last_event_at is not None:
-        rows.append(("streameval_run_last_event_timestamp_seconds", (), ex.last_event_at))
-    for level, step, secs in (("file", ex.first_gold_file_step, ex.first_gold_file_seconds),
-                              ("line", ex.first_gold_line_step, ex.first_gold_line_seconds)):
+             for outcome, n in snap.shown_lines.items()]
+    rows += [("streameval_run_bad_lines", (reason,), float(n))
+             for reason, n in snap.bad_lines.items()]
+    rows += [("streameval_tokens", (kind,), float(n))
+             for kind, n in token_counts(snap.tokens).items()]
+    if snap.cost_usd is not None:
+        rows.append(("streameval_cost_usd", (), float(snap.cost_usd)))
+    if snap.last_event_at is not None:
+        rows.append(("streameval_run_last_event_timestamp_seconds", (), snap.last_event_at))
+    first = snap.first_gold
+    for level, step, secs in (("file", first.file_step, first.file_seconds),
+                              ("line", first.line_step, first.line_seconds)):
         if step is not None:
             rows.append(("streameval_first_gold_read_steps", (level,), float(step)))
         if secs is not None:
             rows.append(("streameval_first_gold_read_seconds", (level,), secs))
-    if s.state is None:
+    scores = snap.scores
+    if scores is None:
         return rows
-    snap = s.state.snapshot()
-    rows.append(("streameval_read_lines", (), float(snap.lines_read)))
-    rows.append(("streameval_read_bytes", (), float(snap.bytes_read)))
+    rows.append(("streameval_read_lines", (), float(scores.lines_read)))
+    rows.append(("streameval_read_bytes", (), float(scores.bytes_read)))
     for g in GRANULARITIES:
-        n = snap.granularities[g]
+        n = scores.granularities[g]
         rows += [("streameval_coverage_ratio", (g,), n.coverage),
                  ("streameval_precision_ratio", (g,), n.precision),
                  ("streameval_auc_coverage_ratio", (g,), n.auc_coverage),
                  ("streameval_redundancy_ratio", (g,), n.redundancy),
                  ("streameval_gold_size", (g,), float(n.gold_size))]
-    _editloc_rows(rows, s)
+    if snap.editloc is not None:
+        final = "true" if snap.editloc_final else "false"
+        rows.append(("streameval_editloc_recall_ratio", (final,), snap.editloc["recall"]))
+        rows.append(("streameval_editloc_precision_ratio", (final,), snap.editloc["precision"]))
     return rows
-
-
-def _editloc_rows(rows: list[Row], s) -> None:
-    if s.final_patch is not None:
-        value, final = s.final_editloc(), "true"
-    else:
-        value, final = s.provisional_editloc(), "false"
-    if value is None:
-        return
-    rows.append(("streameval_editloc_recall_ratio", (final,), value["recall"]))
-    rows.append(("streameval_editloc_precision_ratio", (final,), value["precision"]))
 
 
 @contextmanager
@@ -253,7 +243,8 @@ class RunsCollector:
                 for run in table[start:start + GATHER_SLICE]:
                     states["finished" if run.finished else "active"] += 1
                     if fresh:
-                        run.exported_rows = (_base(run), _run_rows(run))
+                        snap = run.session.snapshot()
+                        run.exported_rows = (_base(snap), _run_rows(run, snap))
                     elif run.exported_rows is None:
                         continue   # never exported yet: it appears at the next scrape
                     else:
@@ -283,11 +274,11 @@ class RunsCollector:
             by("streameval_bad_lines", ["reason"], st.bad_lines),
             by("streameval_watch_events", ["event"], st.events),
             by("streameval_unscored_runs", ["reason"], st.unscored),
-            by("streameval_clamped_values", ["reason"], CLAMPED),
+            by("streameval_clamped_values", ["reason"], st.clamped),
             by("streameval_output_errors", ["output"], st.output_errors),
             by("streameval_aborts", ["policy", "action"], st.aborts),
             by("streameval_abort_actions", ["action", "outcome"], st.abort_outcomes),
-        by("streameval_ingest_requests", ["route", "status"], st.ingest_requests),
+            by("streameval_ingest_requests", ["route", "status"], st.ingest_requests),
         ]
         lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
         cum, buckets = 0, []
@@ -456,7 +447,7 @@ def metrics_app(registry, collector: RunsCollector | None = None) -> Callable:
     return app
 
 
-def serve(table: RunTable, host: str = "127.0.0.1", port: int = 9108, registry=None,
+def serve(table: RunTable, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=None,
           wrap: Callable[[Callable], Callable] | None = None):
     """Register the collector and serve ``/metrics``; returns (server, registry, port).
 

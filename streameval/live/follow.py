@@ -376,7 +376,7 @@ class TraceFollower:
                     self.reader.close()
                 elif not self.restoring:   # the bad lines of the document's last read
                     for s in self.reader.sessions:
-                        self.table.stats.bad_lines.update(s.extras.bad_lines)
+                        self.table.stats.bad_lines.update(s.snapshot().bad_lines)
                 self.closed = True
             for run in self.live_runs():
                 if run.finished_at is None:

@@ -26,6 +26,9 @@ SOCKET_TIMEOUT = 10.0
 class BoundedServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     block_on_close = False
+    #: the kernel's listen queue: socketserver's default of 5 makes the 6th of a burst
+    #: of agents' hooks wait for a SYN retry (a second or more) before it is accepted
+    request_queue_size = MAX_HANDLERS * 2
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

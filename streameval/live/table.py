@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from streameval.scoring.session import RunSession
 from streameval.traces.identity import RunIds
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ class LiveRun:
     """One watched run: its session plus what only the live side knows."""
 
     key: str                      # stable key: trace path (+ "#n" for multi-run files)
-    session: Any                  # session.RunSession
+    session: RunSession
     first_seen: float = field(default_factory=time.time)
     finished_at: float | None = None   # when the run was judged ended (end event / idle)
     record_written: bool = False
@@ -38,7 +39,7 @@ class LiveRun:
     checked_version: int | None = None
     aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
     #: (labels, rows) of the last scrape: served again when a long batch holds the lock
-    exported_rows: Any = None
+    exported_rows: tuple[tuple[str, ...], list[tuple[str, tuple[str, ...], float]]] | None = None
     #: why a policy stopped this run: a hook-connected agent's next call is denied with it
     steer: str | None = None
 
@@ -59,6 +60,7 @@ class EvaluatorStats:
         self.aborts: Counter = Counter()   # (policy, action) -> n
         self.abort_outcomes: Counter = Counter()   # (action, outcome) -> n
         self.unscored: Counter = Counter()  # reason -> runs that could not be scored
+        self.clamped: Counter = Counter()  # reason -> values from traces clamped (``sane``)
         self.output_errors: Counter = Counter()  # output (out, checkpoint...) -> failed writes
         self.ingest_requests: Counter = Counter()  # (route, status) -> pushed requests
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)

@@ -16,6 +16,7 @@ twice.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import logging
 import os
 import stat
@@ -27,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from streameval import sane
+from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
 from streameval.fileio import append_whole, cut_torn_tail, write_atomic
 from streameval.live.follow import TraceFollower, record_digest_of_line
@@ -56,8 +59,8 @@ def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:
 class WatchConfig:
     root: Path
     globs: tuple[str, ...] = DEFAULT_GLOBS
-    host: str = "127.0.0.1"
-    port: int = 9108
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
     out: Path | None = None
     predictions: Path | None = None
     idle_timeout: float = 300.0
@@ -78,6 +81,16 @@ class WatchConfig:
     #: traces, 20/5 about 40 ms); batching matters little, a change costs ~10 us.
     debounce_ms: int = 20
     step_ms: int = 5
+
+
+def _counting_clamps(method: Callable) -> Callable:
+    """Values clamped while the watcher works (reading traces, writing records) are
+    counted in its own statistics (``streameval_clamped_values_total``)."""
+    @functools.wraps(method)
+    def wrapper(self: Watcher, *args: Any, **kw: Any) -> Any:
+        with sane.counting(self.table.stats.clamped):
+            return method(self, *args, **kw)
+    return wrapper
 
 
 def _kind(path: Path) -> str:
@@ -124,6 +137,7 @@ class Watcher:
     def is_trace(self, path: Path) -> bool:
         return is_trace(path, self.cfg.globs)
 
+    @_counting_clamps
     def scan(self) -> int:
         """Find trace files not yet followed (start-up and periodic safety net)."""
         found = 0
@@ -158,6 +172,7 @@ class Watcher:
             return next((r.steer for r in f.live_runs() if r.steer), None)
 
     # ------------------------------------------------------------------ changes
+    @_counting_clamps
     def handle_changes(self, changes, now: float | None = None) -> None:
         """One watchfiles batch of (path, deleted): listeners (abort policies, which
         look at every run) are told once per batch, not once per file."""
@@ -215,6 +230,7 @@ class Watcher:
             if f.path.parent == patch_path.parent and f.land_patch():
                 self.table.stats.events["patch_landed"] += 1
 
+    @_counting_clamps
     def poll_all(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         for f in list(self.followers.values()):
@@ -229,6 +245,7 @@ class Watcher:
             listener(self)
 
     # ------------------------------------------------------------------ predictions
+    @_counting_clamps
     def poll_predictions(self) -> None:
         """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
 
@@ -255,6 +272,7 @@ class Watcher:
                             self.table.stats.events["patch_landed"] += 1
 
     # ------------------------------------------------------------------ ticking
+    @_counting_clamps
     def tick(self, now: float | None = None) -> None:
         """End idle runs, write due records, expire old runs, checkpoint."""
         now = time.time() if now is None else now
@@ -355,6 +373,7 @@ class Watcher:
             log.error("cannot save the checkpoint %s (%s); kept the previous one",
                       self.cfg.checkpoint, exc)
 
+    @_counting_clamps
     def restore_checkpoint(self) -> int:
         """Resume the runs a previous watcher was following; returns how many files."""
         self._read_out_digests()

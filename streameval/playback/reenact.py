@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.live.exporter import serve
 from streameval.live.watch import WatchConfig, Watcher, run_watcher
 from streameval.model import GRANULARITIES
@@ -28,7 +29,7 @@ def default_linger(linger: float | None) -> float | None:
     return None if sys.stdout.isatty() else 0.0
 
 
-def reenact(traces: list[Path], res: Resources, *, host: str = "127.0.0.1", port: int = 9108,
+def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
             speed: float = 1.0, linger: float | None = 0.0, out: Path | None = None,
             into: Path | None = None, listeners: list[Callable] = (),
             announce=print) -> int:
@@ -112,17 +113,17 @@ class LiveTable:
     def __call__(self, watcher) -> None:
         with watcher.table.lock:
             for key, run in watcher.table.runs.items():
-                s = run.session
-                n = s.extras.tool_calls
-                if self.seen.get(key) == n or s.state is None or n == 0:
+                snap = run.session.snapshot()
+                n = snap.tool_calls
+                if self.seen.get(key) == n or snap.scores is None or n == 0:
                     continue
                 self.seen[key] = n
                 if not self._headed:
                     self._head()
-                snap = s.state.snapshot()
-                cov = "".join(f"{snap.granularities[g].coverage:>8.2f}" for g in GRANULARITIES)
-                print(f"{s.identity.run_id[:17]:<18}{s.num_steps:>5}{n:>6}  {cov}"
-                      f"{snap.granularities['line'].precision:>11.2f}  {_last_call(s.last_call)}",
+                grans = snap.scores.granularities
+                cov = "".join(f"{grans[g].coverage:>8.2f}" for g in GRANULARITIES)
+                print(f"{snap.run_id[:17]:<18}{snap.num_steps:>5}{n:>6}  {cov}"
+                      f"{grans['line'].precision:>11.2f}  {_last_call(snap.last_call)}",
                       file=self.out, flush=True)
 
 

@@ -53,7 +53,7 @@ def _int(value: Any) -> int | None:
         value = int(value)
     if isinstance(value, int):
         if abs(value) > sane.MAX_LINE:
-            sane.CLAMPED["line_number"] += 1
+            sane.clamped("line_number")
             return None
         return value
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,9}\s*", value):

@@ -91,35 +91,33 @@ def _is_dir(r, dirs: set[str]) -> bool:
 
 def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> dict:
     """One run's summary: the numbers ``inspect`` prints and writes (see docs/inspect.md)."""
-    ex = session.extras
+    snap = session.snapshot()
+    with_repo = snap.has_repo
     in_repo = [(n, r) for n, r in reads if r.repo_path is not None]
-    dirs = _directories(in_repo) if session.view is None else set()
+    dirs = _directories(in_repo) if not with_repo else set()
     in_repo = [(n, r) for n, r in in_repo if not (dirs and _is_dir(r, dirs))]
     shown = [(n, r) for n, r in in_repo if not r.listing]
     read_files = sorted({r.repo_path for _, r in shown})
     listed_only = sorted({r.repo_path for _, r in in_repo if r.listing} - set(read_files))
-    ident = session.identity
     out: dict[str, Any] = {
-        "run_id": ident.run_id,
-        "instance_id": ident.instance_id,
-        "repo": session.view is not None,
-        "tool_calls": ex.tool_calls,
-        "sidechain_calls": ex.sidechain_calls,
-        "steps": session.num_steps,
-        "categories": dict(sorted(ex.categories.items())),
+        "run_id": snap.run_id,
+        "instance_id": snap.instance_id,
+        "repo": with_repo,
+        "tool_calls": snap.tool_calls,
+        "sidechain_calls": snap.sidechain_calls,
+        "steps": snap.num_steps,
+        "categories": dict(sorted(snap.categories.items())),
         "files_read": {"count": len(read_files), "files": read_files},
         "files_listed": {"count": len(listed_only), "files": listed_only},
         "distinct_files": len(read_files) + len(listed_only),
-        "first_reads": [_read_json(n, r, session.view is not None)
-                        for n, r in shown[:max(0, first)]],
+        "first_reads": [_read_json(n, r, with_repo) for n, r in shown[:max(0, first)]],
         "reads_outside_repo": sum(1 for _, r in reads if r.repo_path is None),
-        "edits": ex.edits,
+        "edits": snap.edits,
         "files_edited": sorted(edited),
-        "shown_lines": {"aligned": ex.lines_aligned, "agent_written": ex.lines_agent_written,
-                        "unaligned": ex.lines_unaligned},
-        "context_file_reads": dict(sorted(ex.context_file_reads.items())),
-        "unparsed_lines": dict(sorted(ex.bad_lines.items())),
-        "problems": dict(sorted(ex.problems.items())),
+        "shown_lines": dict(snap.shown_lines),
+        "context_file_reads": dict(sorted(snap.context_file_reads.items())),
+        "unparsed_lines": dict(sorted(snap.bad_lines.items())),
+        "problems": dict(sorted(snap.problems.items())),
     }
     rec = session.record()
     if "error" in rec:

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import Reason, StreamevalError, UsageError
+from streameval.errors import Reason, StreamevalError
 from streameval.model import RunIdentity
 from streameval.runs.evaluate import evaluate_trace, make_session
 from streameval.runs.resources import Resources, load_resources
+from streameval.scoring.record import Record
 from streameval.traces.files import read_head
 from streameval.traces.formats.unified import (
     UnifiedError,
@@ -47,7 +48,7 @@ class TraceJob:
 class ErrorJob:
     """An input already known to be unusable; its record is ready."""
 
-    record: dict[str, Any]
+    record: Record
 
 
 Job = UnifiedRecord | TraceJob | ErrorJob
@@ -55,14 +56,6 @@ Job = UnifiedRecord | TraceJob | ErrorJob
 
 class JobSelectionError(Exception):
     """Options that contradict each other (the command's exit code 2, no records)."""
-
-
-def _error(instance_id: str | None, reason: Reason | str, message: str,
-           **extra: Any) -> dict[str, Any]:
-    """An error record; ``error`` starts with the Reason value, as session's records do."""
-    reason = reason.value if isinstance(reason, Reason) else reason
-    text = message if message == reason else f"{reason}: {message}"
-    return {"instance_id": instance_id, "error": text, **extra}
 
 
 def iter_trace_files(root: Path) -> Iterator[Path]:
@@ -93,11 +86,11 @@ def _jobs_for_file(path: Path, fmt: str | None, instance: str | None,
         try:
             fmt = detect_format(read_head(path))  # the head session.open_adapter reads
         except OSError as e:
-            yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
+            yield ErrorJob(Record.error(None, Reason.UNREADABLE_PREDICTION,
                                   f"cannot read {path}: {e.strerror or e}", source=str(path)))
             return
         except StreamevalError as e:
-            yield ErrorJob(_error(None, e.reason, f"{path}: {e}", source=str(path)))
+            yield ErrorJob(Record.error(None, e.reason, f"{path}: {e}", source=str(path)))
             return
     if fmt != "unified":
         yield TraceJob(str(path), fmt, instance, _trace_key(path, instance),
@@ -105,7 +98,7 @@ def _jobs_for_file(path: Path, fmt: str | None, instance: str | None,
         return
     for item in iter_unified_records(path):
         if isinstance(item, UnifiedError):
-            yield ErrorJob(_error(item.instance_id, item.reason, item.message,
+            yield ErrorJob(Record.error(item.instance_id, item.reason, item.message,
                                   source=item.position))
         else:
             yield item
@@ -119,7 +112,7 @@ def collect_jobs(inputs: Iterable[str], fmt: str | None = None,
         if root.is_dir():
             files = list(iter_trace_files(root))
             if not files:
-                yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
+                yield ErrorJob(Record.error(None, Reason.UNREADABLE_PREDICTION,
                                       f"no trace files (*.jsonl, *.json, *.traj) in {root}",
                                       source=str(root)))
             for path in files:
@@ -127,7 +120,7 @@ def collect_jobs(inputs: Iterable[str], fmt: str | None = None,
         elif root.is_file():
             yield from _jobs_for_file(root, fmt, instance)
         else:
-            yield ErrorJob(_error(None, Reason.UNREADABLE_PREDICTION,
+            yield ErrorJob(Record.error(None, Reason.UNREADABLE_PREDICTION,
                                   f"no such file or directory: {root}", source=str(root)))
 
 
@@ -182,15 +175,7 @@ class BatchContext:
     def build(cls, gold_path: str, repos_dir: str | None, repo: str | None,
               tool_map: str | None = None, grammars: str | None = None) -> BatchContext:
         """Raises UsageError naming the gold, repository or map that cannot be used."""
-
-        try:
-            return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars), gold_path)
-        except UsageError:
-            raise
-        except StreamevalError as e:   # its message names the file
-            raise UsageError(str(e)) from None
-        except OSError as e:
-            raise UsageError(f"cannot read {e.filename or gold_path}: {e.strerror or e}") from None
+        return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars), gold_path)
 
 
 _WORKER_CONTEXT: BatchContext | None = None
@@ -204,13 +189,13 @@ def _init_worker(sources: Sources) -> None:
     _WORKER_CONTEXT = BatchContext.build(*sources)
 
 
-def _evaluate_in_worker(job: Job) -> list[dict[str, Any]]:
+def _evaluate_in_worker(job: Job) -> list[Record]:
     assert _WORKER_CONTEXT is not None, "worker initializer did not run"
     return evaluate_job(job, _WORKER_CONTEXT)
 
 
 def evaluate_jobs(jobs: list[Job], context: BatchContext,
-                  sources: Sources, workers: int = 1) -> Iterator[list[dict[str, Any]]]:
+                  sources: Sources, workers: int = 1) -> Iterator[list[Record]]:
     """Each job's records, in job order; with ``workers > 1`` each process builds its
     own context (gold, repositories, symbol index) once, in the pool initializer."""
     if workers <= 1 or len(jobs) <= 1:
@@ -228,7 +213,7 @@ def evaluate_jobs(jobs: list[Job], context: BatchContext,
         yield from pool.map(_evaluate_in_worker, jobs, chunksize=chunk)
 
 
-def evaluate_job(job: Job, context: BatchContext) -> list[dict[str, Any]]:
+def evaluate_job(job: Job, context: BatchContext) -> list[Record]:
     """The job's records (a trace file may hold several runs); never raises.
 
     A failure is an error record and the batch goes on.
@@ -242,9 +227,9 @@ def evaluate_job(job: Job, context: BatchContext) -> list[dict[str, Any]]:
         return evaluate_trace(job.path, context.res, fmt=job.fmt, instance=job.instance,
                               root=Path(job.root) if job.root else None)
     except StreamevalError as e:
-        return [_error(_job_id(job), e.reason, str(e))]
+        return [Record.error(_job_id(job), e.reason, str(e))]
     except Exception as e:  # a bug must not stop a batch of thousands; the record says it
-        return [_error(_job_id(job), Reason.INTERNAL_ERROR,
+        return [Record.error(_job_id(job), Reason.INTERNAL_ERROR,
                        f"while evaluating: {type(e).__name__}: {e}")]
 
 
@@ -268,7 +253,7 @@ def evaluate_unified(rec: UnifiedRecord, context: BatchContext) -> dict[str, Any
     identity = RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id)
     session = make_session(context.res, identity, "unified")
     if session.error is not None:
-        return {"instance_id": rec.instance_id, "error": session.error}
+        return Record.error(rec.instance_id, session.error)
     for event in record_events(rec):
         session.handle(event)
     return session.record()

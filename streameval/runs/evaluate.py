@@ -14,7 +14,7 @@ from streameval.errors import Reason, RepoError, StreamevalError
 from streameval.model import RunIdentity
 from streameval.runs.reader import TraceReader
 from streameval.runs.resources import Resources
-from streameval.scoring.record import error_record
+from streameval.scoring.record import Record, error_record
 from streameval.scoring.session import RunSession
 from streameval.traces.files import iter_lines, open_adapter
 from streameval.traces.identity import identify, instance_candidates, patch_beside
@@ -70,7 +70,7 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
 
 def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
                    instance: str | None = None, patch: str | None = None,
-                   root: Path | None = None) -> list[dict]:
+                   root: Path | None = None) -> list[Record]:
     """Score one recorded trace file; one record per run it holds. ``root`` is the
     directory the trace was found under (its records name the trace relative to it).
 

@@ -46,7 +46,7 @@ def editloc(patch: str | None, gold: GoldInstance) -> dict | None:
     deleted: dict[str, set[int]] = {}
     for path, nums in deleted_lines(patch).items():
         deleted.setdefault(normalize_gold_path(path), set()).update(nums)
-    gold_lines = _init_lines(gold.init_ctx)
+    gold_lines = _init_lines(gold.line_gold)
     hits = sum(_count_inside(nums, gold_lines.get(path, [])) for path, nums in deleted.items())
     pred_size = sum(len(nums) for nums in deleted.values())
     gold_size = sum(b - a + 1 for ranges in gold_lines.values() for a, b in ranges)

@@ -1,11 +1,53 @@
-"""A run's record as it is written: one JSON line, the same bytes from replay and watch."""
+"""A run's record: the docs/metrics.md §5 document, and the one line it is written as.
+
+A record is a JSON object whose keys keep the rule book's order (its bytes are compared
+between replay and watch), so ``Record`` is a dict; what it adds is the one way to make
+the record of a run that cannot be scored, and the one way to write any record.
+"""
 
 from __future__ import annotations
+
+from enum import Enum
+from typing import Any
 
 import orjson
 
 from streameval.model import RunIdentity
 from streameval.sane import jsonable
+
+
+class Record(dict):
+    """One run's record (docs/metrics.md §5); an error record has ``error`` instead of
+    numbers."""
+
+    @classmethod
+    def error(cls, instance_id: str | None, reason: Enum | str, message: str | None = None,
+              *, run_id: str | None = None, trace: str | None = None,
+              **extra: Any) -> Record:
+        """The record of a run that cannot be scored: ``error`` starts with the stable
+        reason (``missing_gold``, ``no_context_extracted``...), then the message.
+        ``run_id`` and ``trace`` follow when the run has them, then ``extra``
+        (``source`` for an input that names no run)."""
+        reason = reason.value if isinstance(reason, Enum) else reason
+        text = reason if message is None or message == reason else f"{reason}: {message}"
+        rec = cls(instance_id=instance_id, error=text)
+        if run_id is not None:
+            rec["run_id"] = run_id
+        if trace is not None:
+            rec["trace"] = trace
+        rec.update(extra)
+        return rec
+
+    @property
+    def is_error(self) -> bool:
+        return "error" in self
+
+
+def error_record(identity: RunIdentity, error: str) -> Record:
+    """The error record of a run whose identity is known; ``error`` is already
+    ``reason: message`` (a session's ``error``)."""
+    return Record.error(identity.instance_id, error, run_id=identity.run_id,
+                        trace=identity.trace)
 
 
 def record_line(record: dict) -> bytes:
@@ -15,11 +57,3 @@ def record_line(record: dict) -> bytes:
         return orjson.dumps(record) + b"\n"
     except TypeError:   # an integer beyond 64 bits that slipped past the value rules
         return orjson.dumps(jsonable(record)) + b"\n"
-
-
-def error_record(identity: RunIdentity, error: str) -> dict:
-    """The record of a run that cannot be scored (docs/metrics.md §5)."""
-    rec = {"instance_id": identity.instance_id, "error": error, "run_id": identity.run_id}
-    if identity.trace is not None:
-        rec["trace"] = identity.trace
-    return rec

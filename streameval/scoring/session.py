@@ -35,6 +35,9 @@ from streameval.model import (
 from streameval.reading.paths import resolve_step
 from streameval.reading.steps import StepBuilder
 from streameval.scoring.editloc import editloc
+from streameval.scoring.record import Record, error_record
+from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, token_counts
+from streameval.scoring.state import InstanceState
 
 log = logging.getLogger(__name__)
 
@@ -124,17 +127,18 @@ class RunSession:
         self.gold = gold
         self.view = view
         self.fmt = fmt
+        #: the format states its context (unified predictions): the record is the
+        #: evaluator's shape, with its rule for a final context that resolves to nothing
+        self.states_context = fmt == "unified"
         self.include_sidechain = include_sidechain
         self.error = error
         self.builder = StepBuilder(view, texts=texts, tools=tools)
         self.state = None
         if gold is not None and view is not None and error is None:
-            from streameval.scoring.state import InstanceState
-
             self.state = InstanceState(gold, view, symbols)
         self.extras = RunExtras()
         self._tokens = _Tokens()
-        self._gold_files, self._gold_lines = _gold_sets(gold)
+        self._gold_files, self._gold_lines = _gold_context_sets(gold)
         self.trace_info = RunInfo()
         self.last_call: ToolCall | None = None
         self.ended = False
@@ -300,8 +304,6 @@ class RunSession:
         if patch is None or self.gold is None:
             return None
         if self._final_editloc is None or self._final_editloc[0] is not patch:
-            from streameval.scoring.editloc import editloc
-
             self._final_editloc = (patch, editloc(patch, self.gold))
         return self._final_editloc[1]
 
@@ -312,7 +314,6 @@ class RunSession:
         key = self.extras.edits
         if self._provisional_cache is not None and self._provisional_cache[0] == key:
             return self._provisional_cache[1]
-
         if self.builder is None:   # released after its record: the kept value stands
             return self._provisional_cache[1] if self._provisional_cache else None
         value = editloc(self.builder.provisional_patch(), self.gold) if key else None
@@ -336,53 +337,71 @@ class RunSession:
     def num_steps(self) -> int:
         return self._steps
 
-    def record(self) -> dict:
+    def snapshot(self) -> RunSnapshot:
+        """The run now, as one value (``scoring.snapshot``): what every reader reads."""
+        ex = self.extras
+        tokens, cost = self._tokens.totals()
+        agent, model = self.agent_model()
+        patch = self.final_patch
+        editloc = self.final_editloc() if patch is not None else self.provisional_editloc()
+        return RunSnapshot(
+            identity=self.identity, agent=agent, model=model, fmt=self.fmt,
+            error=self.error if self.error is not None or self.state is not None
+            else "not evaluated",
+            num_steps=self._steps, tool_calls=ex.tool_calls, sidechain_calls=ex.sidechain_calls,
+            categories=dict(ex.categories), context_file_reads=dict(ex.context_file_reads),
+            bad_lines=dict(ex.bad_lines), problems=dict(ex.problems), edits=ex.edits,
+            shown_lines=ex.shown_lines(), reads_by_tool=dict(ex.reads_by_tool),
+            tokens=tokens, cost_usd=cost,
+            first_gold=FirstGoldRead(ex.first_gold_file_step, ex.first_gold_line_step,
+                                     ex.first_gold_file_seconds, ex.first_gold_line_seconds),
+            started_at=ex.started_at, last_event_at=ex.last_event_at,
+            ended=self.ended, end_reason=self.end_reason,
+            scores=self.state.snapshot() if self.state is not None else None,
+            editloc=editloc, editloc_final=patch is not None,
+            patch_source=self.patch_source or ("trace" if self.trace_patch else None),
+            grammars=self.symbols_grammars, has_repo=self.view is not None,
+            last_call=self.last_call, version=self.version)
+
+    def record(self) -> Record:
         """The docs/metrics.md §5 record plus run identity and live extras."""
         ident = self.identity
         if self.error is not None or self.state is None:
-            from streameval.scoring.record import error_record
-
             return error_record(ident, self.error or "not evaluated")
-        if self.fmt == "unified":
+        if self.states_context:
             return self._unified_record()
+        snap = self.snapshot()
         rec = self._echo_ids(self.state.record(self.final_patch))
-        tokens, cost = self._tokens.totals()
-        ex = self.extras
-        agent, model = self.agent_model()
+        first = snap.first_gold
         rec.update({
             "run_id": ident.run_id,
             "trace": ident.trace,
             **({"fidelity": ident.fidelity} if ident.fidelity else {}),
-            "agent": agent,
-            "model": model,
-            "format": self.fmt,
-            "grammars": self.symbols_grammars,
-            "tool_calls": ex.tool_calls,
-            "sidechain_calls": ex.sidechain_calls,
-            "categories": dict(sorted(ex.categories.items())),
-            "context_file_reads": dict(sorted(ex.context_file_reads.items())),
-            "first_gold_file_step": ex.first_gold_file_step,
-            "first_gold_line_step": ex.first_gold_line_step,
-            "first_gold_file_seconds": ex.first_gold_file_seconds,
-            "first_gold_line_seconds": ex.first_gold_line_seconds,
-            "tokens": {"input": tokens.input_tokens, "output": tokens.output_tokens,
-                       "cache_read": tokens.cache_read_tokens,
-                       "cache_creation": tokens.cache_creation_tokens},
-            "cost_usd": cost,
-            "started_at": ex.started_at,
-            "ended_at": ex.last_event_at,
-            "end_reason": self.end_reason,
-            "patch_source": self.patch_source or ("trace" if self.trace_patch else None),
-            "bad_lines": dict(sorted(ex.bad_lines.items())),
-            "problems": dict(sorted(ex.problems.items())),
-            "edits": ex.edits,
-            "shown_lines": ex.shown_lines(),
-            "reads_by_tool": dict(sorted(ex.reads_by_tool.items())),
+            "agent": snap.agent,
+            "model": snap.model,
+            "format": snap.fmt,
+            "grammars": snap.grammars,
+            "tool_calls": snap.tool_calls,
+            "sidechain_calls": snap.sidechain_calls,
+            "categories": dict(sorted(snap.categories.items())),
+            "context_file_reads": dict(sorted(snap.context_file_reads.items())),
+            "first_gold_file_step": first.file_step,
+            "first_gold_line_step": first.line_step,
+            "first_gold_file_seconds": first.file_seconds,
+            "first_gold_line_seconds": first.line_seconds,
+            "tokens": token_counts(snap.tokens),
+            "cost_usd": snap.cost_usd,
+            "started_at": snap.started_at,
+            "ended_at": snap.last_event_at,
+            "end_reason": snap.end_reason,
+            "patch_source": snap.patch_source,
+            "bad_lines": dict(sorted(snap.bad_lines.items())),
+            "problems": dict(sorted(snap.problems.items())),
+            "edits": snap.edits,
+            "shown_lines": dict(snap.shown_lines),
+            "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
         })
         return rec
-
-    def tokens(self) -> tuple[TokenUsage, float | None]:
-        return self._tokens.totals()
 
     def agent_model(self) -> tuple[str, str]:
         """meta.json's agent and model, else what the trace says (as labels and records
@@ -397,12 +416,12 @@ class RunSession:
         """Which grammar set parsed this run's symbols (docs/metrics.md §3)."""
         return getattr(self.state.symbols, "grammars", None) if self.state else None
 
-    def _echo_ids(self, rec: dict) -> dict:
+    def _echo_ids(self, rec: dict) -> Record:
         """docs/metrics.md §5: ``instance_id`` is the id the input gave; the gold row's own
         id follows as ``gold_instance_id`` when it is another one (an original id)."""
         given = self.identity.instance_id
         gold_id = rec.get("instance_id")
-        out = {"instance_id": given}
+        out = Record(instance_id=given)
         if gold_id != given:
             out["gold_instance_id"] = gold_id
         out.update((k, v) for k, v in rec.items() if k != "instance_id")
@@ -414,14 +433,16 @@ class RunSession:
         when no file and no range is left after path resolution; names alone do not count)."""
         final = self._stated_final
         if final is None or not (final.files or any(final.spans.values())):
-            return {"instance_id": self.identity.instance_id,
-                    "error": Reason.NO_CONTEXT_EXTRACTED.value}
+            return Record.error(self.identity.instance_id, Reason.NO_CONTEXT_EXTRACTED)
         rec = self._echo_ids(self.state.record(self.final_patch))
         rec["grammars"] = self.symbols_grammars
         return rec
 
 
-def _gold_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
+def _gold_context_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
+    """The files and lines of the whole gold context (``init_ctx`` and ``add_ctx``): a
+    step that shows any of them is the first gold read (docs/metrics.md §7). Not the
+    line granularity's gold, which is ``init_ctx`` only (``GoldInstance.line_gold``)."""
     if gold is None:
         return frozenset(), {}
     files = frozenset(s.file for s in gold.gold_context)

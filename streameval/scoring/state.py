@@ -177,7 +177,7 @@ def _gold_sets(gold: GoldInstance, expander: _Expander, warnings: list[str]) -> 
                             "base commit: it counts at file level only")
         elif spans:
             sets.bytes[path] = spans
-    for path, ranges in _ranges_by_file(gold.init_ctx).items():
+    for path, ranges in _ranges_by_file(gold.line_gold).items():
         lines = expander.line_set(ranges)
         if lines:
             sets.lines[path] = lines

@@ -41,8 +41,15 @@ class GoldInstance:
 
     @property
     def gold_context(self) -> list[GoldSpan]:
-        """init_ctx + add_ctx: the file, symbol and span granularities use both."""
+        """init_ctx + add_ctx: the file, symbol and span granularities use both, and a
+        step "reads gold" (``first_gold_*``, docs/metrics.md §7) when it shows any of it."""
         return self.init_ctx + self.add_ctx
+
+    @property
+    def line_gold(self) -> list[GoldSpan]:
+        """The line granularity's gold and EditLoc's: ``init_ctx`` only (docs/metrics.md
+        §3, as the public evaluator counts lines)."""
+        return self.init_ctx
 
 
 def normalize_gold_path(path: str) -> str:

@@ -64,13 +64,17 @@ def test_every_number_absurd_watch_and_replay_write_the_same_record(env, tmp_pat
 
 
 def test_a_billion_token_count_is_clamped_and_counted(env, tmp_path):
+    from collections import Counter
+
     s, runs, res = env
-    before = sane.CLAMPED["tokens"]
     trace = tmp_path / "t.jsonl"
     append(trace, *_hostile_lines(10**20))
-    [rec] = evaluate_trace(trace, res)
-    assert sane.CLAMPED["tokens"] > before
+    with sane.counting(Counter()) as clamped:
+        [rec] = evaluate_trace(trace, res)
+    assert clamped["tokens"] > 0
     orjson.dumps(rec)   # writable without the fallback
+    [again] = evaluate_trace(trace, res)   # nobody counting: nothing is kept anywhere
+    assert again == rec
 
 
 def test_pid_out_of_range_is_no_pid(env, tmp_path):
@@ -136,3 +140,25 @@ def test_timestamps(value, expected):
 
     assert parse_timestamp(value) == expected
 
+
+
+def test_a_watcher_counts_what_it_clamped_in_its_own_statistics(env, tmp_path):
+    """Clamped values are counted by the watcher that read them (its RunTable's
+    statistics, exported as streameval_clamped_values_total), not in a process global:
+    two watchers in one process keep their own counts."""
+    from claude_run import watcher
+    from prometheus_client import CollectorRegistry
+
+    from streameval.live.exporter import RunsCollector
+
+    s, runs, res = env
+    (runs / "r1").mkdir()
+    append(runs / "r1" / "trace.jsonl", *_hostile_lines(10**20))
+    w = watcher(runs, res, tmp_path)
+    quiet = watcher(tmp_path / "empty", res, tmp_path)
+    w.scan()
+    w.poll_all()
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    assert reg.get_sample_value("streameval_clamped_values_total", {"reason": "tokens"}) >= 1
+    assert quiet.table.stats.clamped == {}

@@ -108,14 +108,13 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
 
 
 def _outcome(run, path: Path, stops: dict, granularity: str) -> RunOutcome:
-    s = run.session
-    rec = s.record()
-    tokens, cost = s.tokens()
-    error = rec.get("error")
-    coverage = None if error else rec["final"][granularity]["coverage"]
-    editloc = (rec.get("editloc") or {}).get("recall") if not error else None
-    return RunOutcome(s.identity.run_id, s.identity.instance_id, str(path), s.num_steps,
-                      tokens.total, cost, coverage, editloc, error=error, stops=stops)
+    snap = run.session.snapshot()
+    error = snap.error
+    coverage = None if error else snap.scores.granularities[granularity].coverage
+    editloc = snap.editloc.get("recall") if snap.editloc and snap.editloc_final else None
+    return RunOutcome(snap.run_id, snap.instance_id, str(path), snap.num_steps,
+                      snap.tokens.total, snap.cost_usd, coverage, editloc, error=error,
+                      stops=stops)
 
 
 # ---------------------------------------------------------------------- summarizing

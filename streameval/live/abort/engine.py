@@ -34,7 +34,6 @@ from streameval.live.abort.policy import (
     COMMON_KEYS,
     KINDS,
     TIME_KINDS,
-    TOKEN_KINDS,
     AbortConfig,
     AbortConfigError,
     Decision,
@@ -44,6 +43,7 @@ from streameval.live.abort.policy import (
     parse_policies,
 )
 from streameval.model import GRANULARITIES
+from streameval.scoring.snapshot import TOKEN_KINDS, RunSnapshot, token_counts
 
 __all__ = ["ABORT_NAME", "ACTIONS", "COMMON_KEYS", "KINDS", "TIME_KINDS", "TOKEN_KINDS",
            "AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
@@ -81,42 +81,40 @@ class _Progress:
 
 
 class _Measures:
-    """What one check reads, each taken at most once (the snapshot is the dear part)."""
+    """What one check reads: the run's snapshot, taken once and only if a policy asks."""
 
     def __init__(self, run, now: float | None):
         self.run = run
-        self.session = run.session
         self.now = now
-        self._snap = None
-        self._tokens: tuple | None = None
+        self._run_snap: RunSnapshot | None = None
+
+    @property
+    def run_snap(self) -> RunSnapshot:
+        if self._run_snap is None:
+            self._run_snap = self.run.session.snapshot()
+        return self._run_snap
 
     @property
     def snap(self):
-        if self._snap is None and self.session.state is not None:
-            self._snap = self.session.state.snapshot()
-        return self._snap
+        """The scores (None for a run that cannot be scored)."""
+        return self.run_snap.scores
 
     @property
     def steps(self) -> int:
-        return self.session.num_steps
+        return self.run_snap.num_steps
 
     def tokens(self, kinds: tuple[str, ...] = TOKEN_KINDS) -> int:
-        usage, _cost = self._usage()
-        return sum(getattr(usage, f"{k}_tokens") for k in kinds)
+        counts = token_counts(self.run_snap.tokens)
+        return sum(counts[k] for k in kinds)
 
     def cost(self) -> float | None:
-        return self._usage()[1]
-
-    def _usage(self) -> tuple:
-        if self._tokens is None:
-            self._tokens = self.session.tokens()
-        return self._tokens
+        return self.run_snap.cost_usd
 
     def elapsed(self) -> float | None:
         """Trace time since the run's first event, else (no timestamps) time since first seen."""
-        ex = self.session.extras
-        if ex.started_at is not None and ex.last_event_at is not None:
-            return max(0.0, ex.last_event_at - ex.started_at)
+        elapsed = self.run_snap.elapsed
+        if elapsed is not None:
+            return elapsed
         if self.now is not None and self.run.first_seen is not None:
             return max(0.0, self.now - self.run.first_seen)
         return None
@@ -202,15 +200,17 @@ class AbortEngine:
     # ------------------------------------------------------------------ tracking
     def progress(self, run, m: _Measures | None = None) -> _Progress | None:
         """The stagnation tracker of ``run``'s current session, brought up to date."""
-        if not self._needs_progress or run.session.state is None:
+        if not self._needs_progress:
+            return None
+        m = m or _Measures(run, None)
+        if m.snap is None:
             return None
         entry = self._progress.get(run.key)
         if entry is None or entry[0] is not run.session:  # new run, or restarted from byte 0
             entry = (run.session, _Progress())
             self._progress[run.key] = entry
-        if entry[1].steps != run.session.num_steps:
-            m = m or _Measures(run, None)
-            entry[1].observe(run.session.num_steps, m.snap)
+        if entry[1].steps != m.steps:
+            entry[1].observe(m.steps, m.snap)
         return entry[1]
 
     def track(self, run, trace_path: Path | None, clock: Callable[[], float | None] = time.time):
@@ -355,10 +355,10 @@ class AbortEngine:
         self.webhook.close()
 
 
-def _signature(session) -> tuple:
-    """Cheap fingerprint of what a policy can see change (steps, calls, usage)."""
-    usage, cost = session.tokens()
-    return (id(session), session.num_steps, session.extras.tool_calls, usage.total, cost)
+def _signature(session) -> tuple[int, int]:
+    """Cheap fingerprint of a run's session: it changes with every event the session
+    takes, so a run none of whose numbers can have moved is not checked again."""
+    return (id(session), session.version)
 
 
 # ---------------------------------------------------------------------- the watcher

@@ -15,10 +15,10 @@ from typing import Any
 
 from streameval.config import toml_loads
 from streameval.model import GRANULARITIES
+from streameval.scoring.snapshot import TOKEN_KINDS
 
 ABORT_NAME = "ABORT"
 ACTIONS = ("file", "webhook", "signal")
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
 
 #: kind -> (required keys, optional keys with defaults)
 KINDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
