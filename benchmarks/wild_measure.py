@@ -39,6 +39,7 @@ ACTION_PATTERNS: dict[str, re.Pattern[bytes]] = {
     "action": re.compile(
         rb'"action"\s*:\s*"(?!(?:message|system|finish|recall|think|null|)")'),
     "tool_calls": re.compile(rb'"tool_calls"\s*:\s*\[\s*\{'),
+    "toolCalls": re.compile(rb'"toolCalls"\s*:\s*\[\s*\{'),  # Gemini CLI sessions
 }
 #: a shell block the *model* wrote (mini-swe-agent, SWE-agent text mode); counted only
 #: in assistant messages, since prompts show example blocks too
