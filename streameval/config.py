@@ -7,6 +7,7 @@ module only and mean the same thing for every command.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 #: where the metrics endpoint binds; loopback unless configured (rules of the house)
 DEFAULT_HOST = "127.0.0.1"
@@ -52,3 +53,12 @@ def toml_loads(text: str, where: str, error: type[Exception]) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{where}: not valid TOML: {exc}") from None
+
+
+def read_text_file(path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
+    """A configuration file's text; ``error("<path>: cannot read <what> (...)")`` when it
+    cannot be read or is not UTF-8 (abort policies, tool maps)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read {what} ({exc})") from None

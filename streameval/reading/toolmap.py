@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streameval.config import toml_loads
+from streameval.config import read_text_file, toml_loads
 from streameval.errors import StreamevalError
 from streameval.model import Read, Shown, ToolCall
 from streameval.reading.output import grep as grep_out
@@ -78,12 +78,8 @@ class ToolMap:
 
 def load_tool_map(path: str | Path) -> ToolMap:
     """A tool map from a TOML file; any mistake is a ToolMapError naming the entry."""
-
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ToolMapError(f"cannot read tool map {p}: {exc}") from None
+    text = read_text_file(p, "tool map", ToolMapError)
     doc = toml_loads(text, f"tool map {p}", ToolMapError)
     entries = doc.get("tool", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):

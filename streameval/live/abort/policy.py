@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streameval.config import toml_loads
+from streameval.config import read_text_file, toml_loads
 from streameval.model import GRANULARITIES
 from streameval.scoring.snapshot import TOKEN_KINDS
 
@@ -84,11 +84,7 @@ def _toml_loads(text: str, where: str) -> dict:
 
 def load_policies(path: str | Path) -> AbortConfig:
     """Read and validate a policy file; raises AbortConfigError with a precise message."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AbortConfigError(f"{path}: cannot read abort policies ({exc})") from None
+    text = read_text_file(path, "abort policies", AbortConfigError)
     return parse_policies(text, str(path))
 
 
