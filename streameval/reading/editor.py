@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.model import Edit, Read, ToolCall
-from streameval.reading.output.numbered import numbered_read, parse_numbered
+from streameval.reading.output.numbered import FILE_WINDOW, numbered_read, parse_numbered
 from streameval.tools import as_int as _int
 from streameval.tools import parse_editor_command, split_words
 
@@ -29,7 +29,6 @@ __all__ = ["editor_call", "sweagent_call", "view_reads",
            "EditorResult"]
 
 _LISTING = "files and directories up to"
-_FILE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
 _SEARCH_LINE = re.compile(r"^Line (\d+):(.*)$")
 _EDIT_RANGE = re.compile(r"^edit\s+(\d+):(\d+)\s*\n(.*?)(?:\nend_of_edit\s*)?$", re.S)
 
@@ -151,7 +150,7 @@ def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> Editor
     res = EditorResult(category={"open": "read", "goto": "read", "scroll_up": "read",
                                  "scroll_down": "read", "edit": "edit", "create": "edit",
                                  "submit": "other"}.get(name, "search"))
-    header = _FILE_HEADER.search(out)
+    header = FILE_WINDOW.search(out)
     res.open_file = header.group(1).strip() if header else None
     if failed or call.interrupted:
         return res
@@ -192,7 +191,7 @@ def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
     file) and the original lines (a read)."""
     if out.lstrip().startswith(_LINT_REJECTED):
         original = out.find(_LINT_ORIGINAL)
-        shown = _FILE_HEADER.search(out, original) if original >= 0 else None
+        shown = FILE_WINDOW.search(out, original) if original >= 0 else None
         if shown is not None:
             res.reads.extend(_window(out, shown))
         return
