@@ -35,6 +35,7 @@ from streameval.model import (
 from streameval.reading.paths import resolve_step
 from streameval.reading.steps import StepBuilder
 from streameval.scoring.editloc import editloc
+from streameval.traces.formats import states_context
 
 log = logging.getLogger(__name__)
 
@@ -343,7 +344,7 @@ class RunSession:
             from streameval.scoring.record import error_record
 
             return error_record(ident, self.error or "not evaluated")
-        if self.fmt == "unified":
+        if states_context(self.fmt):
             return self._unified_record()
         rec = self._echo_ids(self.state.record(self.final_patch))
         tokens, cost = self._tokens.totals()

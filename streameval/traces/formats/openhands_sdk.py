@@ -46,7 +46,7 @@ class OpenHandsSdkAdapter(Adapter):
     """SDK events as JSON lines (see the module docstring)."""
 
     format: ClassVar[str] = "openhands-sdk"
-    patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
+    patterns: ClassVar[tuple[str, ...]] = ("events.jsonl",)   # a callback's JSON lines
 
     def __init__(self) -> None:
         self._reader = _SdkReader()
