@@ -30,6 +30,7 @@ from streameval.traces.formats.jsonl import (
     as_str,
     decode_object,
     first_object,
+    never_answered,
     parse_timestamp,
 )
 
@@ -122,12 +123,7 @@ class _SdkReader:
             self.cwd = workdir
 
     def flush(self) -> list[TraceEvent]:
-        calls: list[TraceEvent] = []
-        for call in self.pending.values():
-            call.interrupted = True
-            calls.append(call)
-        self.pending.clear()
-        return calls
+        return never_answered(self.pending)
 
 
 def _action(obj: dict, cwd: str | None, lineno: int) -> ToolCall | None:
