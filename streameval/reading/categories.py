@@ -1,8 +1,9 @@
 """Tool-call categories by rules, no model (docs/metrics.md §7).
 
 Every tool call gets exactly one of ``model.CATEGORIES``. Native tools are named by
-their tool; shell commands by the programs they run (``shell.analyze`` calls
-``command_category`` once per simple command and keeps the most significant, and the
+their tool (``tools.TOOLS``, the one table of tool names); shell commands by the
+programs they run (``shell.analyze`` asks ``shell.programs.command_category``, the one
+table of programs, once per simple command and keeps the most significant, and the
 reader hands that category to ``categorize``: this module never parses a command).
 
 Significance, most first: edit > test > build > quality > env > git > run > read >
