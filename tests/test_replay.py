@@ -18,8 +18,8 @@ import pytest
 from gitrepo import make_repo
 
 from streameval.commands.main import main
-from streameval.runs.batch import shard_of
 from streameval.model import Step
+from streameval.runs.batch import shard_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
