@@ -20,7 +20,7 @@ import posixpath
 import re
 
 from streameval.reading.shell import git, readers, rules, search, writers
-from streameval.reading.shell.context import EMPTY, MAX_DEPTH, Ctx, Program, Stream
+from streameval.reading.shell.context import EMPTY, MAX_DEPTH, Ctx, Program, Rule, Stream
 from streameval.reading.shell.syntax import Simple, Word
 from streameval.tools import SHELL_PROGRAMS, script_at
 
@@ -43,9 +43,10 @@ def _shell(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stre
     return EMPTY
 
 
-def _each(category: str, names: str, **kw: object) -> dict[str, Program]:
-    entry = Program(category, **kw)  # type: ignore[arg-type]
-    return dict.fromkeys(names.split(), entry)
+def _each(category: str, names: str, *, rule: Rule | None = None, silent: bool = False,
+          lines: int | None = None) -> dict[str, Program]:
+    """One entry for each of the blank-separated ``names``, all alike."""
+    return dict.fromkeys(names.split(), Program(category, rule=rule, silent=silent, lines=lines))
 
 
 #: programs without a handler: what running them says about the agent's work
