@@ -3,8 +3,11 @@
 Agents name the same few kinds of tool differently: a shell is ``Bash`` (Claude Code),
 ``shell``/``exec_command``/``command_execution`` (Codex), ``bash`` (mini-swe-agent,
 SWE-agent), ``run``/``execute_bash`` (OpenHands), ``run_shell_command`` (Gemini CLI).
-Every room of ``reading`` asks this module, so one list decides, and a tool name is
-compared without regard to case.
+Every room of ``reading`` asks this module, so one table (``TOOLS``) decides what a name
+means: how its calls are read (its kind) and how they are counted (its category,
+docs/metrics.md §7). A tool name is compared without regard to case. Only two rules look
+at a call's input as well (``kind_of``): OpenHands' ``read``/``edit`` with a ``path``, and
+SWE-agent 0.x commands given as a command line.
 
 A shell command may arrive as one string or as an argv list, and often wrapped in
 ``bash -lc '<script>'``; ``command_text`` gives the script the agent wrote. The rule for
@@ -17,70 +20,131 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["SHELL_PROGRAMS", "EDITOR_TOOLS", "SWE_AGENT_COMMANDS", "command_text", "kind_of",
-           "is_script_flag", "wrapped_script", "parse_editor_command", "split_words", "as_int"]
+__all__ = ["Tool", "TOOLS", "tool_named", "category_of", "kind_of", "SHELL_TOOLS", "EDITOR_TOOLS",
+           "EDITOR_COMMANDS", "SWE_AGENT_COMMANDS", "SHOWS_NO_CODE", "SHELL_PROGRAMS",
+           "command_text", "is_script_flag", "script_at", "wrapped_script",
+           "parse_editor_command", "split_words", "as_int"]
 
-#: tools whose input is a shell command
-SHELL_TOOLS = frozenset({
-    "bash", "shell", "command_execution", "run", "execute_bash", "exec_command", "local_shell",
-    "local_shell_call", "terminal", "cmd_run", "run_command", "run_shell_command", "exec",
-    "run_terminal_cmd", "container.exec", "execute_command", "shell_command",
-})
-#: Anthropic-style text editors (SWE-agent, OpenHands, Claude's API tool):
-#: ``{command: view|create|str_replace|insert|undo_edit, path, ...}``
-EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "editor",
-                          "file_editor", "text_editor"})
+
+class Tool(NamedTuple):
+    """What a tool name means: how the reader reads its calls, and their category.
+
+    ``kind``: ``shell``, ``editor``, ``claude_read``, ``grep``, ``glob``, ``ls``,
+    ``claude_edit``, ``file_change``, ``apply_patch``, ``ipython`` or ``other`` (the
+    reader does not read it; its category still counts). ``category``: one of
+    ``model.CATEGORIES``, or None where the call's input decides (a shell command, an
+    editor's sub-command). ``sweagent``: SWE-agent 0.x runs a command of this name in its
+    shell (``open f 273``, ``edit 10:12``); a call whose command line starts with the
+    name is read as that command (kind ``sweagent``).
+    """
+
+    kind: str
+    category: str | None
+    sweagent: bool = False
+
+
+#: (kind, category, names): every tool name streameval knows, once. Names are compared
+#: without regard to case, so ``Read`` and ``read`` are one entry.
+_GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+    # the input decides: the shell command, the editor's sub-command (view is a read)
+    ("shell", None, ("bash", "shell", "command_execution", "run", "execute_bash",
+                     "exec_command", "local_shell", "local_shell_call", "terminal", "cmd_run",
+                     "run_command", "run_shell_command", "exec", "run_terminal_cmd",
+                     "container.exec", "execute_command", "shell_command")),
+    # Anthropic-style text editors (SWE-agent, OpenHands, Claude's API tool):
+    # ``{command: view|create|str_replace|insert|undo_edit, path, ...}``
+    ("editor", None, ("str_replace_editor", "str_replace_based_edit_tool", "editor",
+                      "file_editor", "text_editor")),
+    # tools the reader reads
+    ("claude_read", "read", ("read", "notebookread")),
+    ("grep", "search", ("grep",)),
+    ("glob", "search", ("glob",)),
+    ("ls", "search", ("ls",)),
+    ("claude_edit", "edit", ("edit", "multiedit", "write", "notebookedit")),
+    ("file_change", "edit", ("file_change",)),
+    ("apply_patch", "edit", ("apply_patch",)),
+    ("ipython", "run", ("run_ipython", "ipython", "execute_ipython_cell")),
+    # tools known by their category only (SWE-agent 0.x commands and other agents' tools)
+    ("other", "read", ("view", "read_file", "readfile", "open", "goto", "scroll_up",
+                       "scroll_down", "view_file", "cat_file")),
+    ("other", "search", ("find_file", "search_dir", "search_file", "filemap", "list_dir",
+                         "list_directory", "list_files", "search_files", "codebase_search",
+                         "file_search", "find")),
+    ("other", "edit", ("str_replace", "create", "insert", "write_file", "replace", "edit_file",
+                       "undo_edit")),
+    # tools that show no repository code and change none: planning, sub-agents, the web,
+    # background shells' output, MCP resources, the end of a run. Some look like reads
+    # by name (``todoread``, ``websearch``); they are no unknown tool.
+    ("other", "other", ("todowrite", "todoread", "todo_list", "task", "tasklist", "agent",
+                        "update_plan", "think", "webfetch", "websearch", "web_search",
+                        "exitplanmode", "bashoutput", "killbash", "killshell", "finish",
+                        "submit", "recall", "message", "browse", "read_mcp_resource",
+                        "listmcpresourcestool", "readmcpresourcetool", "view_image")),
+)
 #: SWE-agent 0.x's own commands, run in its shell (``open f 273``, ``edit 10:12``...)
-SWE_AGENT_COMMANDS = frozenset({"open", "goto", "scroll_up", "scroll_down", "search_file",
-                                "search_dir", "find_file", "create", "edit", "submit",
-                                "filemap"})
-#: tools whose names look like reads but show no repository code
-NOT_READS = frozenset({"todoread", "websearch", "webfetch", "bashoutput", "read_mcp_resource",
-                       "listmcpresourcestool", "readmcpresourcetool", "tasklist",
-                       "web_search", "view_image"})
+_SWE_AGENT = frozenset({"open", "goto", "scroll_up", "scroll_down", "search_file",
+                        "search_dir", "find_file", "filemap", "create", "edit", "submit"})
+
+
+def _table() -> dict[str, Tool]:
+    table: dict[str, Tool] = {}
+    for kind, category, names in _GROUPS:
+        for name in names:
+            assert name == name.lower() and name not in table, name
+            table[name] = Tool(kind, category, name in _SWE_AGENT)
+    assert _SWE_AGENT <= table.keys(), _SWE_AGENT - table.keys()
+    return table
+
+
+#: lower-case tool name -> what it means, for every agent
+TOOLS: dict[str, Tool] = _table()
+#: tools whose input is a shell command
+SHELL_TOOLS = frozenset(n for n, t in TOOLS.items() if t.kind == "shell")
+EDITOR_TOOLS = frozenset(n for n, t in TOOLS.items() if t.kind == "editor")
+SWE_AGENT_COMMANDS = frozenset(n for n, t in TOOLS.items() if t.sweagent)
+#: tools known to show no repository code (a name that looks like a read is no unknown tool)
+SHOWS_NO_CODE = frozenset(n for n, t in TOOLS.items() if t.category == "other")
+#: editors that also run as a command in the agent's shell (SWE-agent's tool bundle,
+#: Claude's API tool): ``str_replace_editor view /f``
+EDITOR_COMMANDS = ("str_replace_editor", "str_replace_based_edit_tool")
 
 #: programs that run a script given after a ``-c`` flag
 SHELL_PROGRAMS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SCRIPT_FLAG = re.compile(r"-[a-zA-Z]*c[a-zA-Z]*")
 
-_KINDS: dict[str, str] = {}
-for _kind, _names in {
-    "claude_read": ("read", "notebookread"),
-    "grep": ("grep",),
-    "glob": ("glob",),
-    "ls": ("ls",),
-    "claude_edit": ("edit", "multiedit", "write", "notebookedit"),
-    "file_change": ("file_change",),
-    "apply_patch": ("apply_patch",),
-    "ipython": ("run_ipython", "ipython", "execute_ipython_cell"),
-}.items():
-    for _n in _names:
-        _KINDS[_n] = _kind
+
+def tool_named(tool: str) -> Tool | None:
+    """The table's entry for a tool name (any case, blanks around it ignored)."""
+    return TOOLS.get(tool.strip().lower())
+
+
+def category_of(tool: str) -> str | None:
+    """The category a tool's name gives its calls: ``other`` for a tool not in the
+    table, None where the call's input decides (shells, editors)."""
+    entry = tool_named(tool)
+    return entry.category if entry is not None else "other"
 
 
 def kind_of(tool: str, tool_input: dict[str, Any]) -> str:
-    """What a call is, for the reader: ``shell``, ``editor``, ``sweagent``,
-    ``claude_read``, ``grep``, ``glob``, ``ls``, ``claude_edit``, ``file_change``,
-    ``apply_patch``, ``ipython`` or ``other``.
+    """What a call is, for the reader: a ``Tool.kind``, or ``sweagent``.
 
     The same names mean different tools in different agents, so the input decides:
     OpenHands' ``read``/``edit`` (``oh_aci``) take a ``path`` where Claude's take a
     ``file_path``; SWE-agent 0.x's ``edit``/``open``... carry their whole command line.
     """
     low = tool.strip().lower()
+    entry = TOOLS.get(low)
+    if entry is None:
+        return "other"
     command = tool_input.get("command")
-    if low in SWE_AGENT_COMMANDS and isinstance(command, str) \
+    if entry.sweagent and isinstance(command, str) \
             and command.strip().split(None, 1)[:1] == [low]:
         return "sweagent"   # SWE-agent 0.x: the tool's name starts its command line
     if low in ("read", "edit") and "path" in tool_input and "file_path" not in tool_input:
         return "editor"
-    if low in EDITOR_TOOLS:
-        return "editor"
-    if low in SHELL_TOOLS:
-        return "shell"
-    return _KINDS.get(low, "other")
+    return entry.kind
 
 
 def is_script_flag(word: str) -> bool:
@@ -88,16 +152,24 @@ def is_script_flag(word: str) -> bool:
     return _SCRIPT_FLAG.fullmatch(word) is not None
 
 
-def wrapped_script(argv: list[str]) -> str | None:
-    """The script of ``bash -lc '<script>'`` (any shell, any flags before ``-c``), else None."""
-    if len(argv) < 3 or posixpath.basename(argv[0]) not in SHELL_PROGRAMS:
-        return None
+def script_at(argv: list[str]) -> int | None:
+    """Where the script of a shell's argv is: the word after ``-c`` (or ``-lc``...) when
+    only flags come before it (``bash -e -c 'x'``; ``bash x.sh -c`` runs a file), else
+    None. The program itself is not checked: see ``wrapped_script``."""
     for i, word in enumerate(argv[1:-1], 1):
         if is_script_flag(word):
-            return argv[i + 1]
+            return i + 1
         if not word.startswith("-"):
             return None
     return None
+
+
+def wrapped_script(argv: list[str]) -> str | None:
+    """The script of ``bash -lc '<script>'`` (any shell, any flags before ``-c``), else None."""
+    if not argv or posixpath.basename(argv[0]) not in SHELL_PROGRAMS:
+        return None
+    at = script_at(argv)
+    return argv[at] if at is not None else None
 
 
 def command_text(value: Any) -> str | None:

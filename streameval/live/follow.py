@@ -27,7 +27,7 @@ from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES
 from streameval.traces.formats import adapter_class, detect_format
 from streameval.traces.identity import identify, patch_beside
-from streameval.traces.tail import READ_CHUNK, FileTail
+from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK, FileTail
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,6 @@ POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
 LOCK_LINES = 64
 #: lines kept while a file's format is not known yet (most are blank, or a document's)
 HEAD_KEEP = 10_000
-#: formats whose every line is one whole run (OpenHands ``output.jsonl``; its adapter
-#: emits everything from ``feed``, nothing from ``close``): a run's end event ends that
-#: run only, and the file goes on being read where it was. Closing the adapter there
-#: would make every next instance re-read the whole file (quadratic, and "reopened").
-RUN_PER_LINE = frozenset({"openhands"})
 
 
 def record_digest(record: dict) -> str:
@@ -57,7 +52,7 @@ class TraceFollower:
     def __init__(self, path: Path, table: RunTable, res: Resources, *, fmt: str | None = None,
                  instance: str | None = None, include_sidechain: bool = False,
                  predictions: dict[str, str] | None = None,
-                 max_line: int = 64 << 20, root: Path | None = None):
+                 max_line: int = DEFAULT_MAX_LINE, root: Path | None = None):
         self.path = Path(path)
         self.root = root   # the watched directory: traces are named relative to it
         self.table = table
@@ -69,6 +64,8 @@ class TraceFollower:
         self.tail = FileTail(self.path, max_line=max_line)
         self.fmt: str | None = None
         self.document = False
+        #: the format's every line is one whole run (``Adapter.run_per_line``)
+        self.run_per_line = False
         self.reader: TraceReader | None = None
         self.closed = False              # adapter closed because the run ended
         self.unknown_format = False
@@ -164,6 +161,7 @@ class TraceFollower:
         self.table.stats.events[event] += 1
         self._drop_runs()
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
+        self.run_per_line = False
         self.unknown_format = False  # the new content may well be a trace
         self.format_error = None
         self.identity = identify(self.path, self.instance, root=self.root)
@@ -290,6 +288,7 @@ class TraceFollower:
         self.fmt = name
         self.reader = TraceReader(cls(), self._factory, on_bad=self._on_bad)
         self.document = bool(cls.document)  # a document replaced by a JSONL trace is not one
+        self.run_per_line = cls.run_per_line   # every line one run: an end ends that run
 
     def _detect_at_end(self) -> None:
         """The run ended before its format was known: decide on all the file holds, its
@@ -363,7 +362,7 @@ class TraceFollower:
         with self.table.lock:
             if self.reader is None and not self.closed and reason != "end":
                 self._detect_at_end()
-            if reason == "end" and self.fmt in RUN_PER_LINE:
+            if reason == "end" and self.run_per_line:
                 for run in self.live_runs():
                     if run.finished_at is None and run.session.ended:
                         run.finished_at = now
@@ -424,7 +423,7 @@ class TraceFollower:
                 break
             self.written[run.key] = digest
             run.record_written = True
-            if self.closed or self.fmt in RUN_PER_LINE:
+            if self.closed or self.run_per_line:
                 run.session.release_reading()   # no line will reach it again
             n += 1
         return n

@@ -38,12 +38,13 @@ from streameval.live.table import RunTable
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
+from streameval.traces.names import trace_patterns
 from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GLOBS = ("trace.jsonl", "*.traj.json", "*.traj", "*.checkpoints.jsonl",
-                 "output.jsonl", "rollout-*.jsonl", "events.jsonl", "trajectory.json")
+#: what ``watch`` follows by default: the adapters' file names (``traces.names``)
+DEFAULT_GLOBS = trace_patterns()
 
 
 def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from streameval.traces.formats.jsonl import parse_timestamp
 from streameval.traces.identity import META_NAME, PATCH_NAMES
+from streameval.traces.names import TRACE_NAME
 
 _TS = re.compile(rb'"timestamp"\s*:\s*"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]+)"')
 
@@ -67,7 +68,7 @@ def stage_run(trace: Path, into: Path) -> tuple[Path, Path]:
     meta = trace.parent / META_NAME
     if meta.exists():
         shutil.copyfile(meta, run_dir / META_NAME)
-    name = trace.name if not trace.name.endswith(".jsonl") else "trace.jsonl"
+    name = trace.name if not trace.name.endswith(".jsonl") else TRACE_NAME
     target = run_dir / name
     target.write_bytes(b"")
     return run_dir, target

@@ -21,15 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.model import Edit, Read, ToolCall
-from streameval.reading.output.numbered import numbered_read, parse_numbered
+from streameval.reading.output.numbered import FILE_WINDOW, numbered_read, parse_numbered
 from streameval.tools import as_int as _int
-from streameval.tools import parse_editor_command, split_words
+from streameval.tools import category_of, parse_editor_command, split_words
 
-__all__ = ["editor_call", "sweagent_call", "view_reads",
+__all__ = ["editor_call", "editor_category", "editor_input", "sweagent_call", "view_reads",
            "EditorResult"]
 
 _LISTING = "files and directories up to"
-_FILE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
 _SEARCH_LINE = re.compile(r"^Line (\d+):(.*)$")
 _EDIT_RANGE = re.compile(r"^edit\s+(\d+):(\d+)\s*\n(.*?)(?:\nend_of_edit\s*)?$", re.S)
 
@@ -80,13 +79,24 @@ def numbered_reads(path: str, numbers: list[int], lines: list[str]) -> list[Read
     return [numbered_read(path, numbers, lines)]
 
 
+def _editor_command(call: ToolCall, inp: dict[str, Any]) -> str | None:
+    """The editor's sub-command; OpenHands' ``read`` gives none, and views."""
+    command = inp.get("command") if isinstance(inp.get("command"), str) else None
+    if command is None and call.tool.strip().lower() == "read":
+        return "view"
+    return command
+
+
+def editor_category(call: ToolCall) -> str:
+    """An editor call's category: ``view`` reads, every other sub-command edits."""
+    return "read" if _editor_command(call, editor_input(call)) == "view" else "edit"
+
+
 def editor_call(call: ToolCall, inp: dict[str, Any], failed: bool) -> EditorResult:
     """``str_replace_editor`` / OpenHands ``read``/``edit`` (``oh_aci``)."""
     res = EditorResult()
     path = inp.get("path") if isinstance(inp.get("path"), str) and inp["path"].strip() else None
-    command = inp.get("command") if isinstance(inp.get("command"), str) else None
-    if command is None and call.tool.lower() == "read":
-        command = "view"
+    command = _editor_command(call, inp)
     res.category = "read" if command == "view" else "edit"
     if path is None or failed:
         return res
@@ -148,10 +158,8 @@ def sweagent_call(call: ToolCall, open_file: str | None, failed: bool) -> Editor
     action = call.input.get("command") if isinstance(call.input, dict) else None
     action = action if isinstance(action, str) else ""
     out = call.output if isinstance(call.output, str) else ""
-    res = EditorResult(category={"open": "read", "goto": "read", "scroll_up": "read",
-                                 "scroll_down": "read", "edit": "edit", "create": "edit",
-                                 "submit": "other"}.get(name, "search"))
-    header = _FILE_HEADER.search(out)
+    res = EditorResult(category=category_of(name) or "other")
+    header = FILE_WINDOW.search(out)
     res.open_file = header.group(1).strip() if header else None
     if failed or call.interrupted:
         return res
@@ -192,7 +200,7 @@ def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
     file) and the original lines (a read)."""
     if out.lstrip().startswith(_LINT_REJECTED):
         original = out.find(_LINT_ORIGINAL)
-        shown = _FILE_HEADER.search(out, original) if original >= 0 else None
+        shown = FILE_WINDOW.search(out, original) if original >= 0 else None
         if shown is not None:
             res.reads.extend(_window(out, shown))
         return

@@ -20,13 +20,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streameval.errors import Reason
-from streameval.model import CATEGORIES, Edit, Read, ToolCall, TreeOp
+from streameval.model import Edit, Read, ToolCall, TreeOp
 from streameval.reading import editor, native
 from streameval.reading.categories import categorize
 from streameval.reading.ipython import ipython_call
 from streameval.reading.shell import ShellAnalysis, analyze
 from streameval.reading.toolmap import ToolMap, mapped_reads
-from streameval.tools import NOT_READS, command_text, kind_of, parse_editor_command
+from streameval.tools import (
+    EDITOR_COMMANDS,
+    SHOWS_NO_CODE,
+    command_text,
+    kind_of,
+    parse_editor_command,
+)
 
 __all__ = ["Inference", "ReaderState", "infer"]
 
@@ -83,11 +89,6 @@ def _failed(call: ToolCall) -> bool:
     return isinstance(out, str) and bool(_FAILED_OUTPUT.match(out[:500]))
 
 
-def _category(call: ToolCall, shell_category: str | None, default: str) -> str:
-    found = categorize(call, shell_category)
-    return found if found in CATEGORIES and (found != "other" or default == "other") else default
-
-
 # --------------------------------------------------------------------------- shell
 
 
@@ -101,8 +102,7 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
         inf.problems.append((Reason.MISSING_FIELD, f"{call.tool} call {call.call_id} has no command"))
         return None
     stripped = command.strip()
-    if stripped.split(None, 1)[:1] and stripped.split(None, 1)[0] in ("str_replace_editor",
-                                                                   "str_replace_based_edit_tool"):
+    if stripped.split(None, 1)[:1] and stripped.split(None, 1)[0] in EDITOR_COMMANDS:
         # SWE-agent's editor run through its shell
         inf.failed = _failed(call)
         _editor(call, inf, parse_editor_command(stripped))
@@ -152,12 +152,6 @@ def _editor(call: ToolCall, inf: Inference, inp: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- dispatch
 
-_DEFAULT_CATEGORY = {
-    "claude_read": "read", "grep": "search", "glob": "search", "ls": "search",
-    "claude_edit": "edit", "file_change": "edit", "apply_patch": "edit",
-}
-
-
 def infer(call: ToolCall, state: ReaderState | None = None,
           tools: ToolMap | None = None) -> Inference:
     """Reads, edits, category and problems of one tool call (never raises on bad input).
@@ -180,7 +174,7 @@ def infer(call: ToolCall, state: ReaderState | None = None,
             inf.category = inf.category if inf.category != "other" else (
                 "edit" if kind == "apply_patch" else "other")
             return inf
-        inf.category = _category(call, analysis.category, analysis.category)
+        inf.category = categorize(call, analysis.category)
         return inf
     inf.failed = _failed(call)
     if kind == "editor":
@@ -206,9 +200,10 @@ def infer(call: ToolCall, state: ReaderState | None = None,
                                                       call.output))
     elif result is None and kind == "other":
         low = tool.lower()
-        if _LOOKS_LIKE_READ.search(low) and low not in NOT_READS and not low.startswith("mcp__"):
+        if _LOOKS_LIKE_READ.search(low) and low not in SHOWS_NO_CODE \
+                and not low.startswith("mcp__"):
             inf.problems.append((Reason.UNKNOWN_TOOL, f"tool {tool!r} may read files; not understood"))
-    inf.category = _category(call, None, _DEFAULT_CATEGORY.get(kind, "other"))
+    inf.category = categorize(call)
     return inf
 
 

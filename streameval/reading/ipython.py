@@ -10,17 +10,13 @@ lines, which credits those lines like any numbered output.
 
 from __future__ import annotations
 
-import re
-
 from streameval.model import Edit, ToolCall
 from streameval.reading.editor import EditorResult
-from streameval.reading.output.numbered import numbered_read
+from streameval.reading.output.numbered import FILE_WINDOW, PIPE_LINE, numbered_read
 from streameval.reading.shell.python import script_files
 
 __all__ = ["ipython_call"]
 
-_HEADER = re.compile(r"^\[File: (.+?) \(\d+ lines total\)\]\s*$", re.M)
-_PIPE_LINE = re.compile(r"^(\d{1,9})\|(.*?)\r?$", re.M)
 
 
 def ipython_call(call: ToolCall, failed: bool) -> EditorResult:
@@ -35,10 +31,10 @@ def ipython_call(call: ToolCall, failed: bool) -> EditorResult:
     elif reads:
         res.category = "read"
     out = call.output if isinstance(call.output, str) else ""
-    headers = list(_HEADER.finditer(out))
+    headers = list(FILE_WINDOW.finditer(out))
     for k, header in enumerate(headers):
         end = headers[k + 1].start() if k + 1 < len(headers) else len(out)
-        found = _PIPE_LINE.findall(out, header.end(), end)
+        found = PIPE_LINE.findall(out, header.end(), end)
         numbers = [int(n) for n, _ in found if int(n) > 0]
         lines = [t for n, t in found if int(n) > 0]
         if numbers:

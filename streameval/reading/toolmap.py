@@ -34,7 +34,7 @@ from streameval.config import read_text_file, toml_loads
 from streameval.errors import StreamevalError
 from streameval.model import Read, Shown, ToolCall
 from streameval.reading.output import grep as grep_out
-from streameval.reading.output.numbered import numbered_read, parse_numbered
+from streameval.reading.output.numbered import PIPE_LINE, numbered_read, parse_numbered
 from streameval.reading.shell.search import grep_reads
 
 __all__ = ["ToolMap", "ToolRule", "ToolMapError", "load_tool_map", "mapped_reads",
@@ -46,7 +46,6 @@ TOOL_MAP_HELP = ("TOML map of tools that show code and streameval does not know 
 
 _SHOWS = ("file", "lines", "matches", "names")
 _COLON_LINE = re.compile(r"^\s*\d{1,9}:", re.M)
-_PIPE_LINE = re.compile(r"^(\d{1,9})\|(.*?)\r?$", re.M)
 
 
 class ToolMapError(StreamevalError):
@@ -135,7 +134,7 @@ def mapped_reads(call: ToolCall, rule: ToolRule) -> list[Read]:
 
 
 def _numbered(out: str) -> tuple[list[int], list[str]]:
-    pipe = _PIPE_LINE.findall(out)
+    pipe = PIPE_LINE.findall(out)
     if pipe:
         return [int(n) for n, _ in pipe], [t for _, t in pipe]
     parsed = parse_numbered(out, "colon" if _COLON_LINE.search(out) and "\t" not in out else "tab")

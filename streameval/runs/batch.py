@@ -28,9 +28,11 @@ from streameval.traces.formats.unified import (
     record_events,
 )
 from streameval.traces.identity import META_NAME, identify, walk_files
+from streameval.traces.names import trace_extensions
 
 #: File names that may hold a trace when a directory is given.
-TRACE_SUFFIXES = (".jsonl", ".json", ".traj")
+TRACE_SUFFIXES = trace_extensions()
+_GLOBS = ", ".join(f"*{s}" for s in TRACE_SUFFIXES)
 
 
 @dataclass(slots=True)
@@ -113,7 +115,7 @@ def collect_jobs(inputs: Iterable[str], fmt: str | None = None,
             files = list(iter_trace_files(root))
             if not files:
                 yield ErrorJob(Record.error(None, Reason.UNREADABLE_PREDICTION,
-                                      f"no trace files (*.jsonl, *.json, *.traj) in {root}",
+                                      f"no trace files ({_GLOBS}) in {root}",
                                       source=str(root)))
             for path in files:
                 yield from _jobs_for_file(path, fmt, instance, root)

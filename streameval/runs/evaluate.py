@@ -17,6 +17,7 @@ from streameval.runs.resources import Resources
 from streameval.scoring.record import Record, error_record
 from streameval.scoring.session import RunSession
 from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.formats import states_context
 from streameval.traces.identity import identify, instance_candidates, patch_beside
 
 
@@ -51,12 +52,13 @@ def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
 def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSession:
     """A session with its gold and repo looked up; failures become an error record."""
     kw.setdefault("tools", res.tools)
+    kw.setdefault("states_context", states_context(fmt))
     gold = res.lookup(identity.instance_id)
     if gold is None:
         bad = res.gold.error_for(identity.instance_id) if res.gold is not None else None
         if bad:
             return RunSession(identity, fmt=fmt, error=f"{Reason.BAD_GOLD.value}: {bad}", **kw)
-        hint = ("check the instance id or pass the right --gold" if fmt == "unified" else
+        hint = ("check the instance id or pass the right --gold" if kw["states_context"] else
                 "give the trace a meta.json with instance_id, or pass --instance, or check --gold")
         return RunSession(identity, fmt=fmt, error=(
             f"{Reason.MISSING_GOLD.value}: no gold row for instance "

@@ -122,14 +122,15 @@ class RunSession:
 
     def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
                  fmt: str = "", include_sidechain: bool = False, error: str | None = None,
-                 texts=None, tools=None):
+                 texts=None, tools=None, states_context: bool = False):
         self.identity = identity
         self.gold = gold
         self.view = view
         self.fmt = fmt
-        #: the format states its context (unified predictions): the record is the
+        #: the format states its context (unified predictions: ``Adapter.states_context``,
+        #: told by the caller, since scoring knows no formats): the record is the
         #: evaluator's shape, with its rule for a final context that resolves to nothing
-        self.states_context = fmt == "unified"
+        self.states_context = states_context
         self.include_sidechain = include_sidechain
         self.error = error
         self.builder = StepBuilder(view, texts=texts, tools=tools)

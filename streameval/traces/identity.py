@@ -17,6 +17,7 @@ import orjson
 from streameval import sane
 from streameval.fileio import PATCH, SideFileError, read_limited
 from streameval.model import RunIdentity
+from streameval.traces.names import trace_suffixes
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,6 @@ def _str_or(value: object, default: str) -> str:
 
 #: longer run ids keep their end (the file and its directory) and a hash of the whole
 MAX_RUN_ID = 120
-_TRACE_SUFFIXES = (".traj.json", ".checkpoints.jsonl", ".jsonl", ".json", ".traj")
 
 
 def trace_name(trace: Path, root: Path | None = None) -> str:
@@ -89,7 +89,7 @@ def run_id_from_path(rel: str) -> str:
     """A readable run id from a trace's relative path: without the trace suffix, and
     when long, its last part behind a hash of the whole (two paths never share one)."""
     stem = rel
-    for suffix in _TRACE_SUFFIXES:
+    for suffix in trace_suffixes():
         if stem.endswith(suffix) and len(stem) > len(suffix):
             stem = stem[: -len(suffix)]
             break

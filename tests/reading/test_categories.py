@@ -10,12 +10,12 @@ from streameval.model import CATEGORIES, ToolCall
 from streameval.reading.categories import (
     SIGNIFICANCE,
     categorize,
-    command_category,
     is_context_file,
     most_significant,
 )
 from streameval.reading.infer import infer
 from streameval.reading.shell import analyze
+from streameval.reading.shell.programs import command_category
 
 
 def call(tool: str, **inp: object) -> ToolCall:

@@ -5,7 +5,9 @@ Shapes, each anchored at the start of a line:
 - ``"    12\\ttext"``: ``cat -n``, ``nl -ba``, ``str_replace_editor view``, Claude Code 2.1's
   Read (``"4\\tdef sub(...)"``);
 - ``"    12→text"``: Claude Code's Read before 2.1;
-- ``"12:text"``: SWE-agent 0.x's ``open``/``goto``/``scroll`` window;
+- ``"12:text"``: SWE-agent 0.x's ``open``/``goto``/``scroll`` window, under a
+  ``[File: /p (N lines total)]`` header (``FILE_WINDOW``);
+- ``"12|text"``: OpenHands' file skills (the same window, ``PIPE_LINE``) and MCP tools;
 - ``"    12 text"``: SWE-agent's abbreviated view of a large file (``loose``), where a line
   ``"   102 ... eliding lines 102-108 ..."`` stands for lines that were *not* shown;
 - ``"    12  text"``: ``nl``/``cat -n`` output passed through a terminal (OpenHands' SDK
@@ -26,7 +28,12 @@ from dataclasses import dataclass
 from streameval.model import Read, Shown
 
 __all__ = ["Numbered", "parse_numbered", "numbered_runs", "numbered_read",
-           "has_numbered_lines"]
+           "has_numbered_lines", "FILE_WINDOW", "PIPE_LINE"]
+
+#: the header of a window of a file (SWE-agent 0.x, OpenHands' file skills): path, N
+FILE_WINDOW = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.M)
+#: ``12|text``: a numbered line of OpenHands' windows (number, text)
+PIPE_LINE = re.compile(r"^(\d{1,9})\|(.*?)\r?$", re.M)
 
 _TAB = re.compile(r"^[ \t]*(\d{1,9})(?:\t|→)(.*)$", re.M)
 _COLON = re.compile(r"^(\d{1,9}):(.*)$", re.M)

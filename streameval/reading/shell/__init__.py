@@ -4,6 +4,8 @@ Agents read code through ``cat``, ``sed -n``, ``grep``... inside a shell tool, s
 command text and its output are the only record of what they looked at. The command is
 parsed with tree-sitter-bash (``syntax``) and a small, known set of programs is
 interpreted (``readers``, ``search``, ``writers``, ``git``); nothing is ever executed.
+``programs`` is the one table of the programs streameval knows: each with its category
+and, where it reads or writes files, its handler.
 What the output shows wins over what was asked: each file's share of the output
 (``attribute``) is kept as the text the reading layer aligns with the base commit.
 

@@ -18,15 +18,16 @@ from collections.abc import Callable
 
 from streameval.reading.output.errors import ERROR_LINE
 from streameval.reading.shell.context import Ctx, Stream
+from streameval.reading.shell.programs import program
 
 __all__ = ["attribute", "one_line"]
 
-#: programs that print exactly one line (``pwd && ls``: the listing starts after it)
-_ONE_LINE = {"pwd", "date", "whoami", "hostname", "nproc", "arch"}
-
 
 def one_line(name: str, args: list[str]) -> int | None:
-    if name in _ONE_LINE or (name == "git" and args in (
+    """1 for a command that prints exactly one line (``pwd && ls``: the listing starts
+    after it), else None."""
+    entry = program(name)
+    if (entry is not None and entry.lines == 1) or (name == "git" and args in (
             ["branch", "--show-current"], ["rev-parse", "HEAD"],
             ["rev-parse", "--abbrev-ref", "HEAD"], ["rev-parse", "--show-toplevel"])):
         return 1

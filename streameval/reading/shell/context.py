@@ -5,7 +5,8 @@ parser reads reads from (``fmt``: grep hits, listings), or exact text (``echo``,
 heredoc), or something opaque (``python x.py``). Filters narrow segments (``head``,
 ``sed -n a,bp``) or mark them filtered (``grep``): the shown text then decides which
 lines were seen. ``Ctx`` holds one command's working directory, the events in
-execution order, and the results.
+execution order, and the results. A ``Program`` is what the interpreter knows of one
+program: its category and, when it reads or writes files, its ``Handler``.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.model import Edit, Read, TreeOp
-from streameval.reading.shell.syntax import Word
+from streameval.reading.shell.syntax import Simple, Word
 
-__all__ = ["ShellAnalysis", "Seg", "Stream", "Ctx", "EMPTY", "WHOLE_TREE", "path_of", "whole",
-           "split_opts", "val", "apply_range", "filtered"]
+__all__ = ["ShellAnalysis", "Seg", "Stream", "Ctx", "EMPTY", "WHOLE_TREE", "MAX_DEPTH",
+           "Handler", "Rule", "Program", "path_of", "whole", "split_opts", "val",
+           "apply_range", "filtered"]
 
 #: the whole work tree, whatever the cwd (git's own pathspec for the top directory)
 WHOLE_TREE = ":/"
+#: nested ``bash -c`` strings deeper than this are not followed (a guard, not a rule)
+MAX_DEPTH = 4
 
 
 @dataclass(slots=True)
@@ -161,11 +165,15 @@ class Ctx:
     #: what a later ``python fix.py`` runs
     scripts: dict[str, str] = field(default_factory=dict)
 
+    #: the interpreter itself, for handlers whose program runs a script string
+    #: (``bash -c``): ``run_source(ctx, script)``
+    run_source: Callable[[Ctx, str], None] | None = None
+
     def sub(self, depth: int) -> Ctx:
         """A nested context (subshell, ``bash -c``): own cd state, shared results."""
         return Ctx(self.cwd, self.output, self.lines, self.errors, self.res, self.cats,
                    self.prefix, self.lost, False, depth, vcs_edits=self.vcs_edits,
-                   events=self.events, scripts=self.scripts)
+                   events=self.events, scripts=self.scripts, run_source=self.run_source)
 
     def join(self, p: str) -> str | None:
         if p.startswith("/") or p.startswith("~"):
@@ -185,6 +193,31 @@ class Ctx:
     def note(self, why: str) -> None:
         if why not in self.res.unparsed:
             self.res.unparsed.append(why)
+
+
+#: one stage of a pipe: what the program prints (its ``Stream``); edits go to ``ctx.res``
+Handler = Callable[[Ctx, list[Word], Simple, Stream | None], Stream]
+#: a program's category from its arguments (``sed -i``, ``git grep``, ``npm test``); the
+#: third argument categorizes another command line (``npx eslint .``, ``uv run pytest``)
+Rule = Callable[[str, list[str], Callable[[list[str]], str]], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """What streameval knows of one shell program, stated once (``shell.programs``).
+
+    ``category``: the category of a command running it (docs/metrics.md §7), unless its
+    ``rule`` says otherwise from the arguments. ``handler``: how it reads or writes files
+    (None: it prints something we do not read, or nothing). ``silent``: prints nothing
+    on success, so no output line is its. ``lines``: how many lines it prints, when that
+    is fixed (``pwd``).
+    """
+
+    category: str
+    handler: Handler | None = None
+    rule: Rule | None = None
+    silent: bool = False
+    lines: int | None = None
 
 
 def path_of(ctx: Ctx, w: Word, what: str = "path") -> str | None:

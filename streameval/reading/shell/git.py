@@ -13,10 +13,12 @@ import re
 
 from streameval.model import Edit, TreeOp
 from streameval.reading.output.listing import path_shape, paths_parser
+from streameval.reading.shell import rules
 from streameval.reading.shell.context import (
     EMPTY,
     WHOLE_TREE,
     Ctx,
+    Program,
     Seg,
     Stream,
     path_of,
@@ -26,7 +28,7 @@ from streameval.reading.shell.search import grep
 from streameval.reading.shell.syntax import Simple, Word
 from streameval.reading.shell.writers import apply_diff
 
-__all__ = ["git", "cd"]
+__all__ = ["PROGRAMS", "git", "cd"]
 
 _GIT_VALUES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
 _FILE_LIKE = re.compile(r"(^|/)[^/]*\.[A-Za-z][\w-]*$|^\./")
@@ -174,3 +176,7 @@ def _show(ctx: Ctx, argv: list[Word]) -> Stream:
                 continue
             segs.append(Seg(p, path, base=True))
     return Stream(segs=segs)
+
+
+#: the programs this module reads, with their category (``shell.programs`` holds them all)
+PROGRAMS = {"git": Program("git", git, rules.git)}

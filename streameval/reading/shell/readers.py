@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 
 from streameval.model import Read
+from streameval.reading.shell import rules
 from streameval.reading.shell.context import (
     EMPTY,
     Ctx,
+    Program,
     Seg,
     Stream,
     apply_range,
@@ -26,7 +28,7 @@ from streameval.reading.shell.context import (
 from streameval.reading.shell.syntax import Simple, Word
 from streameval.reading.shell.writers import edit_files, sed_in_place
 
-__all__ = ["HANDLERS"]
+__all__ = ["PROGRAMS"]
 
 
 def _cat(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
@@ -346,9 +348,17 @@ def _echo(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Strea
     return EMPTY
 
 
-HANDLERS = {
-    "cat": _cat, "tac": _passthrough, "nl": _nl, "less": _pager, "more": _pager, "bat": _pager,
-    "batcat": _pager, "head": _head, "tail": _tail, "sed": _sed, "gsed": _sed, "awk": _awk,
-    "gawk": _awk, "mawk": _awk, "sort": _passthrough, "uniq": _passthrough, "wc": _wc,
-    "echo": _echo, "perl": _perl,
+#: the programs this module reads, with their category (``shell.programs`` holds them all).
+#: ``sort``/``uniq`` reorder what they are given and ``echo`` prints the agent's own text:
+#: they add nothing to what a command is (``grep -rn x . | sort`` is a search).
+PROGRAMS = {
+    "cat": Program("read", _cat), "tac": Program("read", _passthrough),
+    "nl": Program("read", _nl), "head": Program("read", _head), "tail": Program("read", _tail),
+    **dict.fromkeys(("less", "more", "bat", "batcat"), Program("read", _pager)),
+    **dict.fromkeys(("sed", "gsed"), Program("read", _sed, rules.in_place)),
+    **dict.fromkeys(("awk", "gawk", "mawk"), Program("read", _awk)),
+    "wc": Program("read", _wc),
+    "perl": Program("run", _perl, rules.perl),
+    **dict.fromkeys(("sort", "uniq"), Program("other", _passthrough)),
+    "echo": Program("other", _echo),
 }

@@ -19,59 +19,19 @@ from streameval.reading.output.errors import error_paths
 from streameval.reading.output.harness import clean_lines, cut_parts
 from streameval.reading.output.numbered import numbered_read, parse_numbered
 from streameval.reading.shell import git as git_mod
-from streameval.reading.shell import readers, search, writers
+from streameval.reading.shell import search, writers
 from streameval.reading.shell.attribute import attribute, one_line
 from streameval.reading.shell.context import EMPTY, Ctx, Seg, ShellAnalysis, Stream, path_of
+from streameval.reading.shell.programs import command_category, program
 from streameval.reading.shell.scan import scan_commands, scanned_category, unwrap
-from streameval.reading.shell.syntax import Group, Simple, Word, parse
-from streameval.tools import SHELL_PROGRAMS, is_script_flag
+from streameval.reading.shell.syntax import Group, Simple, parse
+from streameval.tools import wrapped_script
 
 __all__ = ["analyze"]
 
-#: nested ``bash -c`` strings deeper than this are not followed (a guard, not a rule)
-_MAX_DEPTH = 4
-_PYTHON = re.compile(r"python[\d.]*|pypy3?")
 _GREP_PREFIX = re.compile(r"^(\d+)[:-]")
 _NL_PREFIX = re.compile(r"^ *\d*\t")
 _NUMBERED_LINE = re.compile(r"^ *\d{1,9}\t")
-
-#: programs that print nothing on success (their output needs no owner)
-_SILENT = {"cd", "mkdir", "touch", "cp", "mv", "rm", "rmdir", "ln", "chmod", "chown", "export",
-           "unset", "set", "true", "false", ":", "sleep", "source", ".", "test", "[", "[[",
-           "wait", "exit", "return", "shift", "local", "declare", "alias", "trap", "umask",
-           "ulimit", "shopt", "read"}
-
-
-def _shell(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
-    """``bash -lc 'STRING'``: the string is parsed as a command of its own."""
-    script = None
-    for i, w in enumerate(argv[1:], 1):
-        if is_script_flag(w.text) and i + 1 < len(argv):
-            script = argv[i + 1]
-            break
-        if not w.text.startswith("-"):
-            break
-    if script is None:
-        return EMPTY
-    if not script.static:
-        ctx.note("bash -c with a dynamic string")
-        return EMPTY
-    if ctx.depth >= _MAX_DEPTH:
-        ctx.note("bash -c nested too deep")
-        return EMPTY
-    _run_source(ctx.sub(ctx.depth + 1), script.text)
-    return EMPTY
-
-
-_HANDLERS: dict[str, Any] = {**readers.HANDLERS, **search.HANDLERS, **writers.HANDLERS,
-                             "git": git_mod.git}
-_HANDLERS.update({s: _shell for s in SHELL_PROGRAMS})
-
-
-def _handler(name: str) -> Any:
-    if name in _HANDLERS:
-        return _HANDLERS[name]
-    return writers.run_python if _PYTHON.fullmatch(name) else None
 
 
 def _run_simple(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream:
@@ -80,20 +40,21 @@ def _run_simple(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream:
         writers.redirect_io(ctx, st, EMPTY)
         return EMPTY
     name = posixpath.basename(argv[0].text) if argv[0].static else argv[0].text
-    if not (name in SHELL_PROGRAMS and any(is_script_flag(w.text) for w in argv[1:])):
+    words = [w.text for w in argv]
+    if wrapped_script([name, *words[1:]]) is None:
         ctx.res.programs.append(argv[0].text)   # `bash -lc '...'` only wraps the inner ones
     stdin = _stdin_of(ctx, st, stdin)
     writers.note_writes(ctx, st.redirects)
     before, reverts = len(ctx.res.edits), len(ctx.vcs_edits)
-    handler = _handler(name)
+    entry = program(name)
     if via_xargs:
         out = search.xargs(ctx, name, argv, st)
-    elif handler is not None:
-        out = handler(ctx, argv, st, stdin)
+    elif entry is not None and entry.handler is not None:
+        out = entry.handler(ctx, argv, st, stdin)
     else:
         out = EMPTY
-    if not out.prints() and name not in _SILENT:
-        out = Stream(opaque=True, nlines=one_line(name, [w.text for w in argv[1:]]))
+    if not out.prints() and not (entry is not None and entry.silent):
+        out = Stream(opaque=True, nlines=one_line(name, words[1:]))
     writers.redirect_io(ctx, st, out)
     # a revert (`git checkout -- f`) stays version control in the categories: it undoes
     # the agent's edits rather than making one
@@ -104,7 +65,7 @@ def _run_simple(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream:
             w.text.startswith("-") for w in argv[1:]):
         ctx.cats.append("other")   # `cat > /tmp/x.py <<EOF`: writes a scratch file, reads none
     elif name != "tee":   # tee into a log or /tmp changed nothing worth calling an edit
-        ctx.cats.append(categories.command_category([w.text for w in argv]))
+        ctx.cats.append(command_category(words))
     return EMPTY if writers.stdout_hidden(st.redirects) else out
 
 
@@ -352,10 +313,12 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
     res = ShellAnalysis(cwd=cwd)
     lines = clean_lines(output) if output is not None else None
     errors = error_paths(lines) if lines is not None else Counter()
-    ctx = Ctx(cwd, output, lines, errors, res, scripts=scripts if scripts is not None else {})
+    ctx = Ctx(cwd, output, lines, errors, res, scripts=scripts if scripts is not None else {},
+              run_source=_run_source)
     if output is not None and "syntax error near unexpected token" in output:
         ctx.note("the shell rejected the command (syntax error)")
-        shadow = Ctx(cwd, None, None, Counter(), ShellAnalysis(), ctx.cats)
+        shadow = Ctx(cwd, None, None, Counter(), ShellAnalysis(), ctx.cats,
+                     run_source=_run_source)
         _run_source(shadow, command)
         res.programs = shadow.res.programs
     else:

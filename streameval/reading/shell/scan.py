@@ -14,14 +14,14 @@ import posixpath
 import re
 import shlex
 
-from streameval.reading import categories
+from streameval.reading.shell.context import MAX_DEPTH
+from streameval.reading.shell.programs import command_category
 from streameval.reading.shell.syntax import Word
 from streameval.reading.shell.writers import writable
-from streameval.tools import SHELL_PROGRAMS, is_script_flag
+from streameval.tools import wrapped_script
 
 __all__ = ["scan_commands", "scanned_category", "unwrap"]
 
-_MAX_DEPTH = 4
 #: command separators; parentheses only at command positions (not ``a/(group)/b.py``)
 _SPLIT = re.compile(r"&&|\|\||;|\|&?|(?<![<>&])&(?![&>])|`|\$\(|(?:^|(?<=[\s;&|]))[({]"
                     r"|[)}](?=[\s;&|]|$)")
@@ -83,10 +83,9 @@ def scan_commands(source: str, depth: int = 0) -> list[tuple[list[str], str | No
             cmd = _words(seg)
             if cmd is None:
                 continue
-            argv = cmd[0]
-            if posixpath.basename(argv[0]) in SHELL_PROGRAMS and depth < _MAX_DEPTH \
-                    and len(argv) > 2 and is_script_flag(argv[1]):
-                found.extend(scan_commands(argv[2], depth + 1))   # bash -lc 'the script'
+            script = wrapped_script(cmd[0])
+            if script is not None and depth < MAX_DEPTH:
+                found.extend(scan_commands(script, depth + 1))   # bash -lc 'the script'
             else:
                 found.append(cmd)
         m = _HEREDOC.search(line)
@@ -122,7 +121,7 @@ def _words(seg: str) -> tuple[list[str], str | None] | None:
 
 def scanned_category(argv: list[str], target: str | None) -> str:
     """``cat >f`` writes f (an edit when f is a repo file, else nothing); the rest by
-    ``categories.command_category``."""
+    ``programs.command_category``."""
 
     name = posixpath.basename(argv[0])
     if name in ("cat", "echo", "printf") and target is not None:
@@ -130,4 +129,4 @@ def scanned_category(argv: list[str], target: str | None) -> str:
     if name == "tee":
         ops = [a for a in argv[1:] if not a.startswith("-")]
         return "edit" if any(writable(a) for a in ops) else "other"
-    return categories.command_category(argv)
+    return command_category(argv)

@@ -23,6 +23,7 @@ from streameval.reading.output.numbered import numbered_read
 from streameval.reading.shell.context import (
     EMPTY,
     Ctx,
+    Program,
     Seg,
     Stream,
     filtered,
@@ -32,7 +33,7 @@ from streameval.reading.shell.context import (
 )
 from streameval.reading.shell.syntax import Simple, Word
 
-__all__ = ["HANDLERS", "grep", "grep_reads"]
+__all__ = ["PROGRAMS", "grep", "grep_reads"]
 
 _GREP_VALUES = {
     "grep": ({"--regexp", "--file", "--max-count", "--after-context", "--before-context",
@@ -229,7 +230,10 @@ def xargs(ctx: Ctx, name: str, argv: list[Word], st: Simple) -> Stream:
     return EMPTY
 
 
-HANDLERS = {
-    "grep": grep, "egrep": grep, "fgrep": grep, "rg": _rg, "ag": _ag, "ack": _ag,
-    "find": _find, "fd": _fd, "fdfind": _fd, "ls": _ls, "tree": _tree,
+#: the programs this module reads, with their category (``shell.programs`` holds them all)
+PROGRAMS = {
+    **dict.fromkeys(("grep", "egrep", "fgrep"), Program("search", grep)),
+    "rg": Program("search", _rg), **dict.fromkeys(("ag", "ack"), Program("search", _ag)),
+    "find": Program("search", _find), **dict.fromkeys(("fd", "fdfind"), Program("search", _fd)),
+    "ls": Program("search", _ls), "tree": Program("search", _tree),
 }

@@ -13,11 +13,21 @@ from collections.abc import Callable
 
 from streameval.model import Edit, SedScript
 from streameval.reading.diffs import parse_diff
-from streameval.reading.shell.context import EMPTY, Ctx, Seg, Stream, path_of, split_opts, val
+from streameval.reading.shell import rules
+from streameval.reading.shell.context import (
+    EMPTY,
+    Ctx,
+    Program,
+    Seg,
+    Stream,
+    path_of,
+    split_opts,
+    val,
+)
 from streameval.reading.shell.python import script_files
 from streameval.reading.shell.syntax import Redirect, Simple, Word
 
-__all__ = ["HANDLERS", "apply_diff", "edit_files", "note_writes", "redirect_io",
+__all__ = ["PROGRAMS", "PYTHON", "apply_diff", "edit_files", "note_writes", "redirect_io",
            "run_python", "sed_in_place", "stdout_hidden", "writable"]
 
 _WRITES = (">", ">>", ">|", "&>", "&>>")
@@ -322,7 +332,12 @@ def _python_code(ctx: Ctx, argv: list[Word], st: Simple) -> str | None:
     return st.heredoc if st.heredoc is not None and st.heredoc_exact else None
 
 
-HANDLERS = {
-    "tee": _tee, "apply_patch": _apply_patch, "applypatch": _apply_patch, "patch": _patch,
-    "python": run_python, "python3": run_python,
+#: ``python``, ``python3.11``, ``pypy3``...: one program by many names (``shell.programs``)
+PYTHON = Program("run", run_python, rules.python)
+#: the programs this module reads, with their category (``shell.programs`` holds them all)
+PROGRAMS = {
+    "tee": Program("edit", _tee),
+    **dict.fromkeys(("apply_patch", "applypatch"), Program("edit", _apply_patch)),
+    "patch": Program("edit", _patch),
+    "python": PYTHON, "python3": PYTHON,
 }

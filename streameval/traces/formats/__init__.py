@@ -35,6 +35,11 @@ def adapter_class(name: str) -> type[Adapter]:
     raise TraceFormatError(f"unknown trace format {name!r}; known formats: {', '.join(FORMATS)}")
 
 
+def states_context(fmt: str | None) -> bool:
+    """``Adapter.states_context`` of a format by name (False for no or an unknown name)."""
+    return fmt in FORMATS and adapter_class(fmt).states_context
+
+
 def detect_format(head: list[bytes]) -> str:
     """Name of the format of a file whose first non-empty lines are ``head``."""
     for fmt, _, _ in _REGISTRY:

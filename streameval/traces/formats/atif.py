@@ -44,7 +44,7 @@ _HARBOR_SECTIONS = re.compile(r"\n\n\[(?:stdout|stderr|metadata|error)\][ \n]")
 
 class AtifAdapter(DocumentAdapter):
     format: ClassVar[str] = "atif"
-    patterns: ClassVar[tuple[str, ...]] = ("trajectory.json", "*.trajectory.json")
+    patterns: ClassVar[tuple[str, ...]] = ("trajectory.json",)   # Harbor's agent/ directory
     label: ClassVar[str] = "ATIF"
 
     @classmethod

@@ -26,9 +26,22 @@ class Adapter:
     """
 
     format: ClassVar[str] = ""
-    #: file name patterns this format usually has (used by ``watch`` defaults)
+    #: the file names (globs) this format's traces are written under, and no other
+    #: files are: ``watch`` follows them by default, a run id leaves their ending out,
+    #: replay takes their extensions from a directory (``traces.names``). A format
+    #: whose files carry any name (Claude Code's ``<session id>.jsonl``, unified
+    #: predictions) declares none.
     patterns: ClassVar[tuple[str, ...]] = ()
     document: ClassVar[bool] = False
+    #: every line is one whole run (OpenHands ``output.jsonl``; everything is emitted from
+    #: ``feed``, nothing from ``close``): a run's end event ends that run only, and the
+    #: file goes on being read where it was. Closing the adapter there would make every
+    #: next instance re-read the whole file (quadratic, and "reopened").
+    run_per_line: ClassVar[bool] = False
+    #: the file states the agent's context instead of recording its tool calls (unified
+    #: predictions): its record is the evaluator's shape, ``no_context_extracted`` when the
+    #: final context resolves to nothing, and its instance ids are its own
+    states_context: ClassVar[bool] = False
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:

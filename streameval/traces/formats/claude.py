@@ -73,7 +73,6 @@ class ClaudeAdapter(TypedJsonlAdapter):
     """Claude Code stream-json and session transcripts (see the module docstring)."""
 
     format: ClassVar[str] = "claude"
-    patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
 
     def __init__(self) -> None:
         super().__init__()

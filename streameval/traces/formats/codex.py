@@ -75,7 +75,7 @@ class CodexAdapter(TypedJsonlAdapter):
     """Codex ``exec --json`` streams and rollout files (see the module docstring)."""
 
     format: ClassVar[str] = "codex"
-    patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
+    patterns: ClassVar[tuple[str, ...]] = ("rollout-*.jsonl",)   # $CODEX_HOME/sessions/...
 
     def __init__(self) -> None:
         super().__init__()

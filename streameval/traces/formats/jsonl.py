@@ -162,6 +162,17 @@ def head_text(head: list[bytes], limit: int = 8) -> str:
     return "\n".join(line.decode("utf-8", "replace") for line in head[:limit])
 
 
+def never_answered(pending: dict[str, ToolCall]) -> list[TraceEvent]:
+    """Calls that never got a result, in the order they were made: ``interrupted``, so
+    they show nothing (the run ended, or was cut, before the answer). Empties ``pending``."""
+    calls: list[TraceEvent] = []
+    for call in pending.values():
+        call.interrupted = True
+        calls.append(call)
+    pending.clear()
+    return calls
+
+
 def bad_shape(lineno: int, what: str, exc: Exception | None = None) -> BadLine:
     """The BadLine for a well-formed JSON line whose fields are not what the format says."""
     detail = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
@@ -215,11 +226,4 @@ class TypedJsonlAdapter(Adapter):
         return self._flush_pending()
 
     def _flush_pending(self) -> list[TraceEvent]:
-        """Calls that never got a result, in the order they were made: ``interrupted``,
-        so they show nothing (the run ended, or was cut, before the answer)."""
-        calls: list[TraceEvent] = []
-        for call in self._pending.values():
-            call.interrupted = True
-            calls.append(call)
-        self._pending.clear()
-        return calls
+        return never_answered(self._pending)

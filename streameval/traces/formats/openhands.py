@@ -77,7 +77,8 @@ class OpenHandsAdapter(Adapter):
     """
 
     format = "openhands"
-    patterns = ("output.jsonl", "*output*.jsonl")
+    patterns = ("output.jsonl",)
+    run_per_line = True
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
@@ -286,7 +287,6 @@ class OpenHandsEventsAdapter(DocumentAdapter):
     (``kind``: ``ActionEvent``...) by ``openhands_sdk``."""
 
     format = "openhands-events"
-    patterns = ("*.json",)
     label = "OpenHands trajectory"
     kinds = (list,)
 

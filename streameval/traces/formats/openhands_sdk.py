@@ -30,6 +30,7 @@ from streameval.traces.formats.jsonl import (
     as_str,
     decode_object,
     first_object,
+    never_answered,
     parse_timestamp,
 )
 
@@ -46,7 +47,7 @@ class OpenHandsSdkAdapter(Adapter):
     """SDK events as JSON lines (see the module docstring)."""
 
     format: ClassVar[str] = "openhands-sdk"
-    patterns: ClassVar[tuple[str, ...]] = ("*.jsonl",)
+    patterns: ClassVar[tuple[str, ...]] = ("events.jsonl",)   # a callback's JSON lines
 
     def __init__(self) -> None:
         self._reader = _SdkReader()
@@ -122,12 +123,7 @@ class _SdkReader:
             self.cwd = workdir
 
     def flush(self) -> list[TraceEvent]:
-        calls: list[TraceEvent] = []
-        for call in self.pending.values():
-            call.interrupted = True
-            calls.append(call)
-        self.pending.clear()
-        return calls
+        return never_answered(self.pending)
 
 
 def _action(obj: dict, cwd: str | None, lineno: int) -> ToolCall | None:

@@ -200,8 +200,8 @@ class UnifiedAdapter(Adapter):
     """
 
     format = "unified"
-    patterns = ("*.json", "*.jsonl")
     document = True
+    states_context = True
 
     def __init__(self) -> None:
         self._lines: list[bytes] = []

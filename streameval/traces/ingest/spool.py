@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from streameval.fileio import append_whole, write_atomic
+from streameval.traces.names import TRACE_NAME
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 SOURCES = ("lines", "claude-hooks", "claude-otel", "codex-otel")
@@ -43,7 +44,7 @@ class Spool:
         self._known: dict[str, set[str]] = {}
 
     def trace_path(self, source: str, run_id: str) -> Path:
-        return self.directory / source / run_id / "trace.jsonl"
+        return self.directory / source / run_id / TRACE_NAME
 
     def append(self, source: str, run_id: str, lines: list[bytes], meta: dict) -> Path:
         """Append whole lines to the run's trace, creating it (and its meta.json, written
