@@ -98,6 +98,9 @@ class Usage:
     cumulative: bool = False
     timestamp: float | None = None
     lineno: int = 0
+    #: where a pushed run's numbers came from (``claude_code.api_request``,
+    #: ``codex.sse_event``, ``transcript``: docs/ingest.md); None: the trace's own lines
+    source: str | None = None
 
 
 @dataclass(slots=True)

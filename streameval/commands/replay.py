@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from streameval.commands import otlp_options
 from streameval.commands.options import (
     add_format,
     add_server,
@@ -23,6 +24,7 @@ from streameval.commands.options import (
 )
 from streameval.playback.reenact import LiveTable, default_linger, reenact
 from streameval.report import tables as report
+from streameval.report.otel import from_record
 from streameval.report.progress import Progress
 from streameval.runs.batch import (
     BatchContext,
@@ -66,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(until Ctrl-C on a terminal when not given, else 0)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress line and no summary table")
+    otlp_options.add_otlp(parser)
 
 
 def _parse_shard(text: str) -> tuple[int, int]:
@@ -135,6 +138,7 @@ def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
 def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
                out: IO[bytes]) -> int:
     progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
+    emitter = otlp_options.emitter(args)   # UsageError before any work
     kept: list[dict[str, Any]] = []
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id
     try:
@@ -145,6 +149,8 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
                     record["run_id"] = ids.claim(record["run_id"], record.get("trace"),
                                                  str(record.get("instance_id")))
                 out.write(record_line(record))
+                if emitter is not None:
+                    emitter.emit(from_record(record))
                 kept.append(_slim(record))
             progress.update(sum("error" in r for r in records))
         out.flush()
@@ -152,6 +158,7 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
         progress.close()
         if args.out:
             out.close()
+        otlp_options.close(emitter, "replay")
 
     if args.csv:
         report.write_benchkit_csv(kept, args.csv)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from streameval import config
+from streameval.commands import otlp_options
 from streameval.commands.options import (
     add_format,
     add_server,
@@ -26,6 +27,7 @@ from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
 from streameval.live.exporter import serve
 from streameval.live.ingest import IngestApp, ingest_app
+from streameval.live.otel_feed import attach as attach_otel
 from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until_signal
 
 
@@ -61,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "be scored are always logged)")
     _add_abort_arguments(p)
     _add_ingest_arguments(p)
+    otlp_options.add_otlp(p, live=True)
 
 
 def config_from_args(args: argparse.Namespace) -> WatchConfig:
@@ -90,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         ingest = _ingest_app(args, w)
+        emitter = otlp_options.emitter(args)
+        if emitter is not None:
+            attach_otel(w, emitter, args.otlp_live, engine)
         server, _registry, port = serve(w.table, cfg.host, cfg.port,
                                         wrap=ingest.mount if ingest is not None else None)
     except UsageError:
@@ -106,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         server.close()
         if engine is not None:
             engine.close()
+        otlp_options.close(emitter, "watch")
     return 0
 
 

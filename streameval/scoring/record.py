@@ -18,7 +18,15 @@ from streameval.sane import jsonable
 
 class Record(dict):
     """One run's record (docs/metrics.md §5); an error record has ``error`` instead of
-    numbers."""
+    numbers.
+
+    ``session_id`` rides along outside the JSON (it is never written: the record's bytes
+    do not change): the session id the trace states, which ties the scores to the
+    agent's own telemetry (``gen_ai.conversation.id``, ``report.otel``). It survives
+    pickling, so records from worker processes and Ray tasks keep it.
+    """
+
+    session_id: str | None = None
 
     @classmethod
     def error(cls, instance_id: str | None, reason: Enum | str, message: str | None = None,

@@ -85,16 +85,22 @@ class _Tokens:
         self.cost_incremental = 0.0
         self.cost_cumulative: float | None = None
         self.any_cost = False
+        #: the pushed sources the numbers came from (``Usage.source``), by kind
+        self.incremental_sources: set[str] = set()
+        self.cumulative_source: str | None = None
 
     def add(self, usage: Usage) -> None:
         t = usage.tokens
         if usage.cumulative:
+            self.cumulative_source = usage.source
             self.cumulative = TokenUsage(t.input_tokens, t.output_tokens,
                                          t.cache_read_tokens, t.cache_creation_tokens)
             if usage.cost_usd is not None:
                 self.cost_cumulative = float(usage.cost_usd)
                 self.any_cost = True
             return
+        if usage.source is not None:
+            self.incremental_sources.add(usage.source)
         inc = self.incremental
         inc.input_tokens += t.input_tokens
         inc.output_tokens += t.output_tokens
@@ -110,6 +116,13 @@ class _Tokens:
             return tokens, None
         cost = self.cost_cumulative if self.cost_cumulative is not None else self.cost_incremental
         return tokens, cost
+
+    def source(self) -> str | None:
+        """Where the totals came from when a push source said (``Usage.source``): the
+        run total's source when one took over, else the sources summed, sorted."""
+        if self.cumulative is not None:
+            return self.cumulative_source
+        return ",".join(sorted(self.incremental_sources)) or None
 
 
 class RunSession:
@@ -353,7 +366,8 @@ class RunSession:
             categories=dict(ex.categories), context_file_reads=dict(ex.context_file_reads),
             bad_lines=dict(ex.bad_lines), problems=dict(ex.problems), edits=ex.edits,
             shown_lines=ex.shown_lines(), reads_by_tool=dict(ex.reads_by_tool),
-            tokens=tokens, cost_usd=cost,
+            tokens=tokens, cost_usd=cost, tokens_source=self.tokens_source(tokens),
+            session_id=self.trace_info.session_id,
             first_gold=FirstGoldRead(ex.first_gold_file_step, ex.first_gold_line_step,
                                      ex.first_gold_file_seconds, ex.first_gold_line_seconds),
             started_at=ex.started_at, last_event_at=ex.last_event_at,
@@ -368,7 +382,9 @@ class RunSession:
         """The docs/metrics.md §5 record plus run identity and live extras."""
         ident = self.identity
         if self.error is not None or self.state is None:
-            return error_record(ident, self.error or "not evaluated")
+            rec = error_record(ident, self.error or "not evaluated")
+            rec.session_id = self.trace_info.session_id
+            return rec
         if self.states_context:
             return self._unified_record()
         snap = self.snapshot()
@@ -392,6 +408,8 @@ class RunSession:
             "first_gold_line_seconds": first.line_seconds,
             "tokens": token_counts(snap.tokens),
             "cost_usd": snap.cost_usd,
+            # a pushed run's only (docs/ingest.md): file traces' records keep their keys
+            **({"tokens_source": snap.tokens_source} if snap.tokens_source else {}),
             "started_at": snap.started_at,
             "ended_at": snap.last_event_at,
             "end_reason": snap.end_reason,
@@ -402,7 +420,20 @@ class RunSession:
             "shown_lines": dict(snap.shown_lines),
             "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
         })
+        rec.session_id = snap.session_id
         return rec
+
+    def tokens_source(self, tokens: TokenUsage) -> str | None:
+        """Where a pushed run's tokens came from: the push source that said (Claude
+        Code's ``claude_code.api_request``, Codex's ``codex.sse_event``, the hook's
+        ``transcript``), else ``trace`` for pushed trace lines that carry usage; None
+        for a trace file (its record has no such key) and for a run with no tokens."""
+        said = self._tokens.source()
+        if said:
+            return said
+        if self.identity.fidelity is not None and tokens.total:
+            return "trace"
+        return None
 
     def agent_model(self) -> tuple[str, str]:
         """meta.json's agent and model, else what the trace says (as labels and records

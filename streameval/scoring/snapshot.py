@@ -58,6 +58,11 @@ class RunSnapshot:
     reads_by_tool: Mapping[str, int]
     tokens: TokenUsage
     cost_usd: float | None
+    #: a pushed run's: where its tokens came from (``RunSession.tokens_source``)
+    tokens_source: str | None
+    #: the session id the trace states (Claude ``sessionId``, Codex ``session_meta``):
+    #: ``gen_ai.conversation.id`` when scores leave as OpenTelemetry
+    session_id: str | None
     first_gold: FirstGoldRead
     started_at: float | None
     last_event_at: float | None
