@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from streameval.scoring.snapshot import TOKEN_KINDS, RunSnapshot
 from streameval import __version__
+from streameval.scoring.snapshot import TOKEN_KINDS, RunSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ LABEL = "gen_ai.evaluation.score.label"
 EXPLANATION = "gen_ai.evaluation.explanation"
 RESPONSE_ID = "gen_ai.response.id"
 CONVERSATION_ID = "gen_ai.conversation.id"
+SESSION_ID = "session.id"
 ERROR_TYPE = "error.type"
 SPAN_NAME = "streameval.evaluate"
 PROTOCOLS = ("http/protobuf", "http/json")
@@ -249,6 +250,8 @@ def span_attributes(ev: Evaluation) -> dict[str, Any]:
     attrs["streameval.final"] = ev.final
     if ev.session_id:
         attrs[CONVERSATION_ID] = ev.session_id
+        # OpenTelemetry's general session attribute: Langfuse and Phoenix group by it
+        attrs[SESSION_ID] = ev.session_id
     if ev.response_id:
         attrs[RESPONSE_ID] = ev.response_id
     if ev.error is not None:
@@ -303,10 +306,13 @@ class EvaluationEmitter:
         # OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES still apply (Resource.create reads them)
         resource = Resource.create({"service.name": "streameval",
                                     "service.version": __version__})
+        # spans are made whatever the signals: log records take their trace context
         self._tracer_provider = TracerProvider(resource=resource)
-        self._tracer_provider.add_span_processor(BatchSpanProcessor(_Counted(span_exporter(
-            endpoint=signal_url(endpoint, "traces"), headers=headers, timeout=timeout), self)))
         self._traces = "traces" in signals
+        if self._traces:
+            self._tracer_provider.add_span_processor(BatchSpanProcessor(_Counted(span_exporter(
+                endpoint=signal_url(endpoint, "traces"), headers=headers, timeout=timeout),
+                self)))
         self._tracer = self._tracer_provider.get_tracer("streameval", __version__)
         self._logger = None
         self._logger_provider = None

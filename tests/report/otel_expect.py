@@ -41,5 +41,5 @@ def expected_span_attributes(record: dict, session_id: str | None) -> dict:
     attrs.update({f"streameval.tokens.{k}": v for k, v in record["tokens"].items()})
     attrs["streameval.final"] = True
     if session_id:
-        attrs["gen_ai.conversation.id"] = session_id
+        attrs["gen_ai.conversation.id"] = attrs["session.id"] = session_id
     return attrs
