@@ -37,6 +37,7 @@ class Reason(str, Enum):
     UNREADABLE_PREDICTION = "unreadable_prediction"
     NO_CONTEXT_EXTRACTED = "no_context_extracted"
     INTERNAL_ERROR = "internal_error"  # a bug met while evaluating; the batch goes on
+    WORKER_LOST = "worker_lost"  # replay --engine ray: its worker failed twice; the batch goes on
 
 
 class StreamevalError(Exception):

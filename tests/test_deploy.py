@@ -220,5 +220,43 @@ def test_every_pod_that_binds_beyond_loopback_is_fenced_by_a_network_policy():
             labels = pod["metadata"]["labels"]
             assert any(all(labels.get(k) == v for k, v in sel.items()) for sel in fenced), path.name
     for p in policies:
-        ports = [port["port"] for rule in p["spec"]["ingress"] for port in rule["ports"]]
-        assert ports == [9108] and all(rule.get("from") for rule in p["spec"]["ingress"])
+        assert all(rule.get("from") for rule in p["spec"]["ingress"])
+        if p["metadata"]["name"] == "streameval-watch-metrics":
+            ports = [port["port"] for rule in p["spec"]["ingress"] for port in rule["ports"]]
+            assert ports == [9108]
+
+
+def test_the_ray_job_runs_replay_on_ray_over_the_data_every_pod_mounts():
+    """deploy/k8s/replay-rayjob.yaml: a KubeRay RayJob whose entrypoint is a replay that
+    parses with --engine ray; head and workers mount the data where the driver reads it,
+    run one image, and only the cluster's own pods may reach them."""
+    import shlex
+
+    import yaml
+
+    docs = [yaml.safe_load(d) for d in (K8S / "replay-rayjob.yaml").read_text().split("\n---\n")]
+    (job,) = [d for d in docs if d["kind"] == "RayJob"]
+    assert job["apiVersion"] == "ray.io/v1" and job["metadata"]["namespace"] == "streameval"
+    argv = shlex.split(job["spec"]["entrypoint"])
+    assert argv[0] == "streameval"
+    args = parse_cli(argv[1:])
+    assert args.engine == "ray" and args.ray_address is None      # RAY_ADDRESS in a job
+    assert args.out.startswith("/results/") and args.shard is None
+    cluster = job["spec"]["rayClusterSpec"]
+    pods = [cluster["headGroupSpec"]["template"]] + [g["template"] for g in cluster["workerGroupSpecs"]]
+    images = {c["image"] for p in pods for c in p["spec"]["containers"]}
+    assert len(images) == 1
+    data_paths = [args.inputs[0], args.gold, args.repos]
+    for pod in pods:
+        mounts = {m["mountPath"]: m for c in pod["spec"]["containers"] for m in c["volumeMounts"]}
+        assert mounts["/data"]["readOnly"] is True
+        assert all(p.startswith("/data/") for p in data_paths)
+    head_mounts = [m["mountPath"] for c in pods[0]["spec"]["containers"] for m in c["volumeMounts"]]
+    assert "/results" in head_mounts
+    # the Ray version of the cluster is the one the image installs
+    dockerfile = (K8S / "ray.Dockerfile").read_text()
+    assert f"ray[default]=={cluster['rayVersion']}" in dockerfile
+    (policy,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    label = pods[0]["metadata"]["labels"]["app.kubernetes.io/name"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": label}
+    assert all(p["metadata"]["labels"]["app.kubernetes.io/name"] == label for p in pods)

@@ -51,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", metavar="FILE", help="also write Benchkit-style CSV columns")
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="worker processes (output order stays the input order)")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: this machine (--workers processes); ray: the Ray "
+                             "cluster at --ray-address (streameval[ray]; docs/replay.md)")
+    parser.add_argument("--ray-address", metavar="ADDR",
+                        help="with --engine ray: the cluster (default: RAY_ADDRESS, else a "
+                             "new local Ray instance)")
     parser.add_argument("--shard", metavar="K/N", type=_parse_shard,
                         help="evaluate only instances with int(sha1(instance_id)) %% N == K "
                              "(K is 0-based)")
@@ -142,8 +148,7 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
     kept: list[dict[str, Any]] = []
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id
     try:
-        for records in evaluate_jobs(jobs, context, _sources(args),
-                                     args.workers):
+        for records in _engine(args, jobs, context):
             for record in records:
                 if record.get("run_id"):
                     record["run_id"] = ids.claim(record["run_id"], record.get("trace"),
@@ -166,6 +171,15 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
         table = report.format_table(report.aggregate(kept))
         print(table, end="", file=sys.stderr if not args.out else sys.stdout)
     return 0 if any("error" not in r for r in kept) else 1
+
+
+def _engine(args: argparse.Namespace, jobs: list[Job], context: BatchContext):
+    """Each job's records in input order, from the engine asked for."""
+    if getattr(args, "engine", "local") == "ray":
+        from streameval.runs.ray_engine import evaluate_jobs_ray
+
+        return evaluate_jobs_ray(jobs, context, _sources(args), args.ray_address)
+    return evaluate_jobs(jobs, context, _sources(args), args.workers)
 
 
 def _slim(record: dict[str, Any]) -> dict[str, Any]:
