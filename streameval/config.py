@@ -62,3 +62,20 @@ def read_text_file(path: str | os.PathLike[str], what: str, error: type[Exceptio
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot read {what} ({exc})") from None
+
+
+CLAUDE_TRANSCRIPTS_ENV = "STREAMEVAL_CLAUDE_TRANSCRIPTS"
+
+
+def claude_transcript_roots() -> list[str]:
+    """Folders a hook's ``transcript_path`` may be read from (traces.ingest.transcript):
+    ``STREAMEVAL_CLAUDE_TRANSCRIPTS`` (``:``-separated; empty: none), else Claude Code's
+    own, ``$CLAUDE_CONFIG_DIR/projects`` and ``~/.claude/projects``."""
+    raw = os.environ.get(CLAUDE_TRANSCRIPTS_ENV)
+    if raw is not None:
+        return [p for p in raw.split(":") if p]
+    roots = [os.path.join(os.path.expanduser("~"), ".claude", "projects")]
+    own = os.environ.get("CLAUDE_CONFIG_DIR")
+    if own:
+        roots.insert(0, os.path.join(own, "projects"))
+    return roots

@@ -46,6 +46,10 @@ class Refused(Exception):
 class IngestApp:
     """WSGI app for the routes above; ``watcher_view`` answers what the watcher knows."""
 
+    #: where a hook's ``transcript_path`` may be read (None: Claude Code's own folders,
+    #: ``traces.ingest.transcript``)
+    transcript_roots: list | None = None
+
     def __init__(self, spool: Spool, *, token: str | None = None,
                  processed: Callable[[Path], int] | None = None,
                  steer: Callable[[Path], str | None] | None = None,
@@ -155,6 +159,9 @@ class IngestApp:
                 is_error=failed)
         elif event == "SessionEnd":
             lines = [claude_lines.end_line(sid)]
+        if event in ("PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
+            # tokens: the hook carries none, its transcript (read only where allowed) does
+            lines = claude_lines.transcript_usage_lines(hook, self.transcript_roots) + lines
         path = self.spool.append("claude-hooks", sid, lines, meta)
         if event == "PreToolUse":
             reason = self.steer(path) if self.steer is not None else None

@@ -122,7 +122,8 @@ class ClaudeAdapter(TypedJsonlAdapter):
         info = self._session_info(obj, message, lineno)
         if info is not None:
             events.append(info)
-        usage = self._usage_increment(message, obj, lineno)
+        usage = self._pushed_usage(message, obj, lineno) if "usageSource" in obj \
+            else self._usage_increment(message, obj, lineno)
         if usage is not None:
             events.append(usage)
         content = message.get("content")
@@ -199,6 +200,28 @@ class ClaudeAdapter(TypedJsonlAdapter):
         return RunInfo(session_id=session_id, agent="claude-code",
                        model=as_str(message.get("model")), cwd=as_str(obj.get("cwd")),
                        timestamp=parse_timestamp(obj.get("timestamp")), lineno=lineno)
+
+    def _pushed_usage(self, message: dict, obj: dict, lineno: int) -> Usage | None:
+        """A usage line the ingest wrote for a pushed run (``traces.ingest``): one API
+        request's tokens and cost (``claude_code.api_request``), or the run's totals read
+        from its transcript (``usageCumulative``). ``usageSource`` says which; a request
+        delivered twice (an exporter's retry) counts once, by its id."""
+        source = as_str(obj.get("usageSource"))
+        tokens = _tokens_of(as_dict(message.get("usage")))
+        cost = as_cost(obj.get("costUSD"))
+        ts = parse_timestamp(obj.get("timestamp"))
+        if obj.get("usageCumulative") is True:
+            return Usage(tokens=tokens, cost_usd=cost, cumulative=True, timestamp=ts,
+                         lineno=lineno, source=source)
+        message_id = as_str(message.get("id"))
+        if message_id is not None:
+            if message_id in self._usage_seen:
+                return None
+            self._usage_seen[message_id] = (0, 0, 0, 0)
+            if len(self._usage_seen) > _USAGE_MEMORY:
+                self._usage_seen.popitem(last=False)
+        return Usage(tokens=tokens, cost_usd=cost, cumulative=False, timestamp=ts,
+                     lineno=lineno, source=source)
 
     def _usage_increment(self, message: dict, obj: dict, lineno: int) -> Usage | None:
         usage = message.get("usage")

@@ -175,6 +175,12 @@ class CodexAdapter(TypedJsonlAdapter):
         if payload.get("type") != "token_count":
             return []  # agent_message, user_message, turn_aborted, exec_command_end...
         total = as_dict(payload.get("info")).get("total_token_usage")
+        if not isinstance(total, dict) and isinstance(payload.get("usageSource"), str):
+            # a pushed run's one response (``codex.sse_event``, traces.ingest): an increment
+            last = as_dict(payload.get("info")).get("last_token_usage")
+            return [Usage(tokens=_openai_tokens(as_dict(last)), cumulative=False,
+                          timestamp=_when(obj, payload), lineno=lineno,
+                          source=payload["usageSource"])]
         if not isinstance(total, dict):
             return []  # the first token_count of a turn may have info: null
         return [Usage(tokens=_openai_tokens(total), cumulative=True,

@@ -77,3 +77,51 @@ def shown_text(tool: str, response: Any) -> str:
     if isinstance(response.get("filePath"), str):        # Edit, Write, MultiEdit
         return f"The file {response['filePath']} has been updated."
     return json.dumps(response)
+
+
+# --------------------------------------------------------------------------- usage
+
+#: the token fields of an Anthropic ``usage`` object, in TOKEN_KINDS order
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
+               "cache_creation_input_tokens")
+
+
+def usage_line(session_id: str, source: str, usage: dict[str, int], *, model: str | None = None,
+               cost_usd: float | None = None, cumulative: bool = False,
+               request_id: str | None = None, timestamp: str | None = None) -> bytes:
+    """A pushed run's tokens as a transcript line the Claude adapter reads: an assistant
+    line with no content, its ``message.usage`` and ``model``, and ``usageSource`` (where
+    the numbers came from, which the record states), ``costUSD`` and ``usageCumulative``
+    (run totals, not one request's)."""
+    message: dict[str, Any] = {"id": f"push-usage-{request_id}" if request_id else None,
+                               "role": "assistant", "content": [],
+                               "usage": {k: int(usage.get(k) or 0) for k in _USAGE_KEYS}}
+    if message["id"] is None:
+        del message["id"]
+    if model:
+        message["model"] = model
+    line: dict[str, Any] = {**_base(session_id, None, timestamp), "type": "assistant",
+                            "message": message, "usageSource": source}
+    if cost_usd is not None:
+        line["costUSD"] = cost_usd
+    if cumulative:
+        line["usageCumulative"] = True
+    return json.dumps(line).encode()
+
+
+def transcript_usage_lines(hook: dict, roots: list | None = None) -> list[bytes]:
+    """The run's token totals from the hook's ``transcript_path`` (Claude Code on the
+    watcher's machine), as one cumulative usage line; nothing when the path may not be
+    read (``transcript``: what is refused and why) or holds no usage."""
+    from streameval.traces.ingest import transcript
+
+    sid = hook.get("session_id")
+    if not isinstance(sid, str):
+        return []
+    path = transcript.allowed(hook.get("transcript_path"), sid,
+                              transcript.default_roots() if roots is None else roots)
+    found = transcript.usage_of(path, sid) if path is not None else None
+    if found is None or not any(found[0].values()):
+        return []
+    usage, model = found
+    return [usage_line(sid, "transcript", usage, model=model, cumulative=True)]

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from streameval.traces.ingest.claude_lines import tool_call_lines
+from streameval.traces.ingest.claude_lines import tool_call_lines, usage_line
 
 
 class OtlpError(ValueError):
@@ -136,6 +136,20 @@ def runs(records: list[tuple[dict, dict]]) -> list[PushedRun]:
             run.lines += tool_call_lines(sid, None, call_id, str(attrs.get("tool_name") or ""),
                                          tool_input, None, is_error=str(attrs.get("success")) == "false",
                                          timestamp=attrs.get("event.timestamp"))
+        elif event in ("api_request", "claude_code.api_request"):
+            sid = attrs.get("session.id")
+            if isinstance(sid, str):
+                by_key.setdefault(("claude-otel", sid), PushedRun(
+                    "claude-otel", sid, "claude-code", "inputs", instance_id=instance)
+                ).lines.append(claude_usage_line(sid, attrs))
+        elif event == "codex.sse_event":
+            sid = attrs.get("conversation.id")
+            # Codex 0.169 sends each completion twice: with its token counts, and without
+            if isinstance(sid, str) and attrs.get("event.kind") == "response.completed" \
+                    and "input_token_count" in attrs:
+                by_key.setdefault(("codex-otel", sid), PushedRun(
+                    "codex-otel", sid, "codex", "full", instance_id=instance)
+                ).lines += codex_usage_lines(sid, attrs)
         elif event == "codex.tool_result":
             sid, call_id = attrs.get("conversation.id"), attrs.get("call_id")
             if not isinstance(sid, str) or not isinstance(call_id, str):
@@ -162,3 +176,56 @@ def codex_call_lines(attrs: dict, call_id: str) -> list[bytes]:
         answer = {"type": "custom_tool_call_output", "call_id": call_id, "output": output}
     return [json.dumps({"timestamp": ts, "type": "response_item", "payload": p}).encode()
             for p in (call, answer)]
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def _count(v: Any) -> int:
+    """A token count from an OTLP attribute (ints arrive as strings in JSON, and
+    Claude Code sends some as strings): a non-negative int, else 0."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return 0
+    return n if n >= 0 else 0
+
+
+def claude_usage_line(session_id: str, attrs: dict) -> bytes:
+    """Claude Code's ``claude_code.api_request`` (one API request: ``model``,
+    ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_creation_tokens``,
+    ``cost_usd``) as a usage line of the run's transcript. ``event.sequence`` names the
+    request, so a batch the exporter sends twice counts once."""
+    try:
+        cost = float(attrs["cost_usd"]) if attrs.get("cost_usd") is not None else None
+    except (TypeError, ValueError):
+        cost = None
+    seq = attrs.get("request_id") or attrs.get("event.sequence")
+    usage = {"input_tokens": _count(attrs.get("input_tokens")),
+             "output_tokens": _count(attrs.get("output_tokens")),
+             "cache_read_input_tokens": _count(attrs.get("cache_read_tokens")),
+             "cache_creation_input_tokens": _count(attrs.get("cache_creation_tokens"))}
+    model = attrs.get("model") if isinstance(attrs.get("model"), str) else None
+    return usage_line(session_id, "claude_code.api_request", usage, model=model, cost_usd=cost,
+                      request_id=f"{session_id}-{seq}" if seq is not None else None,
+                      timestamp=attrs.get("event.timestamp"))
+
+
+def codex_usage_lines(session_id: str, attrs: dict) -> list[bytes]:
+    """Codex's ``codex.sse_event`` of a completed response (``input_token_count`` with
+    the cached ones in it, ``cached_token_count``, ``output_token_count``, ``model``) as
+    rollout lines: the session (its id), the model (``turn_context``), and the response's
+    tokens (a ``token_count`` with ``last_token_usage`` only, marked ``usageSource``: an
+    increment, where Codex's own lines carry run totals)."""
+    ts = attrs.get("event.timestamp")
+    out = [{"timestamp": ts, "type": "session_meta", "payload": {"id": session_id}}]
+    if isinstance(attrs.get("model"), str):
+        out.append({"timestamp": ts, "type": "turn_context", "payload": {"model": attrs["model"]}})
+    last = {"input_tokens": _count(attrs.get("input_token_count")),
+            "cached_input_tokens": _count(attrs.get("cached_token_count")),
+            "output_tokens": _count(attrs.get("output_token_count")),
+            "reasoning_output_tokens": _count(attrs.get("reasoning_token_count"))}
+    out.append({"timestamp": ts, "type": "event_msg", "payload": {
+        "type": "token_count", "info": {"last_token_usage": last},
+        "usageSource": "codex.sse_event"}})
+    return [json.dumps(o).encode() for o in out]
