@@ -66,6 +66,9 @@ def hooks_run(tmp_path_factory):
         pytest.fail(why)
     setup = make_setup(tmp_path_factory.mktemp("claude-hooks"))
     with PushWatcher(setup) as pw, ScriptedModel(claude_turns(setup.repo)) as model:
+        # Claude Code's transcripts under this test's HOME: where the hook's
+        # transcript_path may be read (the watcher's default is its own ~/.claude/projects)
+        pw.app.transcript_roots = [setup.home / ".claude" / "projects"]
         _hooks_settings(setup, pw.url)
         run = run_cli(_claude_argv(), _claude_env(setup, model), setup.repo, setup,
                       kill_when="time.sleep(30)", watch=False)
@@ -91,6 +94,24 @@ def test_hooks_feed_a_live_run_scored_as_the_transcript(hooks_run):
     assert _numbers(live) == _numbers(own), (_numbers(live), _numbers(own))
     assert counts.get(("claude", 200), 0) >= 2 * (len(CLAUDE_PLAN) - 1)
     assert not any(status >= 400 for (_route, status) in counts)
+
+
+def _stream_result(stdout: str) -> dict:
+    (result,) = [json.loads(x) for x in stdout.splitlines()
+                 if x.startswith("{") and json.loads(x).get("type") == "result"]
+    return result
+
+
+def test_hooks_take_the_runs_tokens_from_its_transcript(hooks_run):
+    """Hook payloads carry no usage; the transcript they name does: the pushed run's
+    tokens are the transcript's, and it states no cost, so the record states none."""
+    setup, run, records, traces, counts = hooks_run
+    (live,) = records
+    own = replayed(_transcript(setup), setup)
+    assert live["tokens"] == own["tokens"] and sum(own["tokens"].values()) > 0
+    assert live["tokens_source"] == "transcript"
+    assert live["cost_usd"] is None and own["cost_usd"] is None
+    assert live["model"] == own["model"] != "unknown"
 
 
 # ------------------------------------------------------------------ steering
@@ -165,6 +186,13 @@ def test_claude_code_otlp_logs_feed_a_run_at_inputs_fidelity(tmp_path, protocol)
     assert mine[3] == {"pkg/mod.py": {7 + 7 * i for i in range(8)}}
     assert len(by_call) == 3        # the grep credits no line at this fidelity
     assert live["final"]["line"]["coverage"] < own["final"]["line"]["coverage"]
+    # tokens and cost from its api_request events: the transcript's tokens, and the
+    # cost Claude Code itself reports for the run (stream-json's result line)
+    assert live["tokens_source"] == "claude_code.api_request"
+    assert live["tokens"] == own["tokens"] and sum(own["tokens"].values()) > 0
+    result = _stream_result(run.stdout)
+    assert abs(live["cost_usd"] - result["total_cost_usd"]) < 1e-9
+    assert live["model"] == own["model"]
 
 
 # ------------------------------------------------------------------ Codex OTLP
@@ -199,3 +227,7 @@ def test_codex_otel_feeds_a_run_scored_as_its_rollout(tmp_path, protocol):
     (rollout,) = sorted((setup.home / "sessions").rglob("rollout-*.jsonl"))
     own = replayed(rollout, setup)
     assert _numbers(live) == _numbers(own), (_numbers(live), _numbers(own))
+    # tokens from its sse_event responses: the rollout's own run totals
+    assert live["tokens_source"] == "codex.sse_event"
+    assert live["tokens"] == own["tokens"] and sum(own["tokens"].values()) > 0
+    assert live["model"] == own["model"] == "gpt-5.5"
