@@ -117,13 +117,15 @@ def test_hand_computed_record(batch):
     # bytes notes [0,15] (16) + mod [0,45] (46) = 62; symbols f, g.
     assert rec["num_steps"] == 3
     assert rec["final"]["file"] == {"coverage": 1.0, "precision": 1.0, "intersection": 2,
-                                    "gold_size": 2, "pred_size": 2}
+                                    "gold_size": 2, "pred_size": 2, "f1": 1.0}
     assert rec["final"]["line"] == {"coverage": 1.0, "precision": 0.4, "intersection": 4,
-                                    "gold_size": 4, "pred_size": 10}
+                                    "gold_size": 4, "pred_size": 10, "f1": 0.8 / 1.4}
+    # F1 = 2PR/(P+R): (2 · 30/38 · 30/62) / (30/38 + 30/62) = 60/100
     assert rec["final"]["span"] == {"coverage": 30 / 38, "precision": 30 / 62,
-                                    "intersection": 30, "gold_size": 38, "pred_size": 62}
+                                    "intersection": 30, "gold_size": 38, "pred_size": 62,
+                                    "f1": pytest.approx(0.6)}
     assert rec["final"]["symbol"] == {"coverage": 1.0, "precision": 0.5, "intersection": 1,
-                                      "gold_size": 1, "pred_size": 2}
+                                      "gold_size": 1, "pred_size": 2, "f1": 1.0 / 1.5}
     # Steps (paths resolved, new.txt is not a file at the base commit):
     # 1: notes 1-4   2: mod 5-6 (bytes [24,45], def g)   3: notes 3-5 (bytes [8,19]).
     steps = rec["trajectory"]["steps"]
@@ -434,7 +436,7 @@ def test_unified_final_context_is_only_what_the_record_states(batch):
         assert files_only["num_steps"] == 3
         assert files_only["final"]["file"] == {"coverage": 0.5, "precision": 1.0,
                                                "intersection": 1, "gold_size": 2,
-                                               "pred_size": 1}
+                                               "pred_size": 1, "f1": 2 * 0.5 / 1.5}
     finally:
         context.repos.close()
 

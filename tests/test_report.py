@@ -64,7 +64,21 @@ def test_final_macro_is_the_mean_of_instances_micro_sums_first():
     assert line["micro"]["coverage"] == pytest.approx(10 / 12)
     assert line["micro"]["precision"] == pytest.approx(10 / 31)
     # empty G and P everywhere: the 1.0 conventions hold for sums too
-    assert aggregate(RECORDS)["final"]["symbol"]["micro"] == {"coverage": 1.0, "precision": 1.0}
+    assert aggregate(RECORDS)["final"]["symbol"]["micro"] == {"coverage": 1.0, "precision": 1.0,
+                                                              "f1": 1.0}
+
+
+def test_f1_macro_is_the_mean_of_the_runs_f1_micro_is_the_f1_of_the_sums():
+    f = aggregate(RECORDS)["final"]["file"]
+    # per run: a 2·1·(1/4)/(1 + 1/4) = 0.4; b 2·(1/3)·1/(4/3) = 0.5; c coverage 0: 0
+    assert f["macro"]["f1"] == pytest.approx((0.4 + 0.5 + 0.0) / 3)
+    # micro: coverage 4/12, precision 4/7 -> 2·(1/3)(4/7) / (1/3 + 4/7) = 8/19
+    assert f["micro"]["f1"] == pytest.approx(8 / 19)
+
+
+def test_f1_of_a_run_that_found_and_read_nothing_is_0():
+    rec = _record("z", (0, 3, 5), (0, 4, 9), auc=0.0, red=0.0)
+    assert aggregate([rec])["final"]["file"]["macro"]["f1"] == 0.0
 
 
 def test_trajectory_is_macro():
@@ -95,8 +109,8 @@ def test_table_labels_macro_and_micro():
     assert "instances: 6  evaluated: 3  errors: 3" in table
     lines = table.splitlines()
     file_row = next(line for line in lines if line.startswith("file "))
-    # macro coverage, micro coverage, macro precision, micro precision
-    assert file_row.split()[1:] == ["0.444", "0.333", "0.750", "0.571"]
+    # macro coverage, micro coverage, macro precision, micro precision, macro F1, micro F1
+    assert file_row.split()[1:] == ["0.444", "0.333", "0.750", "0.571", "0.300", "0.421"]
     assert any(line.startswith("macro") for line in lines)
     assert any(line.startswith("micro") for line in lines)
     assert "EditLoc over 2 instance(s)" in table
