@@ -15,8 +15,10 @@ from typing import IO, Any
 
 from streameval.commands.options import (
     add_format,
+    add_labels,
     add_server,
     add_sources,
+    check_gold,
     non_negative_float,
     positive_float,
     positive_int,
@@ -44,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="trace files, unified prediction files (JSON/JSONL) or "
                              "directories holding them")
     add_sources(parser)
+    add_labels(parser)
     add_format(parser)
     parser.add_argument("--out", metavar="FILE", help="JSONL output (stdout when not given)")
     parser.add_argument("--csv", metavar="FILE", help="also write Benchkit-style CSV columns")
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.repos or args.repo):
         print("streameval replay: give --repos DIR and/or --repo DIR", file=sys.stderr)
         return 2
+    check_gold(args)   # UsageError: exit 2
     context = BatchContext.build(*_sources(args))   # a file that cannot be used: UsageError
     if not args.quiet:
         for iid, message in context.gold.errors:
@@ -171,15 +175,13 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sources(args) -> Sources:
-    """What a worker process needs to build its own context: gold, repos, tool map and
-    the grammar set (chosen once here, so every worker parses with the same)."""
+    """What a worker process needs to build its own context: gold, repos, tool map, the
+    grammar set (chosen once here, so every worker parses with the same) and labels."""
 
     return (args.gold, _text(args.repos), _text(args.repo), args.tool_map,
-            getattr(args, "grammars", None) or default_grammars())
-
-
-def _text(p: Any) -> str | None:
-    return None if p is None else str(p)
+            getattr(args, "grammars", None) or default_grammars(),
+            args.gold_from_patch, args.patch_context, tuple(args.label or ()),
+            args.label_from_path)
 
 
 def _text(p: Any) -> str | None:

@@ -35,6 +35,7 @@ from streameval.model import (
 from streameval.reading.paths import resolve_step
 from streameval.reading.steps import StepBuilder
 from streameval.scoring.editloc import editloc
+from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
 from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, token_counts
 from streameval.scoring.state import InstanceState
@@ -85,8 +86,16 @@ class _Tokens:
         self.cost_incremental = 0.0
         self.cost_cumulative: float | None = None
         self.any_cost = False
+        self.any_usage = False
+
+    def so_far(self) -> int | None:
+        """All tokens reported so far (the four kinds); None before the trace reported
+        any usage: a format that states its usage only at the end (mini-swe-agent) does
+        not know what the run had spent at a given step, and 0 would be a wrong number."""
+        return self.totals()[0].total if self.any_usage else None
 
     def add(self, usage: Usage) -> None:
+        self.any_usage = True
         t = usage.tokens
         if usage.cumulative:
             self.cumulative = TokenUsage(t.input_tokens, t.output_tokens,
@@ -139,6 +148,9 @@ class RunSession:
         self.extras = RunExtras()
         self._tokens = _Tokens()
         self._gold_files, self._gold_lines = _gold_context_sets(gold)
+        #: the files shown, in the order first shown (docs/metrics.md §7b); its first
+        #: gold milestone is the first gold file read (§7)
+        self.ranking = FileRanking(self._gold_files)
         self.trace_info = RunInfo()
         self.last_call: ToolCall | None = None
         self.ended = False
@@ -260,12 +272,16 @@ class RunSession:
         self._steps += 1
         n = self._steps
         ex = self.extras
-        if ex.first_gold_file_step is None and any(f in self._gold_files for f in step.files):
+        seconds = self._since_start(ts)
+        ranking = self.ranking
+        had_gold = ranking.first_gold is not None
+        ranking.add(step.files, n, seconds, self._tokens.so_far())
+        if not had_gold and ranking.first_gold is not None:
             ex.first_gold_file_step = n
-            ex.first_gold_file_seconds = self._since_start(ts)
+            ex.first_gold_file_seconds = seconds
         if ex.first_gold_line_step is None and self._touches_gold_lines(step):
             ex.first_gold_line_step = n
-            ex.first_gold_line_seconds = self._since_start(ts)
+            ex.first_gold_line_seconds = seconds
 
     def _touches_gold_lines(self, step: Step) -> bool:
         for path, ranges in step.spans.items():
@@ -361,7 +377,8 @@ class RunSession:
             editloc=editloc, editloc_final=patch is not None,
             patch_source=self.patch_source or ("trace" if self.trace_patch else None),
             grammars=self.symbols_grammars, has_repo=self.view is not None,
-            last_call=self.last_call, version=self.version)
+            last_call=self.last_call, version=self.version,
+            localisation=self.ranking.numbers() if self.state is not None else None)
 
     def record(self) -> Record:
         """The docs/metrics.md §5 record plus run identity and live extras."""
@@ -401,7 +418,21 @@ class RunSession:
             "shown_lines": dict(snap.shown_lines),
             "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
         })
+        rec.update(self._tail())
         return rec
+
+    def _tail(self) -> dict[str, Any]:
+        """The fields every scored record ends with (docs/metrics.md §5): localisation
+        (§7b), the repository (compare clusters by it), which gold the numbers were
+        measured against (§1b), and the run's experiment and labels."""
+        ident = self.identity
+        return {
+            "localisation": self.ranking.numbers(),
+            "repo": self.gold.repo if self.gold is not None else None,
+            "gold_source": self.gold.source_record() if self.gold is not None else None,
+            "experiment": ident.experiment,
+            "labels": dict(ident.run_labels),
+        }
 
     def agent_model(self) -> tuple[str, str]:
         """meta.json's agent and model, else what the trace says (as labels and records
@@ -436,6 +467,7 @@ class RunSession:
             return Record.error(self.identity.instance_id, Reason.NO_CONTEXT_EXTRACTED)
         rec = self._echo_ids(self.state.record(self.final_patch))
         rec["grammars"] = self.symbols_grammars
+        rec.update(self._tail())
         return rec
 
 

@@ -77,6 +77,8 @@ class RunSnapshot:
     last_call: ToolCall | None
     #: bumped by every event: two snapshots of one run at one version are equal
     version: int
+    #: the record's ``localisation`` block (docs/metrics.md §7b); None when not scored
+    localisation: Mapping[str, object] | None = None
 
     @property
     def run_id(self) -> str:
