@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from streameval.report.tables import BENCHKIT_COLUMNS, aggregate, format_table, write_benchkit_csv
+from streameval.report.columns import write_parquet
+from streameval.report.fields import METRICS
+from streameval.report.tables import (
+    BENCHKIT_COLUMNS,
+    COLUMNS,
+    aggregate,
+    format_table,
+    write_benchkit_csv,
+)
 
 
 def _g(inter: int, gold: int, pred: int) -> dict:
@@ -121,7 +129,8 @@ def test_benchkit_csv(tmp_path: Path):
     write_benchkit_csv(RECORDS, path)
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert tuple(rows[0]) == BENCHKIT_COLUMNS
+    # Benchkit's columns first, in its order; then the identity and every other number
+    assert tuple(rows[0]) == COLUMNS and COLUMNS[:len(BENCHKIT_COLUMNS)] == BENCHKIT_COLUMNS
     assert [r["instance_id"] for r in rows] == ["a", "b", "c", "d", "", "e"]
     assert float(rows[0]["contextbench_final_file_precision"]) == 0.25
     assert float(rows[1]["contextbench_final_line_coverage"]) == 0.9
@@ -129,3 +138,41 @@ def test_benchkit_csv(tmp_path: Path):
     assert rows[2]["contextbench_editloc_recall"] == ""
     assert rows[3]["error"] == "missing_gold: no gold row for 'd'"
     assert all(rows[3][c] == "" for c in BENCHKIT_COLUMNS if c.startswith("contextbench_"))
+
+
+def _traced(rec: dict, **extra) -> dict:
+    return {**rec, "run_id": rec["instance_id"] + "-r", "agent": "mini-swe-agent",
+            "model": "gemini", "tool_calls": 7, "first_gold_file_step": 3,
+            "tokens": {"input": 10, "output": 5, "cache_read": 0, "cache_creation": 0},
+            "cost_usd": 0.25, "experiment": "agents-md", "labels": {"prompt": "B"},
+            "gold_source": {"kind": "patch", "file": "p.jsonl", "context": 0}, **extra}
+
+
+def test_csv_has_who_the_run_is_and_every_number(tmp_path: Path):
+    path = tmp_path / "out.csv"
+    write_benchkit_csv([_traced(RECORDS[0]), RECORDS[3]], path)
+    with open(path, newline="") as fh:
+        a, d = list(csv.DictReader(fh))
+    assert (a["agent"], a["model"], a["experiment"]) == ("mini-swe-agent", "gemini", "agents-md")
+    assert a["labels"] == '{"prompt":"B"}'
+    assert a["gold_source"] == '{"context":0,"file":"p.jsonl","kind":"patch"}'
+    assert (a["steps"], a["tool_calls"], a["tokens"], a["cost_usd"]) == ("2", "7", "15", "0.25")
+    assert a["contextbench_final_file_f1"] == repr(2 * 1 * 0.25 / 1.25)
+    assert a["first_gold_file_step"] == "3"
+    assert a["file_mrr"] == ""          # a record without localisation: empty, never 0
+    assert d["error"].startswith("missing_gold") and all(d[m.column] == "" for m in METRICS)
+
+
+def test_parquet_columns_are_typed(tmp_path: Path):
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "out.parquet"
+    write_parquet([_traced(RECORDS[0]), RECORDS[3]], path)
+    table = pq.read_table(path)
+    assert tuple(table.column_names) == COLUMNS
+    assert str(table.schema.field("tokens").type) == "int64"
+    assert str(table.schema.field("contextbench_final_line_f1").type) == "double"
+    assert str(table.schema.field("labels").type) == "string"
+    rows = table.to_pylist()
+    assert rows[0]["tokens"] == 15 and rows[0]["cost_usd"] == 0.25
+    assert rows[0]["experiment"] == "agents-md" and rows[1]["tokens"] is None
