@@ -37,7 +37,7 @@ from streameval.reading.steps import StepBuilder
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
-from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, token_counts
+from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, UsageSoFar, token_counts
 from streameval.scoring.state import InstanceState
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,8 @@ class _Tokens:
         self.cost_cumulative: float | None = None
         self.any_cost = False
         self.any_usage = False
+        self.any_incremental = False
+        self.any_incremental_cost = False
 
     def so_far(self) -> int | None:
         """All tokens reported so far (the four kinds); None before the trace reported
@@ -104,6 +106,7 @@ class _Tokens:
                 self.cost_cumulative = float(usage.cost_usd)
                 self.any_cost = True
             return
+        self.any_incremental = True
         inc = self.incremental
         inc.input_tokens += t.input_tokens
         inc.output_tokens += t.output_tokens
@@ -112,6 +115,15 @@ class _Tokens:
         if usage.cost_usd is not None:
             self.cost_incremental += float(usage.cost_usd)
             self.any_cost = True
+            self.any_incremental_cost = True
+
+    def so_far_by_kind(self) -> UsageSoFar:
+        """Both running figures as reported so far (``UsageSoFar``)."""
+        return UsageSoFar(
+            self.incremental.total if self.any_incremental else None,
+            self.cost_incremental if self.any_incremental_cost else None,
+            self.cumulative.total if self.cumulative is not None else None,
+            self.cost_cumulative)
 
     def totals(self) -> tuple[TokenUsage, float | None]:
         tokens = self.cumulative if self.cumulative is not None else self.incremental
@@ -352,6 +364,11 @@ class RunSession:
     @property
     def num_steps(self) -> int:
         return self._steps
+
+    def usage_so_far(self) -> UsageSoFar:
+        """The usage the trace has reported so far, per-message sums and run totals apart
+        (what a backtest needs to tell what the steps after a stop spent)."""
+        return self._tokens.so_far_by_kind()
 
     def snapshot(self) -> RunSnapshot:
         """The run now, as one value (``scoring.snapshot``): what every reader reads."""
