@@ -207,19 +207,23 @@ def test_csv_has_benchkit_columns(batch):
     _replay(batch, "--csv", str(out))
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == (
+    benchkit = (
         ["instance_id", "run_id", "trace"]
         + [f"contextbench_final_{g}_{m}" for g in ("file", "line", "span", "symbol")
            for m in ("coverage", "precision")]
         + [f"contextbench_traj_auc_{g}" for g in ("file", "line", "span", "symbol")]
         + [f"contextbench_traj_redundancy_{g}" for g in ("file", "line", "span", "symbol")]
         + ["contextbench_editloc_recall", "contextbench_editloc_precision", "error"])
+    # Benchkit's columns come first, in its order; streameval's own follow them
+    assert list(rows[0])[:len(benchkit)] == benchkit
     first = rows[0]
     assert first["instance_id"] == "acme__widgets-1"
     assert float(first["contextbench_final_line_precision"]) == 0.4
     assert float(first["contextbench_final_span_coverage"]) == 30 / 38
     assert float(first["contextbench_editloc_recall"]) == 0.5
     assert first["error"] == ""
+    assert float(first["contextbench_final_line_f1"]) == pytest.approx(0.8 / 1.4)
+    assert first["gold_source"] == '{"file":"gold.jsonl","kind":"dataset"}'
     ghost = rows[1]
     assert ghost["error"].startswith("missing_gold:")
     assert all(ghost[c] == "" for c in ghost if c.startswith("contextbench_"))

@@ -11,8 +11,9 @@ ordinary paired bootstrap.
 The rule (docs/compare.md, "Statistics"):
 
 - the estimate is the mean of d_i over the pairs that have the metric;
-- with the pairs of a single repository there is nothing to resample: no interval and
-  no p-value are given (only the mean);
+- with the pairs of a single repository there are no repositories to resample: the
+  clustered bootstrap gives no interval (``compare`` then reports the instance-level
+  one, which speaks for that repository only);
 - one resample draws C clusters out of the C present, uniformly with replacement, and
   takes sum(d) / count over the instances of the drawn clusters (a cluster drawn twice
   counts twice); a resample that brings no pair with the metric is left out;
@@ -24,6 +25,13 @@ The rule (docs/compare.md, "Statistics"):
 - Holm's step-down correction makes the p-values of several metrics safe to read
   together: sorted ascending, the i-th of m is multiplied by (m - i + 1), and each
   adjusted value is at least the one before it (and at most 1).
+
+- a cluster bootstrap over few clusters understates the spread (with two repositories
+  it can only mix two means), so the interval ``compare`` reports (``paired_estimates``)
+  is never narrower than the instance-level one: its ends are the outer ends of the
+  clustered and the unclustered intervals, and its p-value the larger of the two. It is
+  the clustered interval whenever outcomes correlate within repositories, which is when
+  clustering matters.
 
 Every metric is resampled with the same draws, as one matrix product, so 10,000
 resamples of 40 metrics over 500 instances take well under a second.
@@ -38,7 +46,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Estimate", "cluster_bootstrap", "cluster_index", "holm", "resample_means"]
+__all__ = ["Estimate", "cluster_bootstrap", "cluster_index", "holm", "paired_estimates",
+           "resample_means"]
 
 #: the interval's coverage
 LEVEL = 0.95
@@ -135,6 +144,25 @@ def cluster_bootstrap(diffs: np.ndarray, cluster_keys: Sequence[Hashable],
         below, above = int((reps <= 0).sum()), int((reps >= 0).sum())
         p = min(1.0, 2 * (1 + min(below, above)) / (1 + len(reps)))
         out.append(Estimate(float(point[m]), float(low), float(high), p, int(pairs[m]), n_cl))
+    return out
+
+
+def paired_estimates(diffs: np.ndarray, cluster_keys: Sequence[Hashable],
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[Estimate]:
+    """The clustered estimates, each widened to the instance-level one where that is
+    wider (its interval's outer ends, the larger p-value): the interval ``compare``
+    reports. Pairs of a single repository have no clustered interval: the
+    instance-level one stands alone (it speaks for that repository only)."""
+    clustered = cluster_bootstrap(diffs, cluster_keys, resamples, seed)
+    plain = cluster_bootstrap(diffs, list(range(len(cluster_keys))), resamples, seed)
+    out = []
+    for c, u in zip(clustered, plain):
+        if c.low is None or u.low is None:
+            out.append(c if u.low is None else Estimate(u.mean, u.low, u.high, u.p, c.pairs,
+                                                        c.clusters))
+            continue
+        out.append(Estimate(c.mean, min(c.low, u.low), max(c.high, u.high),
+                            max(c.p, u.p), c.pairs, c.clusters))
     return out
 
 

@@ -4,8 +4,9 @@ Every arm after the first (the baseline A) is compared with A on the instances b
 scored: per metric, each arm's mean over the pairs that have the metric, the mean paired
 difference B - A with its 95% cluster-bootstrap interval and p-value
 (``report.bootstrap``), Holm's correction across every test the report shows, and the
-number of pairs. The per-step coverage curve of each arm (mean over its paired
-instances, with a cluster-bootstrap band) goes with it for the page.
+number of pairs (the interval is never narrower than the instance-level one:
+``bootstrap.paired_estimates``). The per-step coverage curve of each arm (mean over its
+paired instances, with a cluster-bootstrap band) goes with it for the page.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from streameval.model import GRANULARITIES
 from streameval.report.arms import ArmInstances, InstanceRow
-from streameval.report.bootstrap import DEFAULT_RESAMPLES, Estimate, cluster_bootstrap, holm
+from streameval.report.bootstrap import DEFAULT_RESAMPLES, Estimate, holm, paired_estimates
 from streameval.report.fields import Metric
 
 __all__ = ["MIN_PAIRS", "Comparison", "CompareReport", "Curve", "MetricRow", "compare_arms"]
@@ -106,7 +107,7 @@ def _compare_two(a: ArmInstances, b: ArmInstances, metrics: Sequence[Metric],
     vb = np.array([[_nan(b.rows[k].values[m.name]) for m in metrics] for k in keys],
                   dtype=np.float64).reshape(len(keys), len(metrics))
     diffs = vb - va                              # NaN when either arm lacks the metric
-    estimates = cluster_bootstrap(diffs, clusters, resamples, seed)
+    estimates = paired_estimates(diffs, clusters, resamples, seed)
     rows = []
     for j, (m, est) in enumerate(zip(metrics, estimates)):
         both = ~np.isnan(diffs[:, j])
@@ -143,7 +144,10 @@ def _curves(arm: ArmInstances, keys: Sequence[str], resamples: int, seed: int
             matrix[i, :len(c)] = c
             matrix[i, len(c):] = last
         point, boot = resample_means(matrix, index, n_clusters, resamples, seed)
-        low, high = np.nanpercentile(boot, [2.5, 97.5], axis=0)
+        _, plain = resample_means(matrix, list(range(len(rows))), len(rows), resamples, seed)
+        # as the intervals: never narrower than the instance-level band
+        low = np.minimum(*(np.nanpercentile(b, 2.5, axis=0) for b in (boot, plain)))
+        high = np.maximum(*(np.nanpercentile(b, 97.5, axis=0) for b in (boot, plain)))
         out[g] = Curve([float(x) for x in point], [float(x) for x in low],
                        [float(x) for x in high], len(rows))
     return out

@@ -66,13 +66,16 @@ def format_terminal(report: CompareReport) -> str:
     for c in report.comparisons:
         out += ["", *_header(report, c), ""]
         width = max([len(r.metric.name) for r in c.rows] + [6]) + 1
-        out.append(f"{'metric':<{width}}{'A':>10}{'B':>10}{'B-A':>10}  {'95% interval':<24}"
-                   f"{'p(Holm)':>8}{'pairs':>7}")
-        for r in c.rows:
+        cells = [(number(r.mean_a), number(r.mean_b), number(r.estimate.mean, True),
+                  _interval(r)) for r in c.rows]
+        num = max([len(x) for row in cells for x in row[:3]] + [8]) + 2
+        span = max([len(row[3]) for row in cells] + [12]) + 2
+        out.append(f"{'metric':<{width}}{'A':>{num}}{'B':>{num}}{'B-A':>{num}}  "
+                   f"{'95% interval':<{span}}{'p(Holm)':>8}{'pairs':>7}")
+        for r, (a, b, d, interval) in zip(c.rows, cells):
             flag = "" if r.trusted or r.estimate.pairs == 0 else " !"
-            out.append(f"{r.metric.name:<{width}}{number(r.mean_a):>10}{number(r.mean_b):>10}"
-                       f"{number(r.estimate.mean, True):>10}  {_interval(r):<24}"
-                       f"{pvalue(r.p_holm):>8}{r.estimate.pairs:>7}{flag}")
+            out.append(f"{r.metric.name:<{width}}{a:>{num}}{b:>{num}}{d:>{num}}  "
+                       f"{interval:<{span}}{pvalue(r.p_holm):>8}{r.estimate.pairs:>7}{flag}")
         if any(not r.trusted and r.estimate.pairs for r in c.rows):
             out.append(f"! fewer than {MIN_PAIRS} pairs have this metric: its interval is not "
                        "to be trusted")

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.report.bootstrap import cluster_bootstrap, holm, resample_means
+from streameval.report.bootstrap import cluster_bootstrap, holm, paired_estimates, resample_means
 
 REF_RESAMPLES = 6000
 OUR_RESAMPLES = 6000
@@ -155,3 +155,27 @@ def test_clusters_of_one_are_the_plain_paired_bootstrap():
     d = np.random.default_rng(2).normal(size=(25, 2))
     assert cluster_bootstrap(d, [f"repo{i}" for i in range(25)], 3000, seed=4) == \
         cluster_bootstrap(d, list(range(25)), 3000, seed=4)
+
+
+def test_the_reported_interval_is_never_narrower_than_the_instance_level_one():
+    """Two repositories whose means are alike: resampling the two repositories can only
+    mix two nearly equal means, an interval far too narrow; the instance-level
+    bootstrap sees the spread within them, and the reported interval keeps it."""
+    rng = np.random.default_rng(8)
+    d = np.concatenate([rng.normal(1.0, 3.0, 20), rng.normal(1.1, 3.0, 20)])[:, None]
+    keys = ["X"] * 20 + ["Y"] * 20
+    [clustered] = cluster_bootstrap(d, keys, 4000, 1)
+    [plain] = cluster_bootstrap(d, list(range(40)), 4000, 1)
+    [reported] = paired_estimates(d, keys, 4000, 1)
+    assert clustered.high - clustered.low < 0.5 * (plain.high - plain.low)
+    assert (reported.low, reported.high) == (min(clustered.low, plain.low),
+                                             max(clustered.high, plain.high))
+    assert reported.p == max(clustered.p, plain.p) and reported.mean == clustered.mean
+
+
+def test_one_repository_reports_the_instance_level_interval():
+    d = np.array([[1.0], [2.0], [4.0], [3.0]])
+    [est] = paired_estimates(d, ["X"] * 4, 2000, 0)
+    [plain] = cluster_bootstrap(d, [0, 1, 2, 3], 2000, 0)
+    assert (est.low, est.high, est.p) == (plain.low, plain.high, plain.p)
+    assert (est.pairs, est.clusters) == (4, 1)
