@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="*", metavar="PATH",
                    help="with --by: records files (replay's JSONL) or traces and predictions "
                         "to replay, split into arms by --by")
-    p.add_argument("--arm", action="append", default=[], metavar="NAME=PATH",
+    p.add_argument("--arm", action="append", default=None, metavar="NAME=PATH",
                    help="an arm and its records file, trace file or directory (repeatable; "
                         "a NAME given twice gathers both paths); the first is the baseline A")
     p.add_argument("--by", metavar="KEY",
@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", metavar="FILE",
                    help="write a self-contained page: the tables and each arm's coverage "
                         "curve per step with its band")
-    p.add_argument("--fail-if-worse", action="append", default=[], metavar="METRIC[:MARGIN]",
+    p.add_argument("--fail-if-worse", action="append", default=None, metavar="METRIC[:MARGIN]",
                    help="exit 1 when an arm is worse than the baseline on METRIC by more than "
                         "MARGIN with 95%% confidence (repeatable, or comma-separated)")
     p.add_argument("--quiet", action="store_true", help="no table on stdout")
@@ -147,6 +147,7 @@ def _load(path: Path, replayer: _Replayer) -> list[dict[str, Any]]:
 
 def _arms(args: argparse.Namespace, replayer: _Replayer
           ) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    args.arm = args.arm or []
     if bool(args.arm) == bool(args.by):
         raise UsageError("give two or more --arm NAME=PATH, or input paths and --by KEY")
     if args.arm:
@@ -183,7 +184,7 @@ def _ordered(arms: dict[str, Any], baseline: str | None) -> list[str]:
 
 def _gates(args: argparse.Namespace, metrics) -> list[WorseGate]:
     gates: list[WorseGate] = []
-    for text in args.fail_if_worse:
+    for text in args.fail_if_worse or ():
         try:
             gates.extend(parse_worse(text))
         except GateError as exc:
