@@ -277,6 +277,11 @@ class RunIdentity:
     run_id_given: bool = False
     #: what a pushed run's source carries (``full``, ``inputs``: docs/ingest.md)
     fidelity: str | None = None
+    #: the experiment (arm, condition) the run belongs to, and its other labels (the
+    #: record's ``labels``; not ``labels()``, the Prometheus label set):
+    #: ``meta.json``, the trace's path, ``--label`` (``traces.labels``)
+    experiment: str | None = None
+    run_labels: dict[str, str] = field(default_factory=dict)
 
     def labels(self) -> dict[str, str]:
         return {"run_id": self.run_id, "instance_id": self.instance_id,

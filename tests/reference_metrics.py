@@ -116,17 +116,20 @@ def record(instance_id: str, init: Sequence[tuple[str, int, int]],
     union = {g: set().union(*(u[g] for u in per_step)) for g in GRANULARITIES}
     pred = step_units(final, contents, symbols_of) if final is not None else union
     n = len(per_step)
+    final_block = {}
+    for g in GRANULARITIES:
+        cov = _ratio(len(gold[g] & pred[g]), len(gold[g]))
+        prec = _ratio(len(gold[g] & pred[g]), len(pred[g]))
+        final_block[g] = {"coverage": cov, "precision": prec,
+                          "intersection": len(gold[g] & pred[g]), "gold_size": len(gold[g]),
+                          "pred_size": len(pred[g]),
+                          # the harmonic mean; 0 when both are 0 (ContextBench leaves it open)
+                          "f1": 2 * cov * prec / (cov + prec) if cov + prec > 0 else 0.0}
     sums = {g: sum(len(u[g]) for u in per_step) for g in GRANULARITIES}
     return {
         "instance_id": instance_id,
         "num_steps": n,
-        "final": {g: {
-            "coverage": _ratio(len(gold[g] & pred[g]), len(gold[g])),
-            "precision": _ratio(len(gold[g] & pred[g]), len(pred[g])),
-            "intersection": len(gold[g] & pred[g]),
-            "gold_size": len(gold[g]),
-            "pred_size": len(pred[g]),
-        } for g in GRANULARITIES},
+        "final": final_block,
         "trajectory": {
             "steps": trajectory,
             # one float addition after another, as the evaluator's sum() on CPython 3.11

@@ -137,7 +137,9 @@ def test_redundancy_stops_only_the_runaway(summary):
 def test_cost_known_only_at_the_end_stops_at_the_last_step(summary):
     p = by_policy(summary, "cost")
     assert stops(p) == {"runaway-1": 30}
-    assert p["saved"] == {"steps": 0, "tokens": 0, "cost_usd": 0.0, "cost_estimated": False}
+    assert p["saved"] == {"steps": 0, "tokens": 0, "tokens_estimated": False, "cost_usd": 0.0,
+                          "cost_estimated": False}
+    assert p["stop_estimated"] is False   # a stream: live, the cost too comes only at the end
 
 
 def test_backtest_decides_at_the_same_steps_as_the_live_watcher(tmp_path, res):

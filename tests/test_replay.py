@@ -117,13 +117,15 @@ def test_hand_computed_record(batch):
     # bytes notes [0,15] (16) + mod [0,45] (46) = 62; symbols f, g.
     assert rec["num_steps"] == 3
     assert rec["final"]["file"] == {"coverage": 1.0, "precision": 1.0, "intersection": 2,
-                                    "gold_size": 2, "pred_size": 2}
+                                    "gold_size": 2, "pred_size": 2, "f1": 1.0}
     assert rec["final"]["line"] == {"coverage": 1.0, "precision": 0.4, "intersection": 4,
-                                    "gold_size": 4, "pred_size": 10}
+                                    "gold_size": 4, "pred_size": 10, "f1": 0.8 / 1.4}
+    # F1 = 2PR/(P+R): (2 · 30/38 · 30/62) / (30/38 + 30/62) = 60/100
     assert rec["final"]["span"] == {"coverage": 30 / 38, "precision": 30 / 62,
-                                    "intersection": 30, "gold_size": 38, "pred_size": 62}
+                                    "intersection": 30, "gold_size": 38, "pred_size": 62,
+                                    "f1": pytest.approx(0.6)}
     assert rec["final"]["symbol"] == {"coverage": 1.0, "precision": 0.5, "intersection": 1,
-                                      "gold_size": 1, "pred_size": 2}
+                                      "gold_size": 1, "pred_size": 2, "f1": 1.0 / 1.5}
     # Steps (paths resolved, new.txt is not a file at the base commit):
     # 1: notes 1-4   2: mod 5-6 (bytes [24,45], def g)   3: notes 3-5 (bytes [8,19]).
     steps = rec["trajectory"]["steps"]
@@ -205,19 +207,23 @@ def test_csv_has_benchkit_columns(batch):
     _replay(batch, "--csv", str(out))
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == (
+    benchkit = (
         ["instance_id", "run_id", "trace"]
         + [f"contextbench_final_{g}_{m}" for g in ("file", "line", "span", "symbol")
            for m in ("coverage", "precision")]
         + [f"contextbench_traj_auc_{g}" for g in ("file", "line", "span", "symbol")]
         + [f"contextbench_traj_redundancy_{g}" for g in ("file", "line", "span", "symbol")]
         + ["contextbench_editloc_recall", "contextbench_editloc_precision", "error"])
+    # Benchkit's columns come first, in its order; streameval's own follow them
+    assert list(rows[0])[:len(benchkit)] == benchkit
     first = rows[0]
     assert first["instance_id"] == "acme__widgets-1"
     assert float(first["contextbench_final_line_precision"]) == 0.4
     assert float(first["contextbench_final_span_coverage"]) == 30 / 38
     assert float(first["contextbench_editloc_recall"]) == 0.5
     assert first["error"] == ""
+    assert float(first["contextbench_final_line_f1"]) == pytest.approx(0.8 / 1.4)
+    assert first["gold_source"] == '{"file":"gold.jsonl","kind":"dataset"}'
     ghost = rows[1]
     assert ghost["error"].startswith("missing_gold:")
     assert all(ghost[c] == "" for c in ghost if c.startswith("contextbench_"))
@@ -434,7 +440,7 @@ def test_unified_final_context_is_only_what_the_record_states(batch):
         assert files_only["num_steps"] == 3
         assert files_only["final"]["file"] == {"coverage": 0.5, "precision": 1.0,
                                                "intersection": 1, "gold_size": 2,
-                                               "pred_size": 1}
+                                               "pred_size": 1, "f1": 2 * 0.5 / 1.5}
     finally:
         context.repos.close()
 

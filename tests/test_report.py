@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from streameval.report.tables import BENCHKIT_COLUMNS, aggregate, format_table, write_benchkit_csv
+from streameval.report.columns import write_parquet
+from streameval.report.fields import METRICS
+from streameval.report.tables import (
+    BENCHKIT_COLUMNS,
+    COLUMNS,
+    aggregate,
+    format_table,
+    write_benchkit_csv,
+)
 
 
 def _g(inter: int, gold: int, pred: int) -> dict:
@@ -64,7 +72,21 @@ def test_final_macro_is_the_mean_of_instances_micro_sums_first():
     assert line["micro"]["coverage"] == pytest.approx(10 / 12)
     assert line["micro"]["precision"] == pytest.approx(10 / 31)
     # empty G and P everywhere: the 1.0 conventions hold for sums too
-    assert aggregate(RECORDS)["final"]["symbol"]["micro"] == {"coverage": 1.0, "precision": 1.0}
+    assert aggregate(RECORDS)["final"]["symbol"]["micro"] == {"coverage": 1.0, "precision": 1.0,
+                                                              "f1": 1.0}
+
+
+def test_f1_macro_is_the_mean_of_the_runs_f1_micro_is_the_f1_of_the_sums():
+    f = aggregate(RECORDS)["final"]["file"]
+    # per run: a 2·1·(1/4)/(1 + 1/4) = 0.4; b 2·(1/3)·1/(4/3) = 0.5; c coverage 0: 0
+    assert f["macro"]["f1"] == pytest.approx((0.4 + 0.5 + 0.0) / 3)
+    # micro: coverage 4/12, precision 4/7 -> 2·(1/3)(4/7) / (1/3 + 4/7) = 8/19
+    assert f["micro"]["f1"] == pytest.approx(8 / 19)
+
+
+def test_f1_of_a_run_that_found_and_read_nothing_is_0():
+    rec = _record("z", (0, 3, 5), (0, 4, 9), auc=0.0, red=0.0)
+    assert aggregate([rec])["final"]["file"]["macro"]["f1"] == 0.0
 
 
 def test_trajectory_is_macro():
@@ -95,8 +117,8 @@ def test_table_labels_macro_and_micro():
     assert "instances: 6  evaluated: 3  errors: 3" in table
     lines = table.splitlines()
     file_row = next(line for line in lines if line.startswith("file "))
-    # macro coverage, micro coverage, macro precision, micro precision
-    assert file_row.split()[1:] == ["0.444", "0.333", "0.750", "0.571"]
+    # macro coverage, micro coverage, macro precision, micro precision, macro F1, micro F1
+    assert file_row.split()[1:] == ["0.444", "0.333", "0.750", "0.571", "0.300", "0.421"]
     assert any(line.startswith("macro") for line in lines)
     assert any(line.startswith("micro") for line in lines)
     assert "EditLoc over 2 instance(s)" in table
@@ -107,7 +129,8 @@ def test_benchkit_csv(tmp_path: Path):
     write_benchkit_csv(RECORDS, path)
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert tuple(rows[0]) == BENCHKIT_COLUMNS
+    # Benchkit's columns first, in its order; then the identity and every other number
+    assert tuple(rows[0]) == COLUMNS and COLUMNS[:len(BENCHKIT_COLUMNS)] == BENCHKIT_COLUMNS
     assert [r["instance_id"] for r in rows] == ["a", "b", "c", "d", "", "e"]
     assert float(rows[0]["contextbench_final_file_precision"]) == 0.25
     assert float(rows[1]["contextbench_final_line_coverage"]) == 0.9
@@ -115,3 +138,41 @@ def test_benchkit_csv(tmp_path: Path):
     assert rows[2]["contextbench_editloc_recall"] == ""
     assert rows[3]["error"] == "missing_gold: no gold row for 'd'"
     assert all(rows[3][c] == "" for c in BENCHKIT_COLUMNS if c.startswith("contextbench_"))
+
+
+def _traced(rec: dict, **extra) -> dict:
+    return {**rec, "run_id": rec["instance_id"] + "-r", "agent": "mini-swe-agent",
+            "model": "gemini", "tool_calls": 7, "first_gold_file_step": 3,
+            "tokens": {"input": 10, "output": 5, "cache_read": 0, "cache_creation": 0},
+            "cost_usd": 0.25, "experiment": "agents-md", "labels": {"prompt": "B"},
+            "gold_source": {"kind": "patch", "file": "p.jsonl", "context": 0}, **extra}
+
+
+def test_csv_has_who_the_run_is_and_every_number(tmp_path: Path):
+    path = tmp_path / "out.csv"
+    write_benchkit_csv([_traced(RECORDS[0]), RECORDS[3]], path)
+    with open(path, newline="") as fh:
+        a, d = list(csv.DictReader(fh))
+    assert (a["agent"], a["model"], a["experiment"]) == ("mini-swe-agent", "gemini", "agents-md")
+    assert a["labels"] == '{"prompt":"B"}'
+    assert a["gold_source"] == '{"context":0,"file":"p.jsonl","kind":"patch"}'
+    assert (a["steps"], a["tool_calls"], a["tokens"], a["cost_usd"]) == ("2", "7", "15", "0.25")
+    assert a["contextbench_final_file_f1"] == repr(2 * 1 * 0.25 / 1.25)
+    assert a["first_gold_file_step"] == "3"
+    assert a["file_mrr"] == ""          # a record without localisation: empty, never 0
+    assert d["error"].startswith("missing_gold") and all(d[m.column] == "" for m in METRICS)
+
+
+def test_parquet_columns_are_typed(tmp_path: Path):
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "out.parquet"
+    write_parquet([_traced(RECORDS[0]), RECORDS[3]], path)
+    table = pq.read_table(path)
+    assert tuple(table.column_names) == COLUMNS
+    assert str(table.schema.field("tokens").type) == "int64"
+    assert str(table.schema.field("contextbench_final_line_f1").type) == "double"
+    assert str(table.schema.field("labels").type) == "string"
+    rows = table.to_pylist()
+    assert rows[0]["tokens"] == 15 and rows[0]["cost_usd"] == 0.25
+    assert rows[0]["experiment"] == "agents-md" and rows[1]["tokens"] is None

@@ -365,8 +365,9 @@ def test_record_has_the_metrics_md_keys_in_order(repo, index):
     assert list(rec) == ["instance_id", "num_steps", "final", "trajectory"]
     assert rec["instance_id"] == "owner__repo-1"
     assert list(rec["final"]) == ["file", "symbol", "span", "line"]
+    # the evaluator's five fields, then F1 (an extra field may follow, none is renamed)
     assert list(rec["final"]["span"]) == ["coverage", "precision", "intersection", "gold_size",
-                                          "pred_size"]
+                                          "pred_size", "f1"]
     assert list(rec["trajectory"]) == ["steps", "auc_coverage", "redundancy"]
     assert list(rec["trajectory"]["steps"][0]) == ["step", "coverage"]
     assert list(rec["trajectory"]["steps"][0]["coverage"]) == ["file", "symbol", "span", "line"]

@@ -174,8 +174,8 @@ def test_record_equals_reference(repo, init, add, run, final, with_symbols, resu
     assert snap.num_steps == len(run)
     for g in GRANULARITIES:
         n = snap.granularities[g]
-        assert (n.coverage, n.precision, n.intersection, n.gold_size, n.pred_size) == tuple(
-            expected["final"][g].values())
+        assert (n.coverage, n.precision, n.intersection, n.gold_size, n.pred_size,
+                n.f1) == tuple(expected["final"][g].values())
         assert n.auc_coverage == expected["trajectory"]["auc_coverage"][g]
         assert n.redundancy == expected["trajectory"]["redundancy"][g]
 

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("streameval.commands.watch", "follow running agents' traces and serve Prometheus metrics"),
     "demo": ("streameval.commands.demo", "play the bundled example run live with metrics served"),
     "abort-backtest": ("streameval.commands.abort_backtest", "replay traces through abort policies and report"),
+    "compare": ("streameval.commands.compare", "compare agents or conditions on paired instances, with error bars"),
 }
 
 

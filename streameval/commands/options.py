@@ -81,8 +81,38 @@ def port_number(text: str) -> int:
 # --------------------------------------------------------------------------- shared options
 
 def add_gold(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--gold", required=required, metavar="PATH",
-                   help="gold context: parquet, JSON or JSONL file, or a directory of annot.json")
+    """``--gold``, and ``--gold-from-patch`` with ``--patch-context``: one of the two is
+    needed when gold is (``check_gold``), so neither is required by argparse itself."""
+    p.add_argument("--gold", metavar="PATH",
+                   help="gold context: parquet, JSON or JSONL file, or a directory of annot.json"
+                        + (" (this or --gold-from-patch is required)" if required else ""))
+    p.add_argument("--gold-from-patch", metavar="FILE",
+                   help="reference patches (JSONL or parquet of instance_id, patch, and "
+                        "repo, base_commit): the base lines each patch changes are the gold "
+                        "of instances --gold does not name (docs/metrics.md §1b)")
+    p.add_argument("--patch-context", type=non_negative_int, default=0, metavar="N",
+                   help="with --gold-from-patch: widen each changed run by N lines")
+    p.set_defaults(_gold_required=required)
+
+
+def check_gold(args: argparse.Namespace) -> None:
+    """A UsageError when gold is needed and neither --gold nor --gold-from-patch is given."""
+    from streameval.errors import UsageError
+
+    if getattr(args, "_gold_required", False) and not (
+            getattr(args, "gold", None) or getattr(args, "gold_from_patch", None)):
+        raise UsageError("give --gold FILE or --gold-from-patch FILE")
+
+
+def add_labels(p: argparse.ArgumentParser) -> None:
+    """``--label key=value`` and ``--label-from-path TEMPLATE`` (traces.labels)."""
+    p.add_argument("--label", action="append", default=None, metavar="KEY=VALUE",
+                   help="label every run (repeatable); experiment=NAME sets the run's "
+                        "experiment; overrides meta.json and the path")
+    p.add_argument("--label-from-path", metavar="TEMPLATE",
+                   help="labels from each trace's path, e.g. 'runs/{experiment}/{instance}': "
+                        "{name} takes one path component (matched at the end of the trace's "
+                        "directory, else of its path)")
 
 
 def add_repos(p: argparse.ArgumentParser | Any) -> None:
@@ -128,8 +158,13 @@ def add_sources(p: argparse.ArgumentParser, gold_required: bool = True) -> None:
 def resources(args: argparse.Namespace):
     """The gold, repositories, symbol index and tool map the options name; a file that
     cannot be used is a UsageError naming it (``load_resources``)."""
+    check_gold(args)
     return load_resources(args.gold, _str(args.repos), _str(args.repo),
-                          getattr(args, "tool_map", None), getattr(args, "grammars", None))
+                          getattr(args, "tool_map", None), getattr(args, "grammars", None),
+                          getattr(args, "gold_from_patch", None),
+                          getattr(args, "patch_context", 0) or 0,
+                          tuple(getattr(args, "label", None) or ()),
+                          getattr(args, "label_from_path", None))
 
 
 def _str(p: Path | str | None) -> str | None:

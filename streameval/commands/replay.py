@@ -16,14 +16,18 @@ from typing import IO, Any
 from streameval.commands import otlp_options
 from streameval.commands.options import (
     add_format,
+    add_labels,
     add_server,
     add_sources,
+    check_gold,
     non_negative_float,
     positive_float,
     positive_int,
 )
 from streameval.playback.reenact import LiveTable, default_linger, reenact
 from streameval.report import tables as report
+from streameval.report.columns import write_parquet
+from streameval.report.gate import GateError, Threshold, fail_under, parse_thresholds
 from streameval.report.otel import from_record
 from streameval.report.progress import Progress
 from streameval.runs.batch import (
@@ -46,9 +50,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="trace files, unified prediction files (JSON/JSONL) or "
                              "directories holding them")
     add_sources(parser)
+    add_labels(parser)
     add_format(parser)
     parser.add_argument("--out", metavar="FILE", help="JSONL output (stdout when not given)")
-    parser.add_argument("--csv", metavar="FILE", help="also write Benchkit-style CSV columns")
+    parser.add_argument("--csv", metavar="FILE",
+                        help="also write one CSV row per run: the Benchkit columns, then who "
+                             "the run is and every other number (docs/replay.md)")
+    parser.add_argument("--parquet", metavar="FILE",
+                        help="also write the CSV's columns as a parquet table")
+    parser.add_argument("--fail-under", metavar="METRIC=X[,...]", type=_thresholds,
+                        help="exit 1 when a metric's mean over the scored runs is below X, "
+                             "e.g. line.coverage=0.6,file.f1=0.5 (names: docs/compare.md)")
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="worker processes (output order stays the input order)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
@@ -77,6 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     otlp_options.add_otlp(parser)
 
 
+def _thresholds(text: str) -> list[Threshold]:
+    try:
+        return parse_thresholds(text)
+    except GateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parse_shard(text: str) -> tuple[int, int]:
     try:
         k, n = (int(x) for x in text.split("/"))
@@ -88,10 +107,12 @@ def _parse_shard(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit code: 0 if any instance was evaluated, 1 if none could be, 2 on usage errors."""
+    """Exit code: 0 if any instance was evaluated and every ``--fail-under`` gate passed,
+    1 if none could be or a gate failed, 2 on usage errors."""
     if not (args.repos or args.repo):
         print("streameval replay: give --repos DIR and/or --repo DIR", file=sys.stderr)
         return 2
+    check_gold(args)   # UsageError: exit 2
     context = BatchContext.build(*_sources(args))   # a file that cannot be used: UsageError
     if not args.quiet:
         for iid, message in context.gold.errors:
@@ -110,8 +131,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         out: IO[bytes] = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115
-        if args.csv:   # found unwritable now, not after the whole batch
-            open(args.csv, "ab").close()
+        for side in (args.csv, args.parquet):   # found unwritable now, not after the batch
+            if side:
+                open(side, "ab").close()
     except OSError as e:
         print(f"streameval replay: cannot write {e.filename}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -167,10 +189,17 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
 
     if args.csv:
         report.write_benchkit_csv(kept, args.csv)
+    if args.parquet:
+        write_parquet(kept, args.parquet)
     if not args.quiet:
         table = report.format_table(report.aggregate(kept))
         print(table, end="", file=sys.stderr if not args.out else sys.stdout)
-    return 0 if any("error" not in r for r in kept) else 1
+    if not any("error" not in r for r in kept):
+        return 1
+    failures = fail_under(kept, args.fail_under) if args.fail_under else []
+    for line in failures:
+        print(f"streameval replay: --fail-under: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def _engine(args: argparse.Namespace, jobs: list[Job], context: BatchContext):
@@ -192,15 +221,13 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sources(args) -> Sources:
-    """What a worker process needs to build its own context: gold, repos, tool map and
-    the grammar set (chosen once here, so every worker parses with the same)."""
+    """What a worker process needs to build its own context: gold, repos, tool map, the
+    grammar set (chosen once here, so every worker parses with the same) and labels."""
 
     return (args.gold, _text(args.repos), _text(args.repo), args.tool_map,
-            getattr(args, "grammars", None) or default_grammars())
-
-
-def _text(p: Any) -> str | None:
-    return None if p is None else str(p)
+            getattr(args, "grammars", None) or default_grammars(),
+            args.gold_from_patch, args.patch_context, tuple(args.label or ()),
+            args.label_from_path)
 
 
 def _text(p: Any) -> str | None:

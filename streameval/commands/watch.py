@@ -15,6 +15,7 @@ from streameval import config
 from streameval.commands import otlp_options
 from streameval.commands.options import (
     add_format,
+    add_labels,
     add_server,
     add_sources,
     non_negative_float,
@@ -34,6 +35,7 @@ from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, metavar="DIR", help="directory holding the agents' trace files")
     add_sources(p)
+    add_labels(p)   # applied where runs get their identity (runs.evaluate.run_identity)
     add_server(p)
     add_format(p)
     p.add_argument("--glob", action="append", dest="globs", metavar="PATTERN",

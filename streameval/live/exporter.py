@@ -36,6 +36,7 @@ LOCK_WAIT = 0.25    # seconds a scrape waits for the table lock before serving c
 HELP: dict[str, str] = {
     "streameval_coverage_ratio": "Coverage |G∩P|/|G| of the context read so far (docs/metrics.md §3).",
     "streameval_precision_ratio": "Precision |G∩P|/|P| of the context read so far.",
+    "streameval_f1_ratio": "F1 = 2PR/(P+R) of coverage and precision so far, 0 when both are 0 (docs/metrics.md §3).",
     "streameval_auc_coverage_ratio": "Mean per-step coverage so far (AUC-coverage).",
     "streameval_redundancy_ratio": "1 - |union of steps| / Σ|step| so far.",
     "streameval_gold_size": "|G|: gold files, symbols, bytes or lines of the instance.",
@@ -77,6 +78,7 @@ HELP: dict[str, str] = {
 RUN_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("streameval_coverage_ratio", "gauge", ("granularity",)),
     ("streameval_precision_ratio", "gauge", ("granularity",)),
+    ("streameval_f1_ratio", "gauge", ("granularity",)),
     ("streameval_auc_coverage_ratio", "gauge", ("granularity",)),
     ("streameval_redundancy_ratio", "gauge", ("granularity",)),
     ("streameval_gold_size", "gauge", ("granularity",)),
@@ -175,6 +177,7 @@ def _run_rows(run: LiveRun, snap: RunSnapshot) -> list[Row]:
         n = scores.granularities[g]
         rows += [("streameval_coverage_ratio", (g,), n.coverage),
                  ("streameval_precision_ratio", (g,), n.precision),
+                 ("streameval_f1_ratio", (g,), n.f1),
                  ("streameval_auc_coverage_ratio", (g,), n.auc_coverage),
                  ("streameval_redundancy_ratio", (g,), n.redundancy),
                  ("streameval_gold_size", (g,), float(n.gold_size))]

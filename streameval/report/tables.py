@@ -14,7 +14,6 @@ Error records (``{"instance_id", "error"}``) are counted, never averaged in.
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,23 +21,12 @@ from typing import Any
 
 from streameval.errors import Reason
 from streameval.model import GRANULARITIES
+from streameval.report.columns import BENCHKIT_COLUMNS, COLUMNS, record_row, write_csv
+from streameval.scoring.f1 import f1
 from streameval.scoring.sums import left_mean
 
-__all__ = ["BENCHKIT_COLUMNS", "aggregate", "benchkit_row", "format_table", "write_benchkit_csv"]
-
-#: docs/metrics.md §4, "Benchkit column names", granularities in Benchkit's order.
-_BENCHKIT_ORDER = ("file", "line", "span", "symbol")
-#: ``run_id`` and ``trace`` join a row to its run (and its trace file): several runs of one
-#: instance are several rows
-BENCHKIT_COLUMNS: tuple[str, ...] = (
-    ("instance_id", "run_id", "trace")
-    + tuple(f"contextbench_final_{g}_{m}" for g in _BENCHKIT_ORDER
-            for m in ("coverage", "precision"))
-    + tuple(f"contextbench_traj_auc_{g}" for g in _BENCHKIT_ORDER)
-    + tuple(f"contextbench_traj_redundancy_{g}" for g in _BENCHKIT_ORDER)
-    + ("contextbench_editloc_recall", "contextbench_editloc_precision", "error")
-)
-
+__all__ = ["BENCHKIT_COLUMNS", "COLUMNS", "aggregate", "benchkit_row", "format_table",
+           "write_benchkit_csv"]
 
 _REASONS = frozenset(r.value for r in Reason)
 
@@ -56,17 +44,28 @@ def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
         inter = sum(int(x.get("intersection", 0)) for x in rows)
         gold = sum(int(x.get("gold_size", 0)) for x in rows)
         pred = sum(int(x.get("pred_size", 0)) for x in rows)
+        micro_cov, micro_prec = _ratio(inter, gold, 1.0), _ratio(inter, pred, 1.0)
         out[g] = {
+            # macro F1 is the mean of the runs' F1, not the F1 of the mean coverage and
+            # precision; micro F1 is the F1 of the micro coverage and precision
             "macro": {"coverage": left_mean([x["coverage"] for x in rows]),
-                      "precision": left_mean([x["precision"] for x in rows])},
+                      "precision": left_mean([x["precision"] for x in rows]),
+                      "f1": left_mean([_record_f1(x) for x in rows])},
             # Empty G gives coverage 1.0 and empty P precision 1.0 (docs/metrics.md §3),
             # summed sizes follow the same convention.
-            "micro": ({"coverage": _ratio(inter, gold, 1.0),
-                       "precision": _ratio(inter, pred, 1.0)} if rows else
-                      {"coverage": None, "precision": None}),
+            "micro": ({"coverage": micro_cov, "precision": micro_prec,
+                       "f1": f1(micro_cov, micro_prec)} if rows else
+                      {"coverage": None, "precision": None, "f1": None}),
             "intersection": inter, "gold_size": gold, "pred_size": pred,
         }
     return out
+
+
+def _record_f1(block: dict[str, Any]) -> float:
+    """A final block's F1: the record's own, else (a record written before F1 was
+    recorded) from its coverage and precision by the same rule."""
+    value = block.get("f1")
+    return float(value) if value is not None else f1(block["coverage"], block["precision"])
 
 
 def _trajectory(evaluated: list[dict[str, Any]], key: str) -> dict[str, float | None]:
@@ -132,12 +131,13 @@ def format_table(agg: dict[str, Any]) -> str:
         lines.append("errors by reason: " + ", ".join(
             f"{k} {v}" for k, v in agg["errors_by_reason"].items()))
     lines += ["",
-              f"{'final context':<14}{'coverage':>16}{'precision':>18}",
-              f"{'':<14}{'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}"]
+              f"{'final context':<14}{'coverage':>16}{'precision':>18}{'F1':>18}",
+              f"{'':<14}{'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}"]
     for g in GRANULARITIES:
         row = agg["final"][g]
         lines.append(f"{g:<14}{_f(row['macro']['coverage'])}{_f(row['micro']['coverage'])}  "
-                     f"{_f(row['macro']['precision'])}{_f(row['micro']['precision'])}")
+                     f"{_f(row['macro']['precision'])}{_f(row['micro']['precision'])}  "
+                     f"{_f(row['macro']['f1'])}{_f(row['micro']['f1'])}")
     lines += ["",
               f"{'trajectory':<14}{'AUC-coverage':>16}{'redundancy':>18}",
               f"{'':<14}{'macro':>16}{'macro':>18}"]
@@ -156,36 +156,13 @@ def format_table(agg: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- CSV
 
 
-def _cell(value: Any) -> str:
-    return "" if value is None else repr(float(value))
-
-
 def benchkit_row(record: dict[str, Any]) -> dict[str, str]:
-    """One record as Benchkit's flat columns; an error leaves every number empty."""
-    row = {c: "" for c in BENCHKIT_COLUMNS}
-    for key in ("instance_id", "run_id", "trace"):
-        row[key] = str(record.get(key) or "")
-    if "error" in record:
-        row["error"] = str(record["error"])
-        return row
-    final = record.get("final", {})
-    traj = record.get("trajectory", {})
-    for g in _BENCHKIT_ORDER:
-        for m in ("coverage", "precision"):
-            row[f"contextbench_final_{g}_{m}"] = _cell(final.get(g, {}).get(m))
-        row[f"contextbench_traj_auc_{g}"] = _cell(traj.get("auc_coverage", {}).get(g))
-        row[f"contextbench_traj_redundancy_{g}"] = _cell(traj.get("redundancy", {}).get(g))
-    editloc = record.get("editloc")
-    if isinstance(editloc, dict):
-        row["contextbench_editloc_recall"] = _cell(editloc.get("recall"))
-        row["contextbench_editloc_precision"] = _cell(editloc.get("precision"))
-    return row
+    """One record as CSV cells (``report.columns``): Benchkit's columns, then the rest;
+    an error leaves every number empty."""
+    return {c: "" if v is None else (repr(v) if isinstance(v, float) else str(v))
+            for c, v in record_row(record).items()}
 
 
 def write_benchkit_csv(records: Iterable[dict[str, Any]], path: str | Path) -> None:
-    """Benchkit-style CSV (docs/metrics.md §4): one row per record, input order."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(BENCHKIT_COLUMNS))
-        writer.writeheader()
-        for record in records:
-            writer.writerow(benchkit_row(record))
+    """The CSV of ``--csv`` (docs/replay.md): one row per record, input order."""
+    write_csv(records, path)

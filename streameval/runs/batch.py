@@ -47,13 +47,25 @@ class TraceJob:
 
 
 @dataclass(slots=True)
+class UnifiedJob:
+    """One unified prediction, and the file it came from (``--label-from-path`` reads it)."""
+
+    record: UnifiedRecord
+    source: str | None = None
+
+    @property
+    def instance_id(self) -> str:
+        return self.record.instance_id
+
+
+@dataclass(slots=True)
 class ErrorJob:
     """An input already known to be unusable; its record is ready."""
 
     record: Record
 
 
-Job = UnifiedRecord | TraceJob | ErrorJob
+Job = UnifiedJob | TraceJob | ErrorJob
 
 
 class JobSelectionError(Exception):
@@ -103,7 +115,7 @@ def _jobs_for_file(path: Path, fmt: str | None, instance: str | None,
             yield ErrorJob(Record.error(item.instance_id, item.reason, item.message,
                                   source=item.position))
         else:
-            yield item
+            yield UnifiedJob(item, str(path))
 
 
 def collect_jobs(inputs: Iterable[str], fmt: str | None = None,
@@ -132,7 +144,7 @@ def shard_of(key: str, n: int) -> int:
 
 
 def job_key(job: Job) -> str:
-    if isinstance(job, UnifiedRecord):
+    if isinstance(job, UnifiedJob):
         return job.instance_id
     if isinstance(job, TraceJob):
         return job.key
@@ -174,16 +186,23 @@ class BatchContext:
         return self.res.repos
 
     @classmethod
-    def build(cls, gold_path: str, repos_dir: str | None, repo: str | None,
-              tool_map: str | None = None, grammars: str | None = None) -> BatchContext:
-        """Raises UsageError naming the gold, repository or map that cannot be used."""
-        return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars), gold_path)
+    def build(cls, gold_path: str | None, repos_dir: str | None, repo: str | None,
+              tool_map: str | None = None, grammars: str | None = None,
+              gold_from_patch: str | None = None, patch_context: int = 0,
+              labels: tuple[str, ...] = (), label_from_path: str | None = None
+              ) -> BatchContext:
+        """Raises UsageError naming the gold, repository, map or label that cannot be used."""
+        return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars,
+                                  gold_from_patch, patch_context, labels, label_from_path),
+                   gold_path or gold_from_patch or "")
 
 
 _WORKER_CONTEXT: BatchContext | None = None
 
 
-Sources = tuple[str, str | None, str | None, str | None, str | None]
+#: ``BatchContext.build``'s arguments: what a worker process needs to build its own
+Sources = tuple[str | None, str | None, str | None, str | None, str | None, str | None, int,
+                tuple[str, ...], str | None]
 
 
 def _init_worker(sources: Sources) -> None:
@@ -223,8 +242,8 @@ def evaluate_job(job: Job, context: BatchContext) -> list[Record]:
     try:
         if isinstance(job, ErrorJob):
             return [job.record]
-        if isinstance(job, UnifiedRecord):
-            return [evaluate_unified(job, context)]
+        if isinstance(job, UnifiedJob):
+            return [evaluate_unified(job.record, context, job.source)]
         # never empty: a trace with no run in it is still one run (coverage 0)
         return evaluate_trace(job.path, context.res, fmt=job.fmt, instance=job.instance,
                               root=Path(job.root) if job.root else None)
@@ -236,7 +255,7 @@ def evaluate_job(job: Job, context: BatchContext) -> list[Record]:
 
 
 def _job_id(job: Job) -> str | None:
-    if isinstance(job, UnifiedRecord):
+    if isinstance(job, UnifiedJob):
         return job.instance_id
     if isinstance(job, TraceJob):
         from streameval.traces.identity import identify
@@ -248,11 +267,13 @@ def _job_id(job: Job) -> str | None:
 # --------------------------------------------------------------------------- unified
 
 
-def evaluate_unified(rec: UnifiedRecord, context: BatchContext) -> dict[str, Any]:
+def evaluate_unified(rec: UnifiedRecord, context: BatchContext,
+                     source: str | None = None) -> dict[str, Any]:
     """One unified prediction record -> its docs/metrics.md §5 record, through the same
     session engine as every trace (the format's rules live in ``formats.unified`` and
-    ``session``)."""
-    identity = RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id)
+    ``session``). ``source`` is the predictions file (its path may carry labels)."""
+    identity = context.res.labels.apply(
+        RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id), source)
     session = make_session(context.res, identity, "unified")
     if session.error is not None:
         return Record.error(rec.instance_id, session.error)

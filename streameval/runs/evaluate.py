@@ -31,8 +31,16 @@ def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
     says which instance it ran (or, failing that, the file name carries a gold id).
     The first run's id is the trace's session id (Claude Code, Codex) unless meta.json
     names it. Later runs of the same file (OpenHands holds one instance per line) are
-    the trace's own instances, their run ids suffixed.
+    the trace's own instances, their run ids suffixed. The command's label rules
+    (``--label``, ``--label-from-path``) are laid over meta.json's last.
     """
+    return res.labels.apply(_run_identity(base, trace_instance, index, res, explicit, trace,
+                                          session_id), trace)
+
+
+def _run_identity(base: RunIdentity, trace_instance: str | None, index: int,
+                  res: Resources, explicit: bool, trace: Path | None,
+                  session_id: str | None) -> RunIdentity:
     if index == 0 and session_id and not base.run_id_given:
         base = replace(base, run_id=session_id)
     if not trace_instance:

@@ -53,9 +53,15 @@ class Record(dict):
 
 def error_record(identity: RunIdentity, error: str) -> Record:
     """The error record of a run whose identity is known; ``error`` is already
-    ``reason: message`` (a session's ``error``)."""
+    ``reason: message`` (a session's ``error``). A run with an experiment or labels
+    keeps them, so a comparison counts its errors in its arm."""
+    extra: dict[str, Any] = {}
+    if identity.experiment is not None:
+        extra["experiment"] = identity.experiment
+    if identity.run_labels:
+        extra["labels"] = dict(identity.run_labels)
     return Record.error(identity.instance_id, error, run_id=identity.run_id,
-                        trace=identity.trace)
+                        trace=identity.trace, **extra)
 
 
 def record_line(record: dict) -> bytes:

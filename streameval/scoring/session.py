@@ -35,8 +35,9 @@ from streameval.model import (
 from streameval.reading.paths import resolve_step
 from streameval.reading.steps import StepBuilder
 from streameval.scoring.editloc import editloc
+from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
-from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, token_counts
+from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, UsageSoFar, token_counts
 from streameval.scoring.state import InstanceState
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,18 @@ class _Tokens:
         #: the pushed sources the numbers came from (``Usage.source``), by kind
         self.incremental_sources: set[str] = set()
         self.cumulative_source: str | None = None
+        self.any_usage = False
+        self.any_incremental = False
+        self.any_incremental_cost = False
+
+    def so_far(self) -> int | None:
+        """All tokens reported so far (the four kinds); None before the trace reported
+        any usage: a format that states its usage only at the end (mini-swe-agent) does
+        not know what the run had spent at a given step, and 0 would be a wrong number."""
+        return self.totals()[0].total if self.any_usage else None
 
     def add(self, usage: Usage) -> None:
+        self.any_usage = True
         t = usage.tokens
         if usage.cumulative:
             self.cumulative_source = usage.source
@@ -101,6 +112,7 @@ class _Tokens:
             return
         if usage.source is not None:
             self.incremental_sources.add(usage.source)
+        self.any_incremental = True
         inc = self.incremental
         inc.input_tokens += t.input_tokens
         inc.output_tokens += t.output_tokens
@@ -109,6 +121,15 @@ class _Tokens:
         if usage.cost_usd is not None:
             self.cost_incremental += float(usage.cost_usd)
             self.any_cost = True
+            self.any_incremental_cost = True
+
+    def so_far_by_kind(self) -> UsageSoFar:
+        """Both running figures as reported so far (``UsageSoFar``)."""
+        return UsageSoFar(
+            self.incremental.total if self.any_incremental else None,
+            self.cost_incremental if self.any_incremental_cost else None,
+            self.cumulative.total if self.cumulative is not None else None,
+            self.cost_cumulative)
 
     def totals(self) -> tuple[TokenUsage, float | None]:
         tokens = self.cumulative if self.cumulative is not None else self.incremental
@@ -153,6 +174,9 @@ class RunSession:
         self.extras = RunExtras()
         self._tokens = _Tokens()
         self._gold_files, self._gold_lines = _gold_context_sets(gold)
+        #: the files shown, in the order first shown (docs/metrics.md §7b); its first
+        #: gold milestone is the first gold file read (§7)
+        self.ranking = FileRanking(self._gold_files)
         self.trace_info = RunInfo()
         self.last_call: ToolCall | None = None
         self.ended = False
@@ -274,12 +298,16 @@ class RunSession:
         self._steps += 1
         n = self._steps
         ex = self.extras
-        if ex.first_gold_file_step is None and any(f in self._gold_files for f in step.files):
+        seconds = self._since_start(ts)
+        ranking = self.ranking
+        had_gold = ranking.first_gold is not None
+        ranking.add(step.files, n, seconds, self._tokens.so_far())
+        if not had_gold and ranking.first_gold is not None:
             ex.first_gold_file_step = n
-            ex.first_gold_file_seconds = self._since_start(ts)
+            ex.first_gold_file_seconds = seconds
         if ex.first_gold_line_step is None and self._touches_gold_lines(step):
             ex.first_gold_line_step = n
-            ex.first_gold_line_seconds = self._since_start(ts)
+            ex.first_gold_line_seconds = seconds
 
     def _touches_gold_lines(self, step: Step) -> bool:
         for path, ranges in step.spans.items():
@@ -351,6 +379,11 @@ class RunSession:
     def num_steps(self) -> int:
         return self._steps
 
+    def usage_so_far(self) -> UsageSoFar:
+        """The usage the trace has reported so far, per-message sums and run totals apart
+        (what a backtest needs to tell what the steps after a stop spent)."""
+        return self._tokens.so_far_by_kind()
+
     def snapshot(self) -> RunSnapshot:
         """The run now, as one value (``scoring.snapshot``): what every reader reads."""
         ex = self.extras
@@ -376,7 +409,8 @@ class RunSession:
             editloc=editloc, editloc_final=patch is not None,
             patch_source=self.patch_source or ("trace" if self.trace_patch else None),
             grammars=self.symbols_grammars, has_repo=self.view is not None,
-            last_call=self.last_call, version=self.version)
+            last_call=self.last_call, version=self.version,
+            localisation=self.ranking.numbers() if self.state is not None else None)
 
     def record(self) -> Record:
         """The docs/metrics.md §5 record plus run identity and live extras."""
@@ -420,6 +454,7 @@ class RunSession:
             "shown_lines": dict(snap.shown_lines),
             "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
         })
+        rec.update(self._tail())
         rec.session_id = snap.session_id
         return rec
 
@@ -434,6 +469,19 @@ class RunSession:
         if self.identity.fidelity is not None and tokens.total:
             return "trace"
         return None
+
+    def _tail(self) -> dict[str, Any]:
+        """The fields every scored record ends with (docs/metrics.md §5): localisation
+        (§7b), the repository (compare clusters by it), which gold the numbers were
+        measured against (§1b), and the run's experiment and labels."""
+        ident = self.identity
+        return {
+            "localisation": self.ranking.numbers(),
+            "repo": self.gold.repo if self.gold is not None else None,
+            "gold_source": self.gold.source_record() if self.gold is not None else None,
+            "experiment": ident.experiment,
+            "labels": dict(ident.run_labels),
+        }
 
     def agent_model(self) -> tuple[str, str]:
         """meta.json's agent and model, else what the trace says (as labels and records
@@ -468,6 +516,7 @@ class RunSession:
             return Record.error(self.identity.instance_id, Reason.NO_CONTEXT_EXTRACTED)
         rec = self._echo_ids(self.state.record(self.final_patch))
         rec["grammars"] = self.symbols_grammars
+        rec.update(self._tail())
         return rec
 
 

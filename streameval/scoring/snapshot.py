@@ -24,6 +24,19 @@ def token_counts(tokens: TokenUsage) -> dict[str, int]:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageSoFar:
+    """What a run's trace had reported of its usage at one moment, kept apart by kind:
+    the sum of per-message increments, and the latest run total (a cumulative field is
+    a total, never summed). None: not reported (yet). ``live.abort.savings`` reads it
+    after every tool call to tell what the steps after a stop spent."""
+
+    incremental_tokens: int | None = None
+    incremental_cost: float | None = None
+    cumulative_tokens: int | None = None
+    cumulative_cost: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FirstGoldRead:
     """When gold was first shown: the step (1-based) and seconds since the run began."""
 
@@ -82,6 +95,8 @@ class RunSnapshot:
     last_call: ToolCall | None
     #: bumped by every event: two snapshots of one run at one version are equal
     version: int
+    #: the record's ``localisation`` block (docs/metrics.md §7b); None when not scored
+    localisation: Mapping[str, object] | None = None
 
     @property
     def run_id(self) -> str:

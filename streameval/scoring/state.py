@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from streameval.intervals import IntervalSet
 from streameval.model import GRANULARITIES, Step
 from streameval.sane import line
+from streameval.scoring.f1 import f1
 from streameval.sources.symbols import Definition
 
 if TYPE_CHECKING:  # symbols.py loads tree-sitter: imported only where it is used
@@ -45,6 +46,11 @@ class GranularityNumbers:
     auc_coverage: float
     redundancy: float
     step_sum: int  # Σ_t |step t|
+
+    @property
+    def f1(self) -> float:
+        """docs/metrics.md §3: ``scoring.f1`` of this coverage and precision."""
+        return f1(self.coverage, self.precision)
 
 
 @dataclass(slots=True)
@@ -235,13 +241,17 @@ class _Context:
                         self.inter[g] += gold_spans.overlap(x, y)
 
     def numbers(self, gold_size: dict[str, int], g: str) -> dict[str, Any]:
-        """The ``final`` block of one granularity (docs/metrics.md §4, 5)."""
+        """The ``final`` block of one granularity (docs/metrics.md §4, 5): the evaluator's
+        five fields, then ``f1`` (an extra field, §3)."""
+        coverage = _ratio(self.inter[g], gold_size[g])
+        precision = _ratio(self.inter[g], self.size[g])
         return {
-            "coverage": _ratio(self.inter[g], gold_size[g]),
-            "precision": _ratio(self.inter[g], self.size[g]),
+            "coverage": coverage,
+            "precision": precision,
             "intersection": self.inter[g],
             "gold_size": gold_size[g],
             "pred_size": self.size[g],
+            "f1": f1(coverage, precision),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -38,6 +38,19 @@ class GoldInstance:
     init_ctx: list[GoldSpan] = field(default_factory=list)
     add_ctx: list[GoldSpan] = field(default_factory=list)
     patch: str | None = None          # the gold patch, informational only
+    #: where the gold came from (``gold_source`` of records): ``dataset`` (a gold file's
+    #: rows) or ``patch`` (a reference patch, docs/metrics.md §1b), the file's name, and
+    #: the context lines a patch's runs were widened by
+    source: str = "dataset"
+    source_file: str | None = None
+    patch_context: int | None = None
+
+    def source_record(self) -> dict[str, object]:
+        """The record's ``gold_source``: what gold the numbers were measured against."""
+        out: dict[str, object] = {"kind": self.source, "file": self.source_file}
+        if self.source == "patch":
+            out["context"] = self.patch_context
+        return out
 
     @property
     def gold_context(self) -> list[GoldSpan]:
@@ -144,6 +157,8 @@ def load_gold(path: str | os.PathLike[str]) -> GoldSet:
         rows = _file_rows(p)
     for n, (fallback_id, row) in enumerate(rows):
         _add_row(gold, row, fallback_id or f"{p.name}#{n + 1}")
+    for inst in gold:
+        inst.source_file = p.name   # records name the gold file, not where it was
     if not len(gold):
         why = (f"{len(gold.errors)} rejected, the first {gold.errors[0][0]}: {gold.errors[0][1]}"
                if gold.errors else "no rows at all")

@@ -17,6 +17,7 @@ import orjson
 from streameval import sane
 from streameval.fileio import PATCH, SideFileError, read_limited
 from streameval.model import RunIdentity
+from streameval.traces.labels import labels_of
 from streameval.traces.names import trace_suffixes
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,8 @@ def identify(trace: Path, instance: str | None = None,
         trace=rel,
         run_id_given=bool(given),
         fidelity=meta.get("fidelity") if meta.get("fidelity") in ("full", "inputs") else None,
+        experiment=_str_or(meta.get("experiment"), "") or None,
+        run_labels=dict(sorted(labels_of(meta.get("labels")).items())),
     )
 
 

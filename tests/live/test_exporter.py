@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from claude_run import APP, UTIL, Claude, make_setup
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -52,6 +53,11 @@ def test_run_series_carry_the_state_numbers(tmp_path):
     assert get("streameval_coverage_ratio", {**LABELS, "granularity": "line"}) == 1.0
     # line gold is init_ctx only (6 lines); predicted: app.py 1-20 and util.py 1-3
     assert get("streameval_precision_ratio", {**LABELS, "granularity": "line"}) == 6 / 23
+    # F1 = 2PR/(P+R) = 2 · (6/23) · 1 / (6/23 + 1) = 12/29
+    assert get("streameval_f1_ratio", {**LABELS, "granularity": "line"}) == pytest.approx(12 / 29)
+    assert get("streameval_f1_ratio", {**LABELS, "granularity": "file"}) == pytest.approx(
+        2 * get("streameval_precision_ratio", {**LABELS, "granularity": "file"})
+        / (1 + get("streameval_precision_ratio", {**LABELS, "granularity": "file"})))
     assert get("streameval_steps_total", LABELS) == 2.0
     assert get("streameval_tool_calls_total", {**LABELS, "category": "read"}) == 2.0
     assert get("streameval_tool_calls_total", {**LABELS, "category": "edit"}) == 1.0

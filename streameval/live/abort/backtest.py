@@ -6,11 +6,12 @@ live) and once more when the trace ends (live does it after each batch). The eng
 runs dry: nothing is written, posted or signalled.
 
 Per policy the report gives the runs it would have stopped, the step at which
-(median/min/max), what stopping would have saved (final minus at-stop steps, tokens
-and cost), and the *wrongful* stops: stopped runs that went on to reach high final
-coverage (``--high-coverage`` at ``--granularity``) or a correct edit location
-(final EditLoc recall > 0). A policy is worth turning on when it saves a lot and
-stops few good runs.
+(median/min/max), what stopping would have saved (the steps after the stop, and the
+tokens and cost they spent: measured where the trace reported usage as it went,
+estimated and marked where it did not, ``savings``), and the *wrongful* stops: stopped
+runs that went on to reach high final coverage (``--high-coverage`` at
+``--granularity``) or a correct edit location (final EditLoc recall > 0). A policy is
+worth turning on when it saves a lot and stops few good runs.
 """
 
 from __future__ import annotations
@@ -20,10 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streameval.errors import StreamevalError
+from streameval.live.abort.savings import (
+    Saving,
+    UsagePoint,
+    crossing_point,
+    reported_before_end,
+    saving,
+)
 from streameval.live.table import LiveRun, run_key
 from streameval.live.watch import is_trace
 from streameval.runs.evaluate import land_file_patch, make_session, run_identity
 from streameval.runs.reader import TraceReader
+from streameval.scoring.snapshot import UsageSoFar
 from streameval.traces.files import iter_lines, open_adapter
 from streameval.traces.identity import identify, patch_beside, walk_files
 
@@ -42,6 +51,13 @@ class RunOutcome:
     editloc_recall: float | None  # None: no patch
     error: str | None = None
     stops: dict = field(default_factory=dict)  # policy -> abort.Decision
+    #: the run after each tool call, and at its end (``savings``)
+    timeline: list[UsagePoint] = field(default_factory=list)
+    end: UsagePoint | None = None
+    #: policy -> the point it stopped the run at
+    stop_points: dict[str, UsagePoint] = field(default_factory=dict)
+    #: a whole document its agent rewrites after every step (usage known only as a total)
+    document: bool = False
 
     def good(self, high: float) -> bool:
         """The run ended well: high coverage, or a patch that edits a gold location."""
@@ -77,6 +93,8 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
                            None, error=f"{exc.reason.value}: {exc}")]
     runs: list[LiveRun] = []
     stops: dict[str, dict] = {}  # run key -> policy -> Decision
+    timelines: dict[str, list[UsagePoint]] = {}
+    stop_points: dict[str, dict[str, UsagePoint]] = {}
 
     def factory(trace_instance: str | None, session_id: str | None):
         ident = run_identity(identity, trace_instance, len(runs), res, trace=path,
@@ -85,11 +103,14 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
         key = run_key(path, len(runs))
         run = LiveRun(key=key, session=session, first_seen=0.0)
         runs.append(run)
-        stops[key] = {}
+        stops[key], timelines[key], stop_points[key] = {}, [], {}
 
         def after_call(s, _outcome, _call) -> None:  # as live: after every tool call
+            point = _point(s)
+            timelines[run.key].append(point)
             for d in engine.check(run, path, None):
                 stops[run.key][d.policy] = d
+                stop_points[run.key][d.policy] = point
 
         session.listeners.append(after_call)
         return session
@@ -100,11 +121,20 @@ def backtest_trace(path: Path, res, engine, granularity: str = "line", *,
     land_file_patch(reader.close(), patch_beside(path))
     out = []
     for run in runs:
+        end = _point(run.session)
         for d in engine.check(run, path, None):  # what the end of the trace brought (usage...)
             stops[run.key][d.policy] = d
-        out.append(_outcome(run, path, stops[run.key], granularity))
+            stop_points[run.key][d.policy] = end
+        o = _outcome(run, path, stops[run.key], granularity)
+        o.timeline, o.end, o.stop_points = timelines[run.key], end, stop_points[run.key]
+        o.document = bool(getattr(adapter, "document", False))
+        out.append(o)
     engine.forget(set())  # runs of different files are independent: keep memory flat
     return out
+
+
+def _point(session) -> UsagePoint:
+    return UsagePoint(session.extras.tool_calls, session.num_steps, session.usage_so_far())
 
 
 def _outcome(run, path: Path, stops: dict, granularity: str) -> RunOutcome:
@@ -117,21 +147,33 @@ def _outcome(run, path: Path, stops: dict, granularity: str) -> RunOutcome:
                       stops=stops)
 
 
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Where a policy stopped a run (re-placed, ``estimated``, for a budget a document
+    trace reports only as a total) and what that saved."""
+
+    step: int
+    estimated: bool
+    saved_steps: int
+    saved: Saving
+
+
+def stop_of(o: RunOutcome, policy) -> Stop:
+    """The policy's stop of ``o`` and its saving (``savings``)."""
+    d = o.stops[policy.name]
+    end = o.end or UsagePoint(0, o.steps, UsageSoFar())
+    point = o.stop_points.get(policy.name, end)
+    estimated = False
+    if (policy.kind in ("tokens", "cost") and o.document and point.calls == end.calls
+            and not reported_before_end(o.timeline)):
+        crossed = crossing_point(o.timeline, end, d.value, policy.limit)
+        if crossed is not None:
+            point, estimated = crossed, True
+    step = point.steps if estimated else d.step
+    return Stop(step, estimated, max(0, o.steps - step), saving(point, end))
+
+
 # ---------------------------------------------------------------------- summarizing
-
-
-def _cost_at_stop(o: RunOutcome, d) -> tuple[float, float, bool] | None:
-    """(final cost, cost at the stop, estimated?) for a stopped run whose cost is known.
-
-    Many traces state the cost only at the end (Claude's ``total_cost_usd``): the cost
-    at the stop is then estimated in proportion to the tokens used by then.
-    """
-    if o.cost_usd is None:
-        return None
-    if d.cost_usd is not None:
-        return o.cost_usd, d.cost_usd, False
-    share = min(1.0, d.tokens / o.tokens) if o.tokens else 1.0
-    return o.cost_usd, o.cost_usd * share, True
 
 
 def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
@@ -139,30 +181,39 @@ def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
     """The numbers of the report, per policy (JSON-ready)."""
     policies = []
     for p in config.policies:
-        stopped = [(o, o.stops[p.name]) for o in outcomes if p.name in o.stops]
-        steps = [d.step for _o, d in stopped]
-        costs = [c for c in (_cost_at_stop(o, d) for o, d in stopped) if c is not None]
-        wrongful = [o for o, _d in stopped if o.error is None and o.good(high)]
+        stopped = [(o, stop_of(o, p)) for o in outcomes if p.name in o.stops]
+        steps = [st.step for _o, st in stopped]
+        tokens = [st.saved.tokens for _o, st in stopped if st.saved.tokens is not None]
+        costs = [st.saved.cost_usd for _o, st in stopped if st.saved.cost_usd is not None]
+        wrongful = [o for o, _st in stopped if o.error is None and o.good(high)]
         policies.append({
             "policy": p.name, "kind": p.kind, "action": p.action,
             "runs": len(outcomes), "stopped": len(stopped),
             "stop_step": ({"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
                           if steps else None),
+            "stop_estimated": any(st.estimated for _o, st in stopped),
             "saved": {
-                "steps": sum(max(0, o.steps - d.step) for o, d in stopped),
-                "tokens": sum(max(0, o.tokens - d.tokens) for o, d in stopped),
-                "cost_usd": sum(max(0.0, final - at) for final, at, _est in costs) if costs else None,
-                "cost_estimated": any(est for _f, _a, est in costs),
+                "steps": sum(st.saved_steps for _o, st in stopped),
+                "tokens": sum(tokens),
+                "tokens_estimated": any(st.saved.tokens_estimated for _o, st in stopped),
+                "cost_usd": sum(costs) if costs else None,
+                "cost_estimated": any(st.saved.cost_estimated for _o, st in stopped),
             },
             "wrongful": len(wrongful),
             "wrongful_runs": [o.run_id for o in wrongful],
-            "stopped_runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "step": d.step,
-                              "final_steps": o.steps, "reason": d.reason} for o, d in stopped],
+            "stopped_runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "step": st.step,
+                              "step_estimated": st.estimated, "final_steps": o.steps,
+                              "saved_tokens": st.saved.tokens,
+                              "saved_tokens_estimated": st.saved.tokens_estimated,
+                              "saved_cost_usd": st.saved.cost_usd,
+                              "saved_cost_estimated": st.saved.cost_estimated,
+                              "reason": o.stops[p.name].reason} for o, st in stopped],
         })
     return {
         "high_coverage": high, "granularity": granularity,
         "runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "trace": o.trace,
-                  "steps": o.steps, "tokens": o.tokens, "cost_usd": o.cost_usd,
+                  "steps": o.steps, "tool_calls": o.end.calls if o.end else None,
+                  "tokens": o.tokens, "cost_usd": o.cost_usd,
                   "coverage": o.coverage, "editloc_recall": o.editloc_recall,
                   "error": o.error, "good": o.error is None and o.good(high),
                   "stopped_by": sorted(o.stops)} for o in outcomes],
@@ -181,15 +232,23 @@ def format_table(summary: dict) -> str:
              f"{'saved steps':>11} {'saved tokens':>12} {'saved $':>8} {'wrongful':>8}"]
     for p in summary["policies"]:
         st = p["stop_step"]
-        step = f"{st['median']:g}/{st['min']}/{st['max']}" if st else "-"
-        cost = p["saved"]["cost_usd"]
+        step = f"{'~' if p['stop_estimated'] else ''}{st['median']:g}/{st['min']}/{st['max']}" \
+            if st else "-"
+        saved = p["saved"]
+        cost = saved["cost_usd"]
         lines.append(
             f"{p['policy']:<20} {p['kind']:<11} {p['stopped']:>3}/{p['runs']:<3} {step:>17} "
-            f"{p['saved']['steps']:>11} {p['saved']['tokens']:>12} "
-            f"{'-' if cost is None else f'{cost:.2f}':>7}{'*' if p['saved']['cost_estimated'] else ' '}"
+            f"{saved['steps']:>11} {saved['tokens']:>11}{'*' if saved['tokens_estimated'] else ' '}"
+            f" {'-' if cost is None else f'{cost:.2f}':>7}{'*' if saved['cost_estimated'] else ' '}"
             f" {p['wrongful']:>8}")
-    if any(p["saved"]["cost_estimated"] for p in summary["policies"]):
-        lines.append("* cost at the stop estimated from the share of tokens used by then")
+    if any(p["saved"]["tokens_estimated"] or p["saved"]["cost_estimated"]
+           for p in summary["policies"]):
+        lines.append("* estimated: the trace reports its usage only as a run total (in "
+                     "proportion to the tool calls after the stop), or its cost only at the "
+                     "end (by the share of tokens spent after the stop)")
+    if any(p["stop_estimated"] for p in summary["policies"]):
+        lines.append("~ stop estimated: a document trace keeps only its total usage; the "
+                     "budget is placed where even spending per tool call crosses it")
     wrong = [(p["policy"], p["wrongful_runs"]) for p in summary["policies"] if p["wrongful_runs"]]
     if wrong:
         lines.append("")
@@ -197,4 +256,5 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RunOutcome", "backtest_trace", "find_traces", "format_table", "summarize"]
+__all__ = ["RunOutcome", "Stop", "backtest_trace", "find_traces", "format_table", "stop_of",
+           "summarize"]

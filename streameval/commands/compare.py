@@ -1,0 +1,236 @@
+"""``streameval compare``: two or more arms, paired by instance, with honest error bars.
+
+The options; then each arm's records (a records file as replay writes it, or traces and
+predictions replayed here with the same engine), the arms reduced and compared
+(``report.arms``, ``report.compare``), the table printed, JSON / markdown / HTML written,
+and the ``--fail-if-worse`` gates checked (docs/compare.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from streameval.commands.options import (
+    add_format,
+    add_labels,
+    add_sources,
+    check_gold,
+    non_negative_int,
+    positive_int,
+)
+from streameval.errors import UsageError
+from streameval.report.arms import reduce_arm, split_records
+from streameval.report.bootstrap import DEFAULT_RESAMPLES
+from streameval.report.fields import select_metrics
+from streameval.report.gate import GateError, WorseGate, fail_if_worse, parse_worse
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="*", metavar="PATH",
+                   help="with --by: records files (replay's JSONL) or traces and predictions "
+                        "to replay, split into arms by --by")
+    p.add_argument("--arm", action="append", default=None, metavar="NAME=PATH",
+                   help="an arm and its records file, trace file or directory (repeatable; "
+                        "a NAME given twice gathers both paths); the first is the baseline A")
+    p.add_argument("--by", metavar="KEY",
+                   help="split the inputs' runs into arms by experiment, agent, model or "
+                        "label:KEY")
+    p.add_argument("--baseline", metavar="NAME", help="the arm the others are compared with "
+                   "(default: the first --arm, or the first --by value in sorted order)")
+    p.add_argument("--metrics", metavar="GLOB[,GLOB]",
+                   help="the metrics to compare, e.g. 'line.*,*.f1,tokens' (default: all; "
+                        "Holm's correction is over the ones shown)")
+    p.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES, metavar="N",
+                   help="bootstrap resamples")
+    p.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
+                   help="seed of the resampling (the same seed gives the same intervals)")
+    p.add_argument("--json", dest="json_out", metavar="FILE", help="write the report as JSON")
+    p.add_argument("--markdown", metavar="FILE", help="write the report as markdown")
+    p.add_argument("--html", metavar="FILE",
+                   help="write a self-contained page: the tables and each arm's coverage "
+                        "curve per step with its band")
+    p.add_argument("--fail-if-worse", action="append", default=None, metavar="METRIC[:MARGIN]",
+                   help="exit 1 when an arm is worse than the baseline on METRIC by more than "
+                        "MARGIN with 95%% confidence (repeatable, or comma-separated)")
+    p.add_argument("--quiet", action="store_true", help="no table on stdout")
+    add_sources(p, gold_required=False)
+    add_labels(p)
+    add_format(p)
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="worker processes when traces are replayed")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def is_records_file(path: Path) -> bool:
+    """A JSONL file of records as replay writes them (not traces or predictions): its
+    first line is an object with ``instance_id`` and a record's ``num_steps`` or
+    ``error``, and none of a unified prediction's ``traj_data``."""
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    obj = orjson.loads(line)
+                    return (isinstance(obj, dict) and "instance_id" in obj
+                            and ("num_steps" in obj or "error" in obj)
+                            and "traj_data" not in obj)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return False
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    out = []
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise UsageError(f"{path}:{n}: not a JSON record ({exc})") from None
+            if isinstance(obj, dict):
+                out.append(obj)
+    return out
+
+
+class _Replayer:
+    """Traces and predictions scored here, with one context for every arm."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.context = None
+
+    def records(self, path: Path) -> list[dict[str, Any]]:
+        from streameval.runs.batch import BatchContext, collect_jobs, evaluate_jobs
+        from streameval.sources.symbols import default_grammars
+
+        a = self.args
+        if not (a.repos or a.repo):
+            raise UsageError(f"{path} holds traces: give --repos DIR or --repo DIR (and "
+                             "--gold or --gold-from-patch) to score them, or a records file")
+        check_gold(argparse.Namespace(_gold_required=True, gold=a.gold,
+                                      gold_from_patch=a.gold_from_patch))
+        sources = (a.gold, _s(a.repos), _s(a.repo), a.tool_map,
+                   a.grammars or default_grammars(), a.gold_from_patch, a.patch_context,
+                   tuple(a.label or ()), a.label_from_path)
+        if self.context is None:
+            self.context = BatchContext.build(*sources)
+        jobs = list(collect_jobs([str(path)], a.fmt))
+        return [r for batch in evaluate_jobs(jobs, self.context, sources, a.workers)
+                for r in batch]
+
+    def close(self) -> None:
+        if self.context is not None:
+            self.context.repos.close()
+
+
+def _s(p: Any) -> str | None:
+    return None if p is None else str(p)
+
+
+def _load(path: Path, replayer: _Replayer) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    return read_records(path) if is_records_file(path) else replayer.records(path)
+
+
+def _arms(args: argparse.Namespace, replayer: _Replayer
+          ) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    args.arm = args.arm or []
+    if bool(args.arm) == bool(args.by):
+        raise UsageError("give two or more --arm NAME=PATH, or input paths and --by KEY")
+    if args.arm:
+        if args.inputs:
+            raise UsageError("with --arm, give each arm's paths in its --arm (no other paths)")
+        arms: dict[str, list[dict[str, Any]]] = {}
+        for spec in args.arm:
+            name, sep, path = spec.partition("=")
+            if not sep or not name.strip() or not path:
+                raise UsageError(f"--arm wants NAME=PATH, got {spec!r}")
+            arms.setdefault(name.strip(), []).extend(_load(Path(path), replayer))
+        return arms, 0
+    if not args.inputs:
+        raise UsageError("--by splits the runs of the input paths: give some")
+    records = [r for p in args.inputs for r in _load(Path(p), replayer)]
+    try:
+        by_arm, unnamed = split_records(records, args.by)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return dict(sorted(by_arm.items())), unnamed
+
+
+def _ordered(arms: dict[str, Any], baseline: str | None) -> list[str]:
+    names = list(arms)
+    if baseline is not None:
+        if baseline not in arms:
+            raise UsageError(f"--baseline {baseline!r} is not an arm; arms: {', '.join(names)}")
+        names.remove(baseline)
+        names.insert(0, baseline)
+    if len(names) < 2:
+        raise UsageError(f"a comparison needs two arms or more; found: {', '.join(names) or 'none'}")
+    return names
+
+
+def _gates(args: argparse.Namespace, metrics) -> list[WorseGate]:
+    gates: list[WorseGate] = []
+    for text in args.fail_if_worse or ():
+        try:
+            gates.extend(parse_worse(text))
+        except GateError as exc:
+            raise UsageError(str(exc)) from None
+    shown = {m.name for m in metrics}
+    for g in gates:
+        if g.name not in shown:
+            raise UsageError(f"--fail-if-worse {g.name}: not among the compared metrics "
+                             "(see --metrics)")
+    return gates
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit code: 0, 1 when a --fail-if-worse gate fails, 2 for a usage error."""
+    from streameval.report.compare import compare_arms, report_json
+    from streameval.report.compare_page import format_html
+    from streameval.report.compare_text import format_markdown, format_terminal
+
+    try:
+        metrics = select_metrics(args.metrics.split(",") if args.metrics else None)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    gates = _gates(args, metrics)
+    replayer = _Replayer(args)
+    try:
+        arms, unnamed = _arms(args, replayer)
+    finally:
+        replayer.close()
+    names = _ordered(arms, args.baseline)
+    reduced = [reduce_arm(n, arms[n], metrics) for n in names]
+    report = compare_arms(reduced, metrics, args.resamples, args.seed, unnamed=unnamed)
+    if not args.quiet:
+        sys.stdout.write(format_terminal(report))
+    for path, text in ((args.json_out, lambda: orjson.dumps(
+            report_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"),
+                       (args.markdown, lambda: format_markdown(report)),
+                       (args.html, lambda: format_html(report))):
+        if path:
+            try:
+                Path(path).write_text(text(), encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    failures = fail_if_worse(report, gates)
+    for line in failures:
+        print(f"streameval compare: --fail-if-worse: {line}", file=sys.stderr)
+    return 1 if failures else 0

@@ -1,0 +1,140 @@
+"""Arms of a comparison: records split by a key, repeated runs averaged, instances paired.
+
+A comparison asks whether arm B does better than arm A *on the same instances*. So the
+records of each arm are first reduced to one row per instance: the mean of each metric
+over the instance's scored runs (repeated runs are averaged first, so an instance run
+five times weighs as much as one run once), and the mean per-step coverage curve. Then
+the instances both arms scored are the pairs; the others are listed, never silently
+dropped (docs/compare.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from streameval.model import GRANULARITIES
+from streameval.report.fields import Metric
+
+__all__ = ["ArmInstances", "InstanceRow", "arm_key", "cluster_of", "instance_key",
+           "reduce_arm", "split_records"]
+
+#: ``--by`` values: a record field, or ``label:KEY``
+BY_FIELDS = ("experiment", "agent", "model")
+_SWE_ID = re.compile(r"^(?P<owner>[^_/\s]+(?:_[^_/\s]+)*)__(?P<name>.+)-\d+$")
+
+
+def instance_key(record: dict[str, Any]) -> str:
+    """What pairs two runs: the gold row's own id when the record names one (two arms
+    may spell the instance differently), else the id the input gave."""
+    return str(record.get("gold_instance_id") or record.get("instance_id"))
+
+
+def cluster_of(record: dict[str, Any]) -> str:
+    """The repository a run's instance belongs to (runs of one repository are alike, so
+    they are resampled together): the record's ``repo`` (``owner/name``, lower case,
+    without ``.git``), else the ``owner__name`` of a SWE-bench style id, else the
+    instance itself (a cluster of one)."""
+    repo = record.get("repo")
+    if isinstance(repo, str) and repo.strip():
+        r = repo.strip().rstrip("/").removesuffix(".git").lower()
+        return "/".join(r.split("/")[-2:])
+    iid = str(record.get("instance_id") or "")
+    m = _SWE_ID.match(iid.removeprefix("instance_"))
+    return f"{m['owner']}/{m['name']}".lower() if m else f"instance:{instance_key(record)}"
+
+
+def arm_key(record: dict[str, Any], by: str) -> str | None:
+    """The arm a record belongs to under ``--by`` (None: the record does not say)."""
+    if by.startswith("label:"):
+        value = (record.get("labels") or {}).get(by[len("label:"):])
+    elif by in BY_FIELDS:
+        value = record.get(by)
+    else:
+        raise ValueError(f"--by wants experiment, agent, model or label:KEY, got {by!r}")
+    return None if value in (None, "", "unknown") else str(value)
+
+
+def split_records(records: Iterable[dict[str, Any]], by: str
+                  ) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    """Records by arm (arms in order of first appearance), and how many records name no
+    arm (they are left out, and counted)."""
+    arms: dict[str, list[dict[str, Any]]] = {}
+    unnamed = 0
+    for rec in records:
+        key = arm_key(rec, by)
+        if key is None:
+            unnamed += 1
+        else:
+            arms.setdefault(key, []).append(rec)
+    return arms, unnamed
+
+
+@dataclass(slots=True)
+class InstanceRow:
+    """One instance of one arm: its metrics averaged over its scored runs."""
+
+    key: str
+    instance_id: str
+    cluster: str
+    runs: int
+    values: dict[str, float | None]
+    #: per granularity, the mean per-step coverage of its runs (a run that stopped
+    #: keeps its last coverage)
+    curve: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ArmInstances:
+    """An arm reduced to instances; ``errors`` counts its runs that could not be scored,
+    ``errors_only`` the instances that have no scored run at all."""
+
+    name: str
+    rows: dict[str, InstanceRow]
+    runs: int
+    errors: int
+    errors_only: list[str]
+
+
+def _curve(records: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    per_run = [[s.get("coverage", {}) for s in (r.get("trajectory") or {}).get("steps") or []]
+               for r in records]
+    length = max((len(c) for c in per_run), default=0)
+    out: dict[str, list[float]] = {}
+    for g in GRANULARITIES:
+        rows = []
+        for steps in per_run:
+            values = [float(s.get(g, 0.0)) for s in steps]
+            last = values[-1] if values else 0.0
+            rows.append(values + [last] * (length - len(values)))
+        out[g] = [sum(col) / len(col) for col in zip(*rows)] if rows else []
+    return out
+
+
+def reduce_arm(name: str, records: Iterable[dict[str, Any]], metrics: Sequence[Metric],
+               curves: bool = True) -> ArmInstances:
+    """One row per instance: each metric is the mean over the instance's scored runs
+    that have it (None when none has)."""
+    scored: dict[str, list[dict[str, Any]]] = {}
+    errored: dict[str, int] = {}
+    runs = errors = 0
+    for rec in records:
+        runs += 1
+        key = instance_key(rec)
+        if "error" in rec:
+            errors += 1
+            errored[key] = errored.get(key, 0) + 1
+        else:
+            scored.setdefault(key, []).append(rec)
+    rows: dict[str, InstanceRow] = {}
+    for key, recs in scored.items():
+        values: dict[str, float | None] = {}
+        for m in metrics:
+            vs = [v for v in (m.value(r) for r in recs) if v is not None]
+            values[m.name] = sum(vs) / len(vs) if vs else None
+        rows[key] = InstanceRow(key, str(recs[0].get("instance_id")), cluster_of(recs[0]),
+                                len(recs), values, _curve(recs) if curves else {})
+    return ArmInstances(name, rows, runs, errors,
+                        sorted(k for k in errored if k not in scored))
