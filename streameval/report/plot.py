@@ -34,17 +34,8 @@ def coverage_svg(record: dict[str, Any], width: int = 640, height: int = 320,
         return top + ph * (1.0 - v)
 
     title = title or f"{record.get('run_id', record.get('instance_id', ''))}: coverage per step"
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="20" font-size="14">{escape(title)}</text>']
-    for v in (0.0, 0.25, 0.5, 0.75, 1.0):
-        out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" '
-                   f'stroke="#ddd"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '
-                   f'text-anchor="end">{v:g}</text>')
-    for i in sorted({1, n, *range(5, n, 5)}) if steps else []:
-        out.append(f'<text x="{x(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">step</text>')
+    ticks = sorted({1, n, *range(5, n, 5)}) if steps else []
+    out = _frame(width, height, left, top, pw, ph, title, ticks, x, y)
     for k, g in enumerate(GRANULARITIES):
         pts = " ".join(f"{x(s['step']):.1f},{y(float(s['coverage'][g])):.1f}" for s in steps)
         if pts:
@@ -74,18 +65,8 @@ def arms_svg(curves: Sequence[tuple[str, Sequence[float], Sequence[float], Seque
     def y(v: float) -> float:
         return top + ph * (1.0 - max(0.0, min(1.0, v)))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="20" font-size="14">{escape(title)}</text>']
-    for v in (0.0, 0.25, 0.5, 0.75, 1.0):
-        out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" '
-                   f'stroke="#ddd"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '
-                   f'text-anchor="end">{v:g}</text>')
     ticks = sorted({1, n, *range(10, n, 10)}) if n > 1 else [1]
-    for i in ticks:
-        out.append(f'<text x="{x(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">step</text>')
+    out = _frame(width, height, left, top, pw, ph, title, ticks, x, y)
     for k, (arm, mean, low, high) in enumerate(curves):
         color = ARM_COLORS[k % len(ARM_COLORS)]
         if mean:
@@ -103,3 +84,21 @@ def arms_svg(curves: Sequence[tuple[str, Sequence[float], Sequence[float], Seque
                    f'<text x="{left + pw + 32}" y="{ly + 4}">{escape(arm[:16])}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _frame(width: int, height: int, left: float, top: float, pw: float, ph: float,
+           title: str, ticks: list[int], x, y) -> list[str]:
+    """The parts every coverage plot shares: the canvas, its title, the coverage grid
+    (0 to 1) and the step axis with its ``ticks``."""
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14">{escape(title)}</text>']
+    for v in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" '
+                   f'stroke="#ddd"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '
+                   f'text-anchor="end">{v:g}</text>')
+    for i in ticks:
+        out.append(f'<text x="{x(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">step</text>')
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
+from streameval.intervals import merge_ranges
 from streameval.reading.diffs import parse_diff
 from streameval.sources.gold import GoldInstance, GoldSpan, normalize_gold_path
 
@@ -63,16 +64,7 @@ def _init_lines(spans: Iterable[GoldSpan]) -> dict[str, list[tuple[int, int]]]:
         a, b = sorted((span.start_line, span.end_line))
         if a > 0:
             raw.setdefault(span.file, []).append((a, b))
-    merged: dict[str, list[tuple[int, int]]] = {}
-    for path, ranges in raw.items():
-        out: list[tuple[int, int]] = []
-        for a, b in sorted(ranges):
-            if out and a <= out[-1][1] + 1:
-                out[-1] = (out[-1][0], max(out[-1][1], b))
-            else:
-                out.append((a, b))
-        merged[path] = out
-    return merged
+    return {path: merge_ranges(ranges) for path, ranges in raw.items()}
 
 
 def _count_inside(nums: Iterable[int], ranges: list[tuple[int, int]]) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from streameval.intervals import merge_ranges
 from streameval.reading.diffs import changed_runs, parse_diff
 from streameval.sources.gold import GoldInstance, GoldSpan, normalize_gold_path
 
@@ -52,7 +53,7 @@ def changed_base_lines(patch: str) -> dict[str, list[tuple[int, int]]]:
                 else:                    # an insertion after old_start (0: at the top)
                     a = b = max(1, run.old_start)
                 out.setdefault(path, []).append((a, b))
-    return {path: _merged(ranges) for path, ranges in out.items() if ranges}
+    return {path: merge_ranges(ranges) for path, ranges in out.items() if ranges}
 
 
 def gold_from_patch(instance_id: str, patch: str, context: int = 0, *,
@@ -75,17 +76,8 @@ def gold_from_patch(instance_id: str, patch: str, context: int = 0, *,
         if last is not None:
             # a context line past the end of the file is no line of it (§3, "Lines")
             widened = [(a, max(a, min(b, last))) for a, b in widened]
-        spans.extend(GoldSpan(path, a, b) for a, b in _merged(widened))
+        spans.extend(GoldSpan(path, a, b) for a, b in merge_ranges(widened))
     return GoldInstance(instance_id=instance_id, repo=repo, base_commit=base_commit,
                         init_ctx=spans, patch=patch, source="patch", source_file=source_file,
                         patch_context=context)
 
-
-def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(ranges):
-        if out and a <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
