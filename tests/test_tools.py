@@ -24,14 +24,17 @@ from streameval.tools import (
 )
 
 KINDS = {"shell", "editor", "claude_read", "grep", "glob", "ls", "claude_edit", "file_change",
-         "apply_patch", "ipython", "other"}
+         "apply_patch", "ipython", "gemini_read", "gemini_read_many", "gemini_ls", "gemini_grep",
+         "gemini_edit", "other"}
 
 #: the tools that truly are ``other``: they show no repository code and change none.
 #: A tool added with category ``other`` must be added here on purpose.
 TRULY_OTHER = {"todowrite", "todoread", "todo_list", "task", "tasklist", "agent", "update_plan",
                "think", "webfetch", "websearch", "web_search", "exitplanmode", "bashoutput",
                "killbash", "killshell", "finish", "submit", "recall", "message", "browse",
-               "read_mcp_resource", "listmcpresourcestool", "readmcpresourcetool", "view_image"}
+               "read_mcp_resource", "listmcpresourcestool", "readmcpresourcetool", "view_image",
+               # Claude Code's deferred-tool search; Gemini CLI's web, memory and plan tools
+               "toolsearch", "google_web_search", "web_fetch", "save_memory", "write_todos"}
 
 
 def call(tool: str, **inp: object) -> ToolCall:
