@@ -24,6 +24,7 @@ from streameval.model import Edit, Read, ToolCall, TreeOp
 from streameval.reading import editor, gemini, native
 from streameval.reading.categories import categorize
 from streameval.reading.ipython import ipython_call
+from streameval.reading.powershell import analyze_powershell, powershell_script
 from streameval.reading.shell import ShellAnalysis, analyze
 from streameval.reading.toolmap import ToolMap, mapped_reads
 from streameval.tools import (
@@ -117,7 +118,13 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
         return None
     refused = _refused(call)
     output = None if call.interrupted or refused else call.output
-    analysis = analyze(command, output, call.cwd, state.scripts)
+    script = powershell_script(call.input.get("command", call.input.get("cmd")), call.cwd)
+    if script is not None:   # PowerShell: parsed for reading, never run
+        analysis = analyze_powershell(
+            script, output, call.cwd,
+            lambda text, out, cwd: analyze(text, out, cwd, state.scripts))
+    else:
+        analysis = analyze(command, output, call.cwd, state.scripts)
     if refused:
         # the agent's harness refused the call before running it: the command is
         # categorized by what it would have run, but it showed and changed nothing
