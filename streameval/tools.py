@@ -90,7 +90,10 @@ _GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
                         # Claude Code's search for deferred tools (2.1): finds tools, not code
                         "toolsearch",
                         # Gemini CLI: the web, its memory file, its plan
-                        "google_web_search", "web_fetch", "save_memory", "write_todos")),
+                        "google_web_search", "web_fetch", "save_memory", "write_todos",
+                        # Codex Desktop: the app's terminal panel of the thread (what the
+                        # user's terminal shows, not a file)
+                        "read_thread_terminal")),
 )
 #: SWE-agent 0.x's own commands, run in its shell (``open f 273``, ``edit 10:12``...)
 _SWE_AGENT = frozenset({"open", "goto", "scroll_up", "scroll_down", "search_file",

@@ -64,11 +64,16 @@ _VALUED = {
                       "exclude", "culture"},
     "select-object": {"first", "last", "skip", "skiplast", "index", "expandproperty",
                       "property", "excludeproperty"},
+    "set-content": {"path", "literalpath", "value", "encoding", "filter", "include"},
+    "add-content": {"path", "literalpath", "value", "encoding", "filter", "include"},
+    "out-file": {"filepath", "literalpath", "encoding", "width", "inputobject"},
 }
 _COMMON = {"erroraction", "ea", "errorvariable", "ev", "warningaction", "wa", "outvariable",
            "ov", "outbuffer", "ob", "pipelinevariable", "pv", "informationaction", "infa"}
 _POSITIONAL = {"get-content": ["path"], "get-childitem": ["path", "filter"],
-               "select-string": ["pattern", "path"], "select-object": ["property"]}
+               "select-string": ["pattern", "path"], "select-object": ["property"],
+               "set-content": ["path", "value"], "add-content": ["path", "value"],
+               "out-file": ["filepath"]}
 #: cmdlets that write the file they name
 _WRITERS = {"set-content": "edit", "add-content": "edit", "out-file": "edit"}
 #: cmdlets that move files about, counted as their POSIX counterparts are
@@ -208,9 +213,9 @@ def _source(name: str, cmd: Command, env: dict[str, str], res: ShellAnalysis,
         cats.append("edit")
         args = _args(name, cmd, env)
         words = args.named.get("path") or args.named.get("filepath") or \
-            args.named.get("literalpath") or (cmd.args[0] if cmd.args else [])
+            args.named.get("literalpath") or []
         for w in words:
-            if w.static and not w.text.startswith("-"):
+            if w.static:
                 res.edits.append(Edit(w.text))
         return _Producer("opaque")
     if name in _AS_POSIX:
@@ -265,9 +270,11 @@ def _stage(name: str, cmd: Command, env: dict[str, str], p: _Producer, res: Shel
             p.kind = "loose"
         return p
     if name in _WRITERS:   # | Set-Content f, | Out-File f: written, not shown
-        target = cmd.args[0][0] if cmd.args and cmd.args[0] else None
-        if target is not None and target.static and not target.text.startswith("-"):
-            res.edits.append(Edit(target.text))
+        args = _args(name, cmd, env)
+        for w in args.named.get("path") or args.named.get("filepath") or \
+                args.named.get("literalpath") or []:
+            if w.static:
+                res.edits.append(Edit(w.text))
         cats.append("edit")
         return _Producer("opaque")
     return _Producer("opaque")
@@ -334,6 +341,32 @@ def _reads(producers: list[_Producer], lines: list[str], failed: set[str]) -> li
     return reads
 
 
+def _statements(statements: list[Statement], env: dict[str, str], res: ShellAnalysis,
+                cats: list[str], producers: list[_Producer], depth: int = 0) -> None:
+    """Every statement's output in order; an ``if``'s bodies are read as statements
+    (only one of them ran: what was printed says which)."""
+    for stmt in statements:
+        if stmt.keyword == "if" and stmt.bodies and depth < 4:
+            cats.append("other")
+            for body in stmt.bodies:
+                _statements(parse_script(body), env, res, cats, producers, depth + 1)
+            continue
+        if stmt.keyword is not None:
+            cats.append("other")
+            producers.append(_Producer("opaque"))
+            res.unparsed.append(f"PowerShell {stmt.keyword} statement not interpreted: "
+                                f"{stmt.text[:80]!r}")
+            continue
+        if stmt.target is not None and len(stmt.pipeline) == 1 \
+                and stmt.pipeline[0].name is None and stmt.pipeline[0].args \
+                and len(stmt.pipeline[0].args) == 1 and stmt.pipeline[0].args[0][0].static:
+            env[stmt.target] = stmt.pipeline[0].args[0][0].text   # $p = 'x.ts'
+            continue
+        p = _pipeline(stmt, env, res, cats)
+        if p is not None:
+            producers.append(p)
+
+
 def _native(stmt: Statement) -> bool:
     """A pipeline of native programs only (``git grep -n x``, ``rg x | head``): no
     cmdlet, alias, expression or assignment."""
@@ -371,21 +404,7 @@ def analyze_powershell(script: str, output: str | None, cwd: str | None,
     env: dict[str, str] = {}
     cats: list[str] = []
     producers: list[_Producer] = []
-    for stmt in statements:
-        if stmt.keyword is not None:
-            cats.append("other")
-            producers.append(_Producer("opaque"))
-            res.unparsed.append(f"PowerShell {stmt.keyword} statement not interpreted: "
-                                f"{stmt.text[:80]!r}")
-            continue
-        if stmt.target is not None and len(stmt.pipeline) == 1 \
-                and stmt.pipeline[0].name is None and stmt.pipeline[0].args \
-                and len(stmt.pipeline[0].args) == 1 and stmt.pipeline[0].args[0][0].static:
-            env[stmt.target] = stmt.pipeline[0].args[0][0].text   # $p = 'x.ts'
-            continue
-        p = _pipeline(stmt, env, res, cats)
-        if p is not None:
-            producers.append(p)
+    _statements(statements, env, res, cats, producers)
     res.category = categories.most_significant(cats)
     if output is None:
         res.reads = [Read(x, p.start, p.end, listing=p.kind != "file")

@@ -56,6 +56,8 @@ class Statement:
     target: str | None = None
     keyword: str | None = None
     text: str = ""
+    #: an ``if``'s script blocks (its bodies), their braces taken off
+    bodies: list[str] = field(default_factory=list)
 
 
 _KEYWORDS = frozenset({"if", "elseif", "else", "foreach", "for", "while", "do", "switch",
@@ -160,7 +162,7 @@ class _Scanner:
                 if not static:
                     return Word("".join(out), static=False)
                 continue
-            if c in "([{" and out:        # an index or an expression glued on: $a[0], a\(b)
+            if c == "(" and out:          # an expression glued on: a\(b)\c runs (b)
                 return Word(self.s[start:self.i] + self._rest_glued(), static=False)
             if c in _BREAK or (c == "&" and self.peek(1) == "&"):
                 break
@@ -275,7 +277,10 @@ def parse_script(text: str) -> list[Statement]:
     for elements, stmt_text in _split(text):
         first = elements[0][0][0] if elements and elements[0] and elements[0][0] else None
         if first is not None and first.kind == "word" and first.text.lower() in _KEYWORDS:
-            out.append(Statement([], keyword=first.text.lower(), text=stmt_text.strip()))
+            words = [w for arg in elements[0] for w in arg]
+            bodies = [w.text[1:-1] for w in words if w.kind == "block"]
+            out.append(Statement([], keyword=first.text.lower(), text=stmt_text.strip(),
+                                 bodies=bodies if len(elements) == 1 else []))
             continue
         target = None
         if first is not None and first.kind == "var" and len(elements[0]) >= 2 \
