@@ -34,7 +34,8 @@ TRULY_OTHER = {"todowrite", "todoread", "todo_list", "task", "tasklist", "agent"
                "killbash", "killshell", "finish", "submit", "recall", "message", "browse",
                "read_mcp_resource", "listmcpresourcestool", "readmcpresourcetool", "view_image",
                # Claude Code's deferred-tool search; Gemini CLI's web, memory and plan tools
-               "toolsearch", "google_web_search", "web_fetch", "save_memory", "write_todos"}
+               "toolsearch", "google_web_search", "web_fetch", "save_memory", "write_todos",
+               "read_thread_terminal"}
 
 
 def call(tool: str, **inp: object) -> ToolCall:

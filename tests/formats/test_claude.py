@@ -100,7 +100,7 @@ def test_golden_summary_of_real_trace(real_fixtures: Path, name: str):
 
 def test_every_claude_fixture_has_a_golden_file(real_fixtures: Path):
     assert {p.name for p in claude_fixtures(real_fixtures)} == set(FIXTURE_NAMES)
-    assert len(FIXTURE_NAMES) == 10   # 8 public, 2 from the real CLI 2.1.328 (tests/agents)
+    assert len(FIXTURE_NAMES) == 12   # 10 public, 2 from the real CLI 2.1.328 (tests/agents)
 
 
 def test_detect_accepts_claude_and_rejects_other_formats(real_fixtures: Path):

@@ -65,7 +65,7 @@ def test_golden_summary_of_real_trace(real_fixtures: Path, name: str):
 
 def test_every_codex_fixture_has_a_golden_file(real_fixtures: Path):
     names = {p.name for p in real_fixtures.glob("codex-*/*.jsonl")}
-    assert names == set(FIXTURE_NAMES) and len(names) == 7   # 5 public, 2 from the real CLI 0.169.0
+    assert names == set(FIXTURE_NAMES) and len(names) == 9   # 7 public, 2 from the real CLI 0.169.0
 
 
 def test_detect_accepts_both_codex_shapes_and_nothing_else(real_fixtures: Path):
