@@ -118,7 +118,8 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
         return None
     refused = _refused(call)
     output = None if call.interrupted or refused else call.output
-    script = powershell_script(call.input.get("command", call.input.get("cmd")), call.cwd)
+    script = powershell_script(call.input.get("command", call.input.get("cmd")), call.cwd,
+                               call.tool)
     if script is not None:   # PowerShell: parsed for reading, never run
         analysis = analyze_powershell(
             script, output, call.cwd,

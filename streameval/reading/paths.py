@@ -50,6 +50,8 @@ _CACHE_SIZE = 8192
 
 #: ``C:\\...`` or ``C:/...``: a Windows absolute path (a drive letter, then a separator)
 _DRIVE = re.compile(r"^([A-Za-z]):[\\/]")
+#: Git Bash's spelling of a drive (``/c/Users/...``), read as one only beside a Windows cwd
+_MSYS = re.compile(r"^/([A-Za-z])/")
 #: the POSIX form of one (``posix_form``)
 _WINDOWS_FORM = re.compile(r"^/[a-z]:(?:/|$)")
 #: Windows places that never hold the repository: the system's folders, and the
@@ -67,13 +69,17 @@ def is_windows_path(path: str | None) -> bool:
 def posix_form(path: str, windows: bool = False) -> str:
     """A Windows path in the POSIX form the mapper works in: ``C:\\a\\b`` is
     ``/c:/a/b``; with ``windows`` (the call runs in a Windows directory) a relative
-    ``a\\b`` is ``a/b``. Any other path is returned as it is: on POSIX a backslash is a
-    character of a name."""
+    ``a\\b`` is ``a/b`` and Git Bash's ``/c/a/b`` is ``/c:/a/b``. Any other path is
+    returned as it is: on POSIX a backslash is a character of a name."""
     drive = _DRIVE.match(path)
     if drive is not None:
         return f"/{drive.group(1).lower()}:/" + path[3:].replace("\\", "/")
-    if windows and "\\" in path:
-        return path.replace("\\", "/")
+    if windows:
+        msys = _MSYS.match(path)   # Git Bash's /c/Users/...: the same drive
+        if msys is not None:
+            return f"/{msys.group(1).lower()}:/" + path[3:]
+        if "\\" in path:
+            return path.replace("\\", "/")
     return path
 
 

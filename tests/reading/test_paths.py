@@ -129,3 +129,8 @@ def test_windows_paths_without_a_repo_display_relative():
     m = PathMapper(roots=[WIN])
     assert m.lookup("app\\_layout.tsx", WIN) == ("app/_layout.tsx", None)
     assert m.lookup(WIN + "\\eas.json", WIN) == ("eas.json", None)
+
+
+def test_git_bash_drive_paths_beside_a_windows_cwd(view):
+    m = PathMapper(view, roots=[WIN])
+    assert m.to_repo("/c/Users/T/Desktop/PeeDom/README.md", WIN) == "README.md"

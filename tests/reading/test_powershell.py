@@ -184,3 +184,10 @@ def test_codex_windows_call_through_infer():
     inf = infer(call)
     assert inf.category == "read"
     assert [(r.path, r.start, r.end) for r in inf.reads] == [("web/assets/site.css", 1, 2)]
+
+
+def test_claude_code_bash_on_windows_stays_posix():
+    """Claude Code's Bash is Git Bash on Windows: its commands are POSIX there too."""
+    assert powershell_script("ls -la && cat x.md", CWD, "Bash") is None
+    assert powershell_script("Get-Content x.md", CWD, "Bash") == "Get-Content x.md"
+    assert powershell_script("ls -la", CWD, "shell_command") == "ls -la"

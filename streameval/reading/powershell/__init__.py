@@ -38,11 +38,12 @@ def _host_script(argv: list[str]) -> str | None:
     return None
 
 
-def powershell_script(command: Any, cwd: str | None) -> str | None:
+def powershell_script(command: Any, cwd: str | None, tool: str = "") -> str | None:
     """The PowerShell script a call ran, or None when it is no PowerShell: an explicit
-    ``powershell``/``pwsh -Command`` (argv or one string), any command run in a Windows
-    working directory (Codex on Windows: PowerShell is the shell), or a command that
-    starts with a cmdlet."""
+    ``powershell``/``pwsh -Command`` (argv or one string), a command run in a Windows
+    working directory by a tool that is no bash (Codex on Windows: PowerShell is the
+    shell; Claude Code's ``Bash`` is Git Bash there), or a command that starts with a
+    cmdlet."""
     if isinstance(command, list) and command and all(isinstance(x, str) for x in command):
         script = _host_script(command)
         if script is not None:
@@ -59,7 +60,7 @@ def powershell_script(command: Any, cwd: str | None) -> str | None:
             script = None
         if script is not None:
             return script
-    if cwd and _DRIVE.match(cwd):
+    if cwd and _DRIVE.match(cwd) and "bash" not in tool.lower():
         return text
     first = text.lstrip("$").split(None, 1)[0]
     if _CMDLET.match(first) or first.lower() in ("gc", "gci", "sls"):
