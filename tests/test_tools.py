@@ -135,3 +135,13 @@ def test_script_at_is_the_one_rule_for_bash_c() -> None:
     assert script_at(["bash", "-c"]) is None
     assert wrapped_script(["/bin/sh", "-c", "pytest"]) == "pytest"
     assert wrapped_script(["python", "-c", "print(1)"]) is None
+
+
+@pytest.mark.parametrize("tool", ["ToolSearch", "read_thread_terminal", "google_web_search",
+                                  "write_todos"])
+def test_built_in_tools_that_show_no_code_are_never_unknown(tool: str) -> None:
+    """Claude Code 2.1's ``ToolSearch`` (it finds deferred tools, e.g.
+    ``select:WebSearch,WebFetch``), Codex Desktop's terminal panel, Gemini CLI's web and
+    plan tools: known, category ``other``, nothing read, no ``unknown_tool``."""
+    inf = infer(call(tool, query="select:WebSearch,WebFetch", max_results=2))
+    assert inf.category == "other" and inf.reads == [] and inf.problems == []
