@@ -67,6 +67,17 @@ class DirectoryTail:
     def pending(self) -> int:
         return self._held
 
+    def _status(self, inode: int, names: list[str]) -> str:
+        """How the directory stands against what was read: another directory under the
+        name, fewer event files, or other files where the read ones were."""
+        if self.inode is not None and inode != self.inode:
+            return "replaced"
+        if len(names) < len(self._names):
+            return "truncated"
+        if names[:len(self._names)] != self._names:
+            return "rewritten"
+        return "ok"
+
     # ------------------------------------------------------------------ reading
     def poll(self, final: bool = False, max_bytes: int | None = None) -> TailBatch:
         """The event files written since the last poll, one line each."""
@@ -77,15 +88,8 @@ class DirectoryTail:
             batch.status = "missing"
             return batch
         files = event_files(Path(self.path))
-        names = [f.name for f in files]
-        if self.inode is not None and st.st_ino != self.inode:
-            batch.status = "replaced"
-            self.reset()
-        elif len(names) < len(self._names):
-            batch.status = "truncated"
-            self.reset()
-        elif names[:len(self._names)] != self._names:
-            batch.status = "rewritten"
+        batch.status = self._status(st.st_ino, [f.name for f in files])
+        if batch.status != "ok":
             self.reset()
         self.inode = st.st_ino
         self.offset -= self._held   # a held file is read again whole
@@ -120,10 +124,7 @@ class DirectoryTail:
             self.lineno += 1
             self.offset += size if data is None else len(data)
             read += size
-            try:
-                when = f.stat().st_mtime
-            except OSError:
-                when = None
+            when = _mtime(f)
             if when is not None:
                 mtime = when if mtime is None else max(mtime, when)
             if data is None:
@@ -132,6 +133,13 @@ class DirectoryTail:
                 batch.lines.append((one_line(data), self.lineno))
         batch.mtime = mtime if mtime is not None else st.st_mtime
         return batch
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
 
 
 def _whole(data: bytes) -> bool:

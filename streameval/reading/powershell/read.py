@@ -234,22 +234,7 @@ def _stage(name: str, cmd: Command, env: dict[str, str], p: _Producer, res: Shel
            cats: list[str]) -> _Producer:
     """A later stage of a pipeline, applied to what the earlier ones print."""
     if name == "select-object" and p.kind == "file":
-        args = _args(name, cmd, env)
-        first, skip = _int(args.named.get("first")), _int(args.named.get("skip"))
-        last = _int(args.named.get("last"))
-        if p.counted:
-            return p   # the counter already numbered the lines: the numbers say where
-        start = p.start if p.start is not None and p.start > 0 else 1
-        if skip is not None:
-            start += skip
-            p.start = start
-            p.narrowed = True
-        if first is not None:
-            p.start, p.end = start, start + first - 1 if p.end is None \
-                else min(p.end, start + first - 1)
-        if last is not None:
-            p.start, p.end = -last, None
-        return p
+        return p if p.counted else _select_lines(_args(name, cmd, env), p)
     if name == "foreach-object" and p.kind == "file":
         block = " ".join(w.text for arg in cmd.args for w in arg)
         if not p.narrowed and p.start in (None, 1) and "$_" in block \
@@ -278,6 +263,23 @@ def _stage(name: str, cmd: Command, env: dict[str, str], p: _Producer, res: Shel
         cats.append("edit")
         return _Producer("opaque")
     return _Producer("opaque")
+
+
+def _select_lines(args: _Args, p: _Producer) -> _Producer:
+    """``| Select-Object -Skip K -First N`` (or ``-Last N``) on a file's lines: the window."""
+    first, skip = _int(args.named.get("first")), _int(args.named.get("skip"))
+    last = _int(args.named.get("last"))
+    start = p.start if p.start is not None and p.start > 0 else 1
+    if skip is not None:
+        start += skip
+        p.start = start
+        p.narrowed = True
+    if first is not None:
+        p.start, p.end = start, start + first - 1 if p.end is None \
+            else min(p.end, start + first - 1)
+    if last is not None:
+        p.start, p.end = -last, None
+    return p
 
 
 # --------------------------------------------------------------------------- reads

@@ -148,6 +148,10 @@ class _Scanner:
         if c == "=" and self.peek(1) != "=":
             self.i += 1
             return Word("=")
+        return self.bare()
+
+    def bare(self) -> Word:
+        """A bare word: up to a separator, backtick escapes and glued quotes taken in."""
         start = self.i
         out: list[str] = []
         while self.i < len(self.s):
