@@ -214,7 +214,7 @@ def measure(path: Path, hint: str = "") -> Measure:
             m.detected = detect_format(read_head(path))
         except TraceFormatError as exc:
             m.undetected_reason = str(exc)[:120]
-        except OSError as exc:  # a directory: no reader takes one today
+        except OSError as exc:  # a directory that is no SDK conversation, an unreadable file
             m.undetected_reason = f"{type(exc).__name__}: {exc.strerror or exc}"[:120]
         if m.detected:
             run_format(path, m.detected, m)

@@ -66,7 +66,7 @@ def main() -> int:
         (args.out / f"{name_of(trace)}.inspect.json").write_bytes(streameval(
             "inspect", rel(trace), *example, "--json", "-", "--quiet"))
     repos = ["--repos", str(args.mirrors)] if args.mirrors else ["--repos", "."]
-    for trace in sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "SOURCES.md"):
+    for trace in real_traces():
         (args.out / f"{name_of(trace)}.replay.jsonl").write_bytes(streameval(
             "replay", rel(trace), "--gold", rel(GOLD), *repos, "--quiet"))
         (args.out / f"{name_of(trace)}.inspect.json").write_bytes(streameval(
@@ -74,6 +74,17 @@ def main() -> int:
     if args.corpus and args.mirrors:
         corpus_snapshot(args)
     return 0
+
+
+def real_traces() -> list[Path]:
+    """The real fixtures, a trace each: a file, or an OpenHands SDK conversation directory
+    (``base_state.json`` beside ``events/``) as one, never its files one by one. Told by
+    the file layout alone, so the script needs nothing of the package it snapshots."""
+    conversations = sorted(p.parent for p in REAL.rglob("base_state.json")
+                           if (p.parent / "events").is_dir())
+    files = [p for p in REAL.rglob("*") if p.is_file() and p.name != "SOURCES.md"
+             and not any(c in p.parents for c in conversations)]
+    return sorted(files + conversations)
 
 
 def corpus_snapshot(args: argparse.Namespace) -> None:

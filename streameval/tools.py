@@ -32,7 +32,7 @@ class Tool(NamedTuple):
     """What a tool name means: how the reader reads its calls, and their category.
 
     ``kind``: ``shell``, ``editor``, ``claude_read``, ``grep``, ``glob``, ``ls``,
-    ``claude_edit``, ``file_change``, ``apply_patch``, ``ipython`` or ``other`` (the
+    ``claude_edit``, ``file_change``, ``apply_patch``, ``ipython``, ``gemini_*`` or ``other`` (the
     reader does not read it; its category still counts). ``category``: one of
     ``model.CATEGORIES``, or None where the call's input decides (a shell command, an
     editor's sub-command). ``sweagent``: SWE-agent 0.x runs a command of this name in its
@@ -66,14 +66,19 @@ _GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("file_change", "edit", ("file_change",)),
     ("apply_patch", "edit", ("apply_patch",)),
     ("ipython", "run", ("run_ipython", "ipython", "execute_ipython_cell")),
+    # Gemini CLI's file tools (``reading.gemini``)
+    ("gemini_read", "read", ("read_file",)),
+    ("gemini_read_many", "read", ("read_many_files",)),
+    ("gemini_ls", "search", ("list_directory",)),
+    ("gemini_grep", "search", ("search_file_content",)),
+    ("gemini_edit", "edit", ("write_file", "replace")),
     # tools known by their category only (SWE-agent 0.x commands and other agents' tools)
-    ("other", "read", ("view", "read_file", "readfile", "open", "goto", "scroll_up",
+    ("other", "read", ("view", "readfile", "open", "goto", "scroll_up",
                        "scroll_down", "view_file", "cat_file")),
     ("other", "search", ("find_file", "search_dir", "search_file", "filemap", "list_dir",
-                         "list_directory", "list_files", "search_files", "codebase_search",
+                         "list_files", "search_files", "codebase_search",
                          "file_search", "find")),
-    ("other", "edit", ("str_replace", "create", "insert", "write_file", "replace", "edit_file",
-                       "undo_edit")),
+    ("other", "edit", ("str_replace", "create", "insert", "edit_file", "undo_edit")),
     # tools that show no repository code and change none: planning, sub-agents, the web,
     # background shells' output, MCP resources, the end of a run. Some look like reads
     # by name (``todoread``, ``websearch``); they are no unknown tool.
@@ -81,7 +86,14 @@ _GROUPS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
                         "update_plan", "think", "webfetch", "websearch", "web_search",
                         "exitplanmode", "bashoutput", "killbash", "killshell", "finish",
                         "submit", "recall", "message", "browse", "read_mcp_resource",
-                        "listmcpresourcestool", "readmcpresourcetool", "view_image")),
+                        "listmcpresourcestool", "readmcpresourcetool", "view_image",
+                        # Claude Code's search for deferred tools (2.1): finds tools, not code
+                        "toolsearch",
+                        # Gemini CLI: the web, its memory file, its plan
+                        "google_web_search", "web_fetch", "save_memory", "write_todos",
+                        # Codex Desktop: the app's terminal panel of the thread (what the
+                        # user's terminal shows, not a file)
+                        "read_thread_terminal")),
 )
 #: SWE-agent 0.x's own commands, run in its shell (``open f 273``, ``edit 10:12``...)
 _SWE_AGENT = frozenset({"open", "goto", "scroll_up", "scroll_down", "search_file",

@@ -24,14 +24,18 @@ from streameval.tools import (
 )
 
 KINDS = {"shell", "editor", "claude_read", "grep", "glob", "ls", "claude_edit", "file_change",
-         "apply_patch", "ipython", "other"}
+         "apply_patch", "ipython", "gemini_read", "gemini_read_many", "gemini_ls", "gemini_grep",
+         "gemini_edit", "other"}
 
 #: the tools that truly are ``other``: they show no repository code and change none.
 #: A tool added with category ``other`` must be added here on purpose.
 TRULY_OTHER = {"todowrite", "todoread", "todo_list", "task", "tasklist", "agent", "update_plan",
                "think", "webfetch", "websearch", "web_search", "exitplanmode", "bashoutput",
                "killbash", "killshell", "finish", "submit", "recall", "message", "browse",
-               "read_mcp_resource", "listmcpresourcestool", "readmcpresourcetool", "view_image"}
+               "read_mcp_resource", "listmcpresourcestool", "readmcpresourcetool", "view_image",
+               # Claude Code's deferred-tool search; Gemini CLI's web, memory and plan tools
+               "toolsearch", "google_web_search", "web_fetch", "save_memory", "write_todos",
+               "read_thread_terminal"}
 
 
 def call(tool: str, **inp: object) -> ToolCall:
@@ -131,3 +135,13 @@ def test_script_at_is_the_one_rule_for_bash_c() -> None:
     assert script_at(["bash", "-c"]) is None
     assert wrapped_script(["/bin/sh", "-c", "pytest"]) == "pytest"
     assert wrapped_script(["python", "-c", "print(1)"]) is None
+
+
+@pytest.mark.parametrize("tool", ["ToolSearch", "read_thread_terminal", "google_web_search",
+                                  "write_todos"])
+def test_built_in_tools_that_show_no_code_are_never_unknown(tool: str) -> None:
+    """Claude Code 2.1's ``ToolSearch`` (it finds deferred tools, e.g.
+    ``select:WebSearch,WebFetch``), Codex Desktop's terminal panel, Gemini CLI's web and
+    plan tools: known, category ``other``, nothing read, no ``unknown_tool``."""
+    inf = infer(call(tool, query="select:WebSearch,WebFetch", max_results=2))
+    assert inf.category == "other" and inf.reads == [] and inf.problems == []

@@ -24,10 +24,10 @@ from streameval.runs.reader import TraceReader
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
-from streameval.traces.files import HEAD_LINES
+from streameval.traces.files import HEAD_LINES, open_tail
 from streameval.traces.formats import adapter_class, detect_format
 from streameval.traces.identity import identify, patch_beside
-from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK, FileTail
+from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,8 @@ class TraceFollower:
         self.instance = instance
         self.include_sidechain = include_sidechain
         self.predictions = predictions if predictions is not None else {}
-        self.tail = FileTail(self.path, max_line=max_line)
+        # a file, or an SDK conversation directory read event file by event file
+        self.tail = open_tail(self.path, max_line=max_line)
         self.fmt: str | None = None
         self.document = False
         #: the format's every line is one whole run (``Adapter.run_per_line``)

@@ -39,6 +39,7 @@ from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
 from streameval.traces.names import trace_patterns
+from streameval.traces.parts import is_conversation, trace_of
 from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,8 @@ def _kind(path: Path) -> str:
         return "missing"
     except OSError:
         return "hidden"
+    if stat.S_ISDIR(st.st_mode) and is_conversation(path):
+        return "file"   # an SDK conversation directory is one trace (traces.parts)
     return "file" if stat.S_ISREG(st.st_mode) else "other"
 
 
@@ -143,6 +146,12 @@ class Watcher:
         """Find trace files not yet followed (start-up and periodic safety net)."""
         found = 0
         for p in walk_files(self.cfg.root):
+            owner = trace_of(p)
+            if owner != p:   # part of a trace: a conversation's event, a sub-agent's file
+                if owner.is_dir() and owner not in self.followers and _kind(owner) == "file":
+                    self.follow(owner)
+                    found += 1
+                continue
             if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
                 self.follow(p)
                 found += 1
@@ -196,6 +205,12 @@ class Watcher:
         if self.cfg.predictions is not None and path == self.cfg.predictions:
             self.poll_predictions()
             return
+        owner = trace_of(path)
+        part = owner != path
+        if part:
+            if not owner.is_dir():
+                return   # a sub-agent's transcript: its session file carries its calls
+            path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
         if (deleted or f is not None) and _kind(path) == "missing":
             # a "deleted" event is believed only while the file is really gone: a trace
@@ -205,7 +220,7 @@ class Watcher:
                 self._deleted(f, now)
             return
         if f is None:
-            if not self.is_trace(path) or _kind(path) != "file":
+            if not (part or self.is_trace(path)) or _kind(path) != "file":
                 return
             f = self.follow(path)
         f.poll(now)

@@ -42,7 +42,8 @@ def describe_call(call: ToolCall | None, width: int) -> str:
     inp = call.input or {}
     text = ""
     # what the call does before where: a Grep is its pattern (then its path)
-    for key in ("command", "cmd", "pattern", "query", "file_path", "path", "input"):
+    for key in ("command", "cmd", "pattern", "query", "file_path", "absolute_path", "path",
+                "input"):
         value = inp.get(key)
         if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
             value = " ".join(value)

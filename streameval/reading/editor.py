@@ -61,10 +61,12 @@ def editor_input(call: ToolCall) -> dict[str, Any]:
 
 def view_reads(path: str, output: str) -> list[Read]:
     """What a ``view`` result showed: numbered lines (runs, with their text), or the
-    names of a directory listing."""
+    names of a directory listing (a name ending in ``/`` is a directory: the OpenHands
+    editor of 2025 marks them so; no file)."""
     if _LISTING in output[:300]:
         return [Read(name.strip(), listing=True) for name in output.splitlines()[1:]
-                if name.strip() and not name.strip().startswith(("<", "Here's"))]
+                if name.strip() and not name.strip().startswith(("<", "Here's"))
+                and not name.strip().endswith("/")]
     abbreviated = any(mark in output[:600] for mark in ("too large to display", "abbreviated")) \
         or "eliding lines" in output
     parsed = parse_numbered(output, "loose" if abbreviated else "tab")

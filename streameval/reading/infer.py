@@ -21,9 +21,10 @@ from typing import Any
 
 from streameval.errors import Reason
 from streameval.model import Edit, Read, ToolCall, TreeOp
-from streameval.reading import editor, native
+from streameval.reading import editor, gemini, native
 from streameval.reading.categories import categorize
 from streameval.reading.ipython import ipython_call
+from streameval.reading.powershell import analyze_powershell, powershell_script
 from streameval.reading.shell import ShellAnalysis, analyze
 from streameval.reading.toolmap import ToolMap, mapped_reads
 from streameval.tools import (
@@ -81,6 +82,14 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _refused(call: ToolCall) -> bool:
+    """A shell call its harness refused before running it: Claude Code answers such a
+    call (a sibling call failed, an input it rejects) with an error result wrapped in
+    ``<tool_use_error>``, which is not what the command printed."""
+    return call.is_error and isinstance(call.output, str) \
+        and call.output.lstrip().startswith("<tool_use_error>")
+
+
 def _failed(call: ToolCall) -> bool:
     """docs/metrics.md §6: a failed call (``is_error`` or an error result) shows nothing."""
     if call.is_error:
@@ -107,8 +116,21 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
         inf.failed = _failed(call)
         _editor(call, inf, parse_editor_command(stripped))
         return None
-    output = None if call.interrupted else call.output
-    analysis = analyze(command, output, call.cwd, state.scripts)
+    refused = _refused(call)
+    output = None if call.interrupted or refused else call.output
+    script = powershell_script(call.input.get("command", call.input.get("cmd")), call.cwd,
+                               call.tool)
+    if script is not None:   # PowerShell: parsed for reading, never run
+        analysis = analyze_powershell(
+            script, output, call.cwd,
+            lambda text, out, cwd: analyze(text, out, cwd, state.scripts))
+    else:
+        analysis = analyze(command, output, call.cwd, state.scripts)
+    if refused:
+        # the agent's harness refused the call before running it: the command is
+        # categorized by what it would have run, but it showed and changed nothing
+        inf.failed = True
+        return analysis
     inf.cwd_after = analysis.cwd
     inf.changes = _recorded(analysis.changes(), native.bash_edit_diff(call.structured), call.cwd)
     inf.edits.extend(c for c in inf.changes if isinstance(c, Edit))
@@ -228,4 +250,27 @@ def _native(call: ToolCall, kind: str, inf: Inference) -> native.NativeResult | 
         return native.claude_ls_call(call)
     if kind == "file_change":
         return native.file_change(call)
+    if kind.startswith("gemini_"):
+        return _gemini(call, kind, inf)
     return None
+
+
+def _gemini(call: ToolCall, kind: str, inf: Inference) -> native.NativeResult:
+    """Gemini CLI's file tools (``reading.gemini``); a failed one showed nothing."""
+    res = native.NativeResult()
+    if kind in ("gemini_read", "gemini_edit"):
+        path = gemini.gemini_path(call.input)
+        if path is None:
+            res.problems.append((Reason.MISSING_FIELD,
+                                 f"{call.tool} call {call.call_id} has no path"))
+        elif not inf.failed and not call.interrupted:
+            if kind == "gemini_read":
+                res.reads = gemini.gemini_read(call, path)
+            else:
+                res.edits = gemini.gemini_edit(call, path)
+        return res
+    if inf.failed or call.interrupted:
+        return res
+    res.reads = {"gemini_read_many": gemini.gemini_read_many, "gemini_ls": gemini.gemini_ls,
+                 "gemini_grep": gemini.gemini_grep}[kind](call)
+    return res

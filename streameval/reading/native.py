@@ -131,11 +131,20 @@ def claude_read(call: ToolCall, path: str) -> NativeResult:
 
 
 def _ends_past_last_newline(call: ToolCall, numbers: list[int], lines: list[str]) -> bool:
-    """Is the last numbered line the empty one after the file's final newline? Only the
-    structured result can say (the read reached the end, whose text ends with one)."""
-    file = _file_info(call)
-    if file is None or lines[-1] != "":
+    """Is the last numbered line the empty one after the file's final newline?
+
+    Claude numbers the pieces of the file's text split at newlines, so a read that
+    reaches the end of a file ending in a newline shows one more, empty, line: the
+    file has no such line. The structured result says whether the read reached the
+    end; without one (sub-agent transcripts, older stream-json), a read that showed
+    fewer lines than its limit (2,000 when none was given) did reach it, and its last
+    line, when empty, is that piece (a real empty last line is followed by it)."""
+    if lines[-1] != "":
         return False
+    file = _file_info(call)
+    if file is None:
+        limit = _int(call.input.get("limit"))
+        return len(numbers) < (limit if limit and limit > 0 else CLAUDE_READ_LIMIT)
     total, content = _int(file.get("totalLines")), file.get("content")
     return total == numbers[-1] and isinstance(content, str) and (
         content.endswith("\n") or content == "")

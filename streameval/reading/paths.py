@@ -8,6 +8,15 @@ directories, installed packages), and resolves the rest with ``RepoView.resolve`
 the path, then the path with 1, 2, ... leading components dropped, until a regular
 file of the base commit matches (docs/metrics.md §2).
 
+Agents on Windows (Codex Desktop, PowerShell) name files ``C:\\Users\\me\\repo\\src\\x.ts``
+or ``src\\x.ts`` from a ``C:\\...`` working directory. Such paths are put in one POSIX
+form before anything else (``posix_form``): ``/c:/Users/me/repo/src/x.ts`` (the drive
+letter lower-cased: Windows does not tell ``C:`` from ``c:``), backslashes read as
+separators only where the path or its working directory is a Windows one. So a Windows
+working directory is a root like any other, and a path under it resolves to the same
+repository file as on a POSIX machine. Dot-directories of a Windows user's profile
+(``C:\\Users\\me\\.codex\\...``), like ``~/...``, and the system's own folders are outside.
+
 Reads of paths outside the repo are ignored (section 6) but counted, by reason:
 ``PATH_OUTSIDE_REPO`` for paths that cannot be in it, ``PATH_NOT_IN_REPO`` for paths
 that could but name no base-commit file (new files, typos, directories).
@@ -27,7 +36,8 @@ from streameval.model import Step
 if TYPE_CHECKING:
     from streameval.sources.repo import RepoView
 
-__all__ = ["PathMapper", "display_path", "resolve_step"]
+__all__ = ["PathMapper", "display_path", "resolve_step", "posix_form", "is_windows_path",
+           "below"]
 
 #: absolute prefixes that never hold the repository under evaluation
 _SYSTEM = ("/etc/", "/usr/", "/proc/", "/sys/", "/dev/", "/bin/", "/sbin/", "/lib/", "/lib64/",
@@ -38,15 +48,61 @@ _WORKSPACE = re.compile(r"^/(?:testbed|repo|app|src|code)(?:/|$)|^/workspace/[^/
 
 _CACHE_SIZE = 8192
 
+#: ``C:\\...`` or ``C:/...``: a Windows absolute path (a drive letter, then a separator)
+_DRIVE = re.compile(r"^([A-Za-z]):[\\/]")
+#: Git Bash's spelling of a drive (``/c/Users/...``), read as one only beside a Windows cwd
+_MSYS = re.compile(r"^/([A-Za-z])/")
+#: the POSIX form of one (``posix_form``)
+_WINDOWS_FORM = re.compile(r"^/[a-z]:(?:/|$)")
+#: Windows places that never hold the repository: the system's folders, and the
+#: dot-directories and AppData of a user's profile (``~/.codex``, ``~/.agents``...)
+_WINDOWS_OUTSIDE = re.compile(
+    r"^/[a-z]:/(?:windows|program files(?: \(x86\))?|programdata)(?:/|$)|"
+    r"^/[a-z]:/users/[^/]+/(?:\.[^/]+|appdata)(?:/|$)", re.IGNORECASE)
+
+
+def is_windows_path(path: str | None) -> bool:
+    """A Windows absolute path (``C:\\x``, ``c:/x``)."""
+    return bool(path) and _DRIVE.match(path) is not None
+
+
+def posix_form(path: str, windows: bool = False) -> str:
+    """A Windows path in the POSIX form the mapper works in: ``C:\\a\\b`` is
+    ``/c:/a/b``; with ``windows`` (the call runs in a Windows directory) a relative
+    ``a\\b`` is ``a/b`` and Git Bash's ``/c/a/b`` is ``/c:/a/b``. Any other path is
+    returned as it is: on POSIX a backslash is a character of a name."""
+    drive = _DRIVE.match(path)
+    if drive is not None:
+        return f"/{drive.group(1).lower()}:/" + path[3:].replace("\\", "/")
+    if windows:
+        msys = _MSYS.match(path)   # Git Bash's /c/Users/...: the same drive
+        if msys is not None:
+            return f"/{msys.group(1).lower()}:/" + path[3:]
+        if "\\" in path:
+            return path.replace("\\", "/")
+    return path
+
+
+def below(full: str, root: str) -> str | None:
+    """``full`` relative to ``root`` ("." for the root itself), None when not under it.
+    Windows paths (``/c:/...``) compare without regard to case, as Windows does."""
+    if _WINDOWS_FORM.match(root) and _WINDOWS_FORM.match(full):
+        low, low_root = full.lower(), root.lower()
+        if low == low_root:
+            return "."
+        return full[len(root) + 1:] if low.startswith(low_root + "/") else None
+    if full == root:
+        return "."
+    return full[len(root) + 1:] if full.startswith(root + "/") else None
+
 
 def display_path(path: str, roots: Iterable[str] = ()) -> str:
     """Best-effort repo-relative form without a repo (``inspect``): strip known prefixes."""
     p = posixpath.normpath(path.strip().strip("'\"`")) if path.strip() else path
     for root in sorted((r.rstrip("/") for r in roots if r), key=len, reverse=True):
-        if p == root:
-            return "."
-        if p.startswith(root + "/"):
-            return p[len(root) + 1:]
+        rel = below(p, root)
+        if rel is not None:
+            return rel
     stripped = _WORKSPACE.sub("", p, count=1)
     while stripped.startswith("./"):
         stripped = stripped[2:]
@@ -78,6 +134,7 @@ class PathMapper:
 
     def add_root(self, root: str | None) -> None:
         """A directory known to be the repo root (e.g. ``RunInfo.cwd``)."""
+        root = posix_form(root) if root else root
         if root and root.startswith("/"):
             norm = posixpath.normpath(root)
             if norm != "/" and norm not in self._roots:
@@ -113,6 +170,8 @@ class PathMapper:
         p = path.strip().strip("'\"`").strip() if isinstance(path, str) else ""
         if not p or "\x00" in p:
             return None, Reason.PATH_NOT_IN_REPO
+        if cwd and is_windows_path(cwd) or is_windows_path(p):
+            p, cwd = posix_form(p, windows=True), posix_form(cwd) if cwd else cwd
         if p.startswith("~"):
             return None, Reason.PATH_OUTSIDE_REPO
         full = self._absolute(p, cwd)
@@ -150,16 +209,17 @@ class PathMapper:
                 full.startswith(cwd.rstrip("/") + "/"):
             return False
         probe = full + "/"
-        return probe.startswith(_SYSTEM) or bool(_PACKAGES.search(probe)) or full == "/"
+        return probe.startswith(_SYSTEM) or bool(_PACKAGES.search(probe)) or full == "/" \
+            or _WINDOWS_OUTSIDE.match(full) is not None
 
     def _under_root(self, full: str) -> bool:
-        return any(full == r or full.startswith(r + "/") for r in self._roots)
+        return any(below(full, r) is not None for r in self._roots)
 
     def _resolve(self, full: str) -> tuple[str | None, Reason | None]:
         view = self._view
         for root in self._roots:   # a path under a known root: exact first
-            if full.startswith(root + "/"):
-                rel = full[len(root) + 1:]
+            rel = below(full, root)
+            if rel is not None and rel != ".":
                 if view.is_file(rel):
                     return rel, None
         found = view.resolve(full)

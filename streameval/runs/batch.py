@@ -29,6 +29,7 @@ from streameval.traces.formats.unified import (
 )
 from streameval.traces.identity import META_NAME, identify, walk_files
 from streameval.traces.names import trace_extensions
+from streameval.traces.parts import trace_of
 
 #: File names that may hold a trace when a directory is given.
 TRACE_SUFFIXES = trace_extensions()
@@ -73,9 +74,19 @@ class JobSelectionError(Exception):
 
 
 def iter_trace_files(root: Path) -> Iterator[Path]:
-    """Trace-looking files under ``root``, sorted, skipping run-directory side files."""
+    """Trace-looking files under ``root``, sorted, skipping run-directory side files; a
+    file that is part of a trace (``traces.parts``: an SDK event file, a sub-agent's
+    transcript beside its session) gives its trace once, or nothing when that trace is
+    a file found on its own."""
 
+    owners: set[Path] = set()
     for path in walk_files(root):
+        owner = trace_of(path)
+        if owner != path:
+            if owner.is_dir() and owner not in owners:
+                owners.add(owner)
+                yield owner
+            continue
         if not path.name.startswith(".") and path.name.endswith(TRACE_SUFFIXES):
             yield path
 

@@ -11,6 +11,7 @@ import pytest
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
+from streameval.traces.files import read_head
 from streameval.traces.formats import detect_format
 from streameval.traces.formats.claude import ClaudeAdapter
 
@@ -99,12 +100,12 @@ def test_golden_summary_of_real_trace(real_fixtures: Path, name: str):
 
 def test_every_claude_fixture_has_a_golden_file(real_fixtures: Path):
     assert {p.name for p in claude_fixtures(real_fixtures)} == set(FIXTURE_NAMES)
-    assert len(FIXTURE_NAMES) == 10   # 8 public, 2 from the real CLI 2.1.328 (tests/agents)
+    assert len(FIXTURE_NAMES) == 12   # 10 public, 2 from the real CLI 2.1.328 (tests/agents)
 
 
 def test_detect_accepts_claude_and_rejects_other_formats(real_fixtures: Path):
     for path in sorted(real_fixtures.glob("*/*")):
-        head = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()][:5]
+        head = read_head(path, 5)   # a conversation directory: its first events
         assert ClaudeAdapter.detect(head) == path.name.startswith("claude-"), path.name
     assert not ClaudeAdapter.detect([b"not json", b"[1, 2]"])
     assert not ClaudeAdapter.detect([])

@@ -11,6 +11,7 @@ from test_claude import EXPECTED, run, run_file, summarize
 
 from streameval.errors import Reason
 from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, Usage
+from streameval.traces.files import read_head
 from streameval.traces.formats import detect_format
 from streameval.traces.formats.codex import CodexAdapter
 
@@ -64,12 +65,12 @@ def test_golden_summary_of_real_trace(real_fixtures: Path, name: str):
 
 def test_every_codex_fixture_has_a_golden_file(real_fixtures: Path):
     names = {p.name for p in real_fixtures.glob("codex-*/*.jsonl")}
-    assert names == set(FIXTURE_NAMES) and len(names) == 7   # 5 public, 2 from the real CLI 0.169.0
+    assert names == set(FIXTURE_NAMES) and len(names) == 9   # 7 public, 2 from the real CLI 0.169.0
 
 
 def test_detect_accepts_both_codex_shapes_and_nothing_else(real_fixtures: Path):
     for path in sorted(real_fixtures.glob("*/*")):
-        head = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()][:5]
+        head = read_head(path, 5)   # a conversation directory: its first events
         assert CodexAdapter.detect(head) == path.name.startswith("codex-"), path.name
     rollout_head = fixture(real_fixtures, "rollout").read_bytes().split(b"\n")[:5]
     assert detect_format(rollout_head) == "codex"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from streameval.commands.main import main
+from streameval.traces.parts import is_conversation
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected_inspect"
@@ -28,7 +29,9 @@ FIELDS = ("tool_calls", "sidechain_calls", "steps", "categories", "files_read",
 
 
 def _fixtures() -> list[Path]:
-    return sorted(p for p in REAL.glob("*/*") if p.is_file() and p.name != "SOURCES.md")
+    """Every real trace: a file, or an SDK conversation directory (one trace)."""
+    return sorted(p for p in REAL.glob("*/*")
+                  if (p.is_file() or is_conversation(p)) and p.name != "SOURCES.md")
 
 
 _cache: dict[Path, dict] = {}

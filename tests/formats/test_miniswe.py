@@ -90,9 +90,11 @@ def test_golden_summary(real_fixtures: Path, name: str):
 
 
 def test_fixtures_are_all_covered(real_fixtures: Path):
-    # five 1.x runs from gruckion/mini-swe-agent, two 2.4.6 runs (text and tool mode)
-    assert len(FIXTURES) == 7
+    # five 1.x runs from gruckion/mini-swe-agent, two 2.4.6 runs (text and tool mode), one
+    # pre-1.0 bare message list (the agent's own test data)
+    assert len(FIXTURES) == 8
     assert sum(name.startswith("mini-swe-agent2") for name in FIXTURES) == 2
+    assert sum(name.startswith("mini-swe-agent0") for name in FIXTURES) == 1
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -170,6 +170,12 @@ OTHERS = [
     ("openhands-sdk", "openhands-sdk__streameval__scripted-1.58.0.events.jsonl", "openhands-sdk"),
     ("openhands-sdk", "openhands-sdk__streameval__scripted-1.58.0.saved-events.json",
      "openhands-events"),
+    # the SDK's evaluation harness (OpenHands/benchmarks): output.jsonl lines whose history
+    # holds SDK events (2025; observations with their text in ``output``)
+    ("openhands", "openhands-v1__OpenHands__benchmarks__openagentsafety-gpt-4o-output.jsonl",
+     "openhands"),
+    ("openhands", "openhands-v1__OpenHands__benchmarks__openagentsafety-gpt-4o-output."
+     "critic_attempt_1.lines-3-8-12.jsonl", "openhands"),
 ]
 
 

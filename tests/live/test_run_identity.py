@@ -22,8 +22,9 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "claude-sessi
 
 
 def _runs(tmp_path: Path) -> Path:
-    """Seven real Claude Code transcripts flat under runs/ (two of them, a main transcript
-    and its sub-agent's, share a session id) and one copied under seed1/ and seed2/."""
+    """Nine real Claude Code transcripts flat under runs/ (two pairs of a main transcript and
+    its sub-agent's, sharing a session id: flat, the sub-agent's is no part of its session,
+    whose file is not at ``<session>.jsonl``) and one copied under seed1/ and seed2/."""
     runs = tmp_path / "runs"
     runs.mkdir()
     for src in sorted(REAL.glob("*.jsonl")):
@@ -57,21 +58,24 @@ def test_no_two_traces_share_a_label_set_and_ids_come_from_the_trace(tmp_path, c
     reg.register(RunsCollector(w.table))
     text = generate_latest(reg).decode()
     series = _info_series(text)
-    assert len(series) == 9
+    assert len(series) == 11
     labels = {(s["run_id"], s["instance_id"], s["agent"], s["model"]) for s in series}
-    assert len(labels) == 9                             # nine runs, nine label sets
+    assert len(labels) == 11                            # eleven runs, eleven label sets
     ids = {s["run_id"] for s in series}
     assert "fe5e1c67-53e7-4862-81ae-d0e013e3270b" in ids  # the session id, not "watch5"
-    # a sub-agent's transcript and its main one share a session id; so do two copies
+    # a sub-agent's transcript read alone is named for its session and its agent; two
+    # copies of one session share its id, and the second is told apart
     assert sum(i.startswith("c45af7b1-cb7c-4e51-93db-8cbb250a877a") for i in ids) == 2
+    assert "c45af7b1-cb7c-4e51-93db-8cbb250a877a/agent-af1ff21" in ids
+    assert "8463c716-a2ea-4c14-9efa-87158ebd9f20/agent-a7be2f0" in ids
     assert sum(i.startswith("2d984148-cddb-4605-aac1-13e720fe613c") for i in ids) == 3
     # agent and model from the trace (no meta.json anywhere)
     assert {s["agent"] for s in series} == {"claude-code"}
     assert "claude-sonnet-4-20250514" in {s["model"] for s in series}
     # none can be scored (no gold row): each said once, counted by reason
-    assert 'streameval_unscored_runs_total{reason="missing_gold"} 9.0' in text
+    assert 'streameval_unscored_runs_total{reason="missing_gold"} 11.0' in text
     said = [r.getMessage() for r in caplog.records if "cannot be scored" in r.getMessage()]
-    assert len(said) == 9 and any("seed2/inst/session.jsonl" in m for m in said)
+    assert len(said) == 11 and any("seed2/inst/session.jsonl" in m for m in said)
 
 
 def test_replay_names_runs_as_watch_does_with_trace_and_csv_columns(tmp_path):
@@ -83,7 +87,7 @@ def test_replay_names_runs_as_watch_does_with_trace_and_csv_columns(tmp_path):
                  "--out", str(out), "--csv", str(table), "--quiet"])
     assert code == 1   # nothing could be scored, every run has its error record
     records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
-    assert len({r["run_id"] for r in records}) == len(records) == 9
+    assert len({r["run_id"] for r in records}) == len(records) == 11
     traces = {r["trace"] for r in records}
     assert "seed1/inst/session.jsonl" in traces and "seed2/inst/session.jsonl" in traces
     # the watcher hands out the same ids, in the same order

@@ -28,7 +28,7 @@ FORMATS = {
     "claude-session": "claude", "claude-stream": "claude", "codex-exec-json": "codex",
     "codex-rollout": "codex", "harbor-atif": "atif", "mini-swe-agent": "miniswe",
     "swe-agent-traj": "sweagent", "openhands": "openhands", "openhands-events": "openhands",
-    "openhands-sdk": "openhands",
+    "openhands-sdk": "openhands", "gemini-session": "gemini",
 }
 FIXTURES = sorted(p for p in REAL.glob("*/*") if p.parent.name in FORMATS)
 
@@ -55,6 +55,12 @@ def _mutate(value, rng: random.Random, p: float):
 
 
 def _mutated_copy(src: Path, dst: Path, seed: int) -> None:
+    if src.is_dir():   # an SDK conversation directory: each event file mutated
+        shutil.copytree(src, dst)
+        for event in sorted(dst.rglob("event-*.json")):
+            _mutated_copy(event, event.with_suffix(".tmp"), seed)
+            event.with_suffix(".tmp").replace(event)
+        return
     rng = random.Random(f"{src.name}:{seed}")
     p = 0.04 if seed == 0 else 0.3
     raw = src.read_bytes()

@@ -95,3 +95,42 @@ def test_garbage_paths_do_not_raise(view):
     m = PathMapper(view)
     for p in ["", "   ", "\x00", "/", "..", "a\nb", "\udcff.py", "/" + "a/" * 500 + "f.py"]:
         assert m.to_repo(p, "/testbed") is None
+
+
+# --------------------------------------------------------------------------- Windows paths
+
+WIN = "C:\\Users\\T\\Desktop\\PeeDom"
+
+
+def test_windows_paths_take_one_posix_form():
+    from streameval.reading.paths import posix_form
+    assert posix_form("C:\\Users\\T\\x.md") == "/c:/Users/T/x.md"
+    assert posix_form("c:/Users/T/x.md") == "/c:/Users/T/x.md"
+    assert posix_form("src\\x.ts", windows=True) == "src/x.ts"
+    assert posix_form("src\\x.ts") == "src\\x.ts"   # on POSIX a backslash is a name's
+
+
+def test_windows_paths_resolve_under_a_windows_cwd(view):
+    m = PathMapper(view, roots=[WIN])
+    assert m.to_repo("pkg\\sub\\f.py", WIN) == "pkg/sub/f.py"
+    assert m.to_repo(WIN + "\\xarray\\core\\weighted.py", WIN) == "xarray/core/weighted.py"
+    assert m.to_repo("c:\\users\\t\\desktop\\peedom\\README.md", WIN) == "README.md"
+    assert m.to_repo("xarray/core/weighted.py", WIN) == "xarray/core/weighted.py"
+
+
+def test_windows_profile_and_system_folders_are_outside(view):
+    m = PathMapper(view, roots=[WIN])
+    for path in ("C:\\Users\\T\\.codex\\skills\\x\\SKILL.md", "C:\\Windows\\System32\\x.dll",
+                 "C:\\Program Files\\Git\\README.md", "C:\\Users\\T\\AppData\\Local\\x.md"):
+        assert m.lookup(path, WIN) == (None, Reason.PATH_OUTSIDE_REPO), path
+
+
+def test_windows_paths_without_a_repo_display_relative():
+    m = PathMapper(roots=[WIN])
+    assert m.lookup("app\\_layout.tsx", WIN) == ("app/_layout.tsx", None)
+    assert m.lookup(WIN + "\\eas.json", WIN) == ("eas.json", None)
+
+
+def test_git_bash_drive_paths_beside_a_windows_cwd(view):
+    m = PathMapper(view, roots=[WIN])
+    assert m.to_repo("/c/Users/T/Desktop/PeeDom/README.md", WIN) == "README.md"

@@ -497,7 +497,7 @@ def _fixture_commands(root: Path) -> list[tuple[str, str | None]]:
     """Every shell command in the real traces."""
     found: list[tuple[str, str | None]] = []
     for path in sorted(root.glob("*/*")):
-        if path.suffix == ".md":
+        if path.suffix == ".md" or not path.is_file():   # a conversation directory
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         try:

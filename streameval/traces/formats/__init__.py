@@ -1,5 +1,9 @@
 """Trace formats. ``detect_format`` picks the adapter for a file from its first lines.
 
+Each adapter decides on the content of the first lines (``formats.head``): it may skip
+bookkeeping lines its agent is known to start a file with, and accept on the first line
+that identifies it. When no adapter accepts, the error names what the lines held.
+
 Registry: each entry is (format name, module, class name), imported lazily so that
 ``import streameval`` stays cheap.
 """
@@ -10,6 +14,7 @@ import importlib
 
 from streameval.errors import TraceFormatError
 from streameval.traces.formats.base import Adapter
+from streameval.traces.formats.head import describe
 
 # Order matters: the first adapter whose detect() accepts the head wins.
 _REGISTRY: tuple[tuple[str, str, str], ...] = (
@@ -23,6 +28,7 @@ _REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("openhands-events", "streameval.traces.formats.openhands", "OpenHandsEventsAdapter"),
     ("openhands-sdk", "streameval.traces.formats.openhands_sdk", "OpenHandsSdkAdapter"),
     ("atif", "streameval.traces.formats.atif", "AtifAdapter"),
+    ("gemini", "streameval.traces.formats.gemini", "GeminiAdapter"),
 )
 
 FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)
@@ -48,6 +54,8 @@ def detect_format(head: list[bytes]) -> str:
                 return fmt
         except Exception:  # noqa: BLE001 - one adapter's bug must not hide the others
             continue
+    seen = describe(head)
     raise TraceFormatError(
-        "could not detect the trace format from the first lines; "
+        "could not detect the trace format from the first lines"
+        f"{' (' + seen + ')' if seen else ' (the file has no non-empty line)'}; "
         f"pass --format with one of: {', '.join(FORMATS)}")

@@ -19,9 +19,22 @@ adapter reads both. Differences that matter:
   treats the last RunEnd it has seen as the end of the run. Calls still waiting at a
   ``result`` are flushed there (that process is gone, so no result will come).
 
+Sub-agents (the Task/Agent tool) run in a sidechain. Code 1.0 wrote their lines into the
+session file (``isSidechain: true``); Code 2.1 writes each to its own transcript,
+``<session>/subagents/agent-<id>.jsonl`` (every line ``isSidechain: true`` with an
+``agentId``), and echoes each of its messages into the parent session as a ``progress``
+line (``data.type: "agent_progress"``, ``data.message``). So:
+
+- a parent session's sub-agent calls, inline or echoed, are the run's sidechain calls
+  (kept apart, and scored with ``--include-sidechain``); the sub-agent transcript beside
+  a present parent is part of that run (``traces.parts``), not a run of its own;
+- a sub-agent transcript read alone (its first message line is a sidechain line with an
+  ``agentId``) is a run of its own: its calls are that run's calls, and its session id
+  is ``<parent session>/agent-<id>``, so it never takes the parent's run id.
+
 Lines that are known to carry no tool call (``summary``, ``file-history-snapshot``,
-``progress``, ``system`` subtypes other than init, compact summaries, local-command
-echoes...) yield nothing and count nothing. Unknown ``type`` values are a
+other ``progress``, ``system`` subtypes other than init, compact summaries,
+local-command echoes...) yield nothing and count nothing. Unknown ``type`` values are a
 ``BadLine(UNKNOWN_EVENT)``; assistant/user lines without a ``message`` object are
 ``BadLine(MISSING_FIELD)``. Sub-agent (sidechain) messages count toward the run's
 tokens: they were spent by the run.
@@ -33,6 +46,7 @@ from collections import OrderedDict
 from typing import Any, ClassVar
 
 from streameval.model import RunEnd, RunInfo, ToolCall, TraceEvent, Usage
+from streameval.traces.formats.head import head_objects
 from streameval.traces.formats.jsonl import (
     TypedJsonlAdapter,
     as_cost,
@@ -40,14 +54,13 @@ from streameval.traces.formats.jsonl import (
     as_list,
     as_str,
     bad_shape,
-    first_object,
     parse_timestamp,
     token_usage,
 )
 
 #: Line types that exist in real traces but never carry a tool call or tokens.
 _IGNORED_TYPES = frozenset({
-    "summary", "file-history-snapshot", "progress", "queue-operation", "attachment",
+    "summary", "file-history-snapshot", "queue-operation", "attachment",
     "custom-title", "rate_limit_event", "stream_event", "tool_progress", "auth_status",
     "control_request", "control_response", "control_cancel_request", "keep_alive",
     # session transcripts of Code 2.1 (seen in 2.1.328): the API requests it made, cost
@@ -55,12 +68,26 @@ _IGNORED_TYPES = frozenset({
     "api-request", "api-request-blob", "api-request-shape", "atis-latch", "cost-state",
     "last-prompt", "tools-used", "ai-title", "pr-link", "mode", "permission-mode",
     "agent-name", "bridge-session", "file-history-delta",
+    # bookkeeping written at the top of newer transcripts (a renamed session, its
+    # permission mode, a session teleported from the web; 2.1.x)
+    "teleported-from", "teleport-skipped-branch", "worktree-state",
 })
 _DETECT_TYPES = frozenset({"system", "assistant", "user", "result", "summary",
                            "file-history-snapshot", "progress", "queue-operation",
                            "api-request", "attachment", "last-prompt", "cost-state"})
 _DETECT_KEYS = ("message", "session_id", "sessionId", "uuid", "leafUuid", "snapshot",
                 "parentUuid")
+#: bookkeeping lines a session transcript may open with before its first message: the
+#: detector looks past them. Each carries one of ``_LEADING_KEYS`` (a file of nothing
+#: else, such as a ``teleported-from`` stub, is still Claude Code's).
+_LEADING_TYPES = frozenset({
+    "custom-title", "permission-mode", "teleported-from", "teleport-skipped-branch",
+    "ai-title", "agent-name", "last-prompt", "pr-link", "mode", "worktree-state",
+    "cost-state", "summary", "file-history-snapshot", "queue-operation", "tools-used",
+    "atis-latch", "bridge-session",
+})
+_LEADING_KEYS = ("sessionId", "leafUuid", "remoteSessionId", "customTitle", "permissionMode",
+                 "aiTitle", "agentName", "messageId", "snapshot")
 
 #: Split API messages are adjacent lines; remembering the last few ids is enough.
 _USAGE_MEMORY = 512
@@ -81,14 +108,26 @@ class ClaudeAdapter(TypedJsonlAdapter):
         self._usage_seen: OrderedDict[str, _Counts] = OrderedDict()
         self._stream_cwd: str | None = None
         self._session_id: str | None = None
+        #: decided at the first message line: the file is a sub-agent's own transcript
+        #: (its sidechain lines are this run's), or None while not known
+        self._subagent_file: bool | None = None
+        self._agent_id: str | None = None
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
-        obj = first_object(head)
-        kind = obj.get("type") if obj is not None else None
-        if not isinstance(kind, str) or kind not in _DETECT_TYPES:
-            return False
-        return any(key in obj for key in _DETECT_KEYS)
+        """The first line that is not opening bookkeeping (``_LEADING_TYPES``) decides:
+        a Claude line type with a Claude key. A head of bookkeeping alone is Claude's
+        when one of its lines carries a Claude key."""
+        leading = False
+        for obj in head_objects(head):
+            kind = obj.get("type")
+            if isinstance(kind, str) and kind in _DETECT_TYPES \
+                    and any(key in obj for key in _DETECT_KEYS):
+                return True
+            if not isinstance(kind, str) or kind not in _LEADING_TYPES:
+                return False
+            leading = leading or any(key in obj for key in _LEADING_KEYS)
+        return leading
 
     # ----------------------------------------------------------------- line kinds
 
@@ -119,6 +158,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
         if not isinstance(message, dict):
             return [bad_shape(lineno, "assistant line without a message object")]
         events: list[TraceEvent] = []
+        self._first_message(obj)
         info = self._session_info(obj, message, lineno)
         if info is not None:
             events.append(info)
@@ -129,6 +169,8 @@ class ClaudeAdapter(TypedJsonlAdapter):
         content = message.get("content")
         if isinstance(content, list):
             context = _LineContext.of(obj, self._stream_cwd)
+            if self._subagent_file and obj.get("isSidechain") is True:
+                context.sidechain = False   # a sub-agent read alone: its calls are the run's
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     problem = self._start_call(block, context, lineno)
@@ -140,6 +182,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
         message = obj.get("message")
         if not isinstance(message, dict):
             return [bad_shape(lineno, "user line without a message object")]
+        self._first_message(obj)
         content = message.get("content")
         if not isinstance(content, list):
             return []  # a prompt, a compact summary, a local-command echo
@@ -167,7 +210,29 @@ class ClaudeAdapter(TypedJsonlAdapter):
             events.append(call)
         return events
 
+    def _progress(self, obj: dict, lineno: int) -> list[TraceEvent]:
+        """A sub-agent's message echoed into its parent session (2.1: ``agent_progress``)
+        is read as a sidechain line of the parent; other progress carries no call."""
+        data = obj.get("data")
+        if not isinstance(data, dict) or data.get("type") != "agent_progress":
+            return []
+        inner = data.get("message")
+        if not isinstance(inner, dict) or inner.get("type") not in ("assistant", "user"):
+            return []
+        line = {k: v for k, v in inner.items() if k not in ("sessionId", "isSidechain")}
+        line["isSidechain"] = True
+        line.setdefault("cwd", obj.get("cwd"))
+        line.setdefault("timestamp", obj.get("timestamp"))
+        handler = ClaudeAdapter._assistant if inner["type"] == "assistant" else ClaudeAdapter._user
+        return handler(self, line, lineno)
+
     # ----------------------------------------------------------------- pieces
+
+    def _first_message(self, obj: dict) -> None:
+        if self._subagent_file is None:
+            agent = obj.get("agentId")
+            self._subagent_file = obj.get("isSidechain") is True and isinstance(agent, str)
+            self._agent_id = agent if self._subagent_file else None
 
     def _start_call(self, block: dict, context: _LineContext, lineno: int):
         call_id, name = block.get("id"), block.get("name")
@@ -192,6 +257,8 @@ class ClaudeAdapter(TypedJsonlAdapter):
         """A session file has no init line: its first assistant line (or a new
         ``sessionId`` on the main chain) stands in for one."""
         session_id = as_str(obj.get("sessionId"))
+        if session_id is not None and self._subagent_file:
+            session_id = f"{session_id}/agent-{self._agent_id}"
         if session_id is None or session_id == self._session_id:
             return None
         if self._session_id is not None and obj.get("isSidechain") is True:
@@ -281,6 +348,7 @@ def _result_text(content: Any) -> str:
 ClaudeAdapter.handlers = {
     "system": ClaudeAdapter._system,
     "result": ClaudeAdapter._result,
+    "progress": ClaudeAdapter._progress,
     "assistant": ClaudeAdapter._assistant,
     "user": ClaudeAdapter._user,
 }

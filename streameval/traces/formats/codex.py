@@ -56,11 +56,17 @@ _ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_
 #: ``world_state`` snapshots and per-response ``token_usage_record``s; ``token_count``
 #: events carry the run totals).
 _IGNORED_TYPES = frozenset({"compacted", "error", "world_state", "token_usage_record"})
-#: 0.16x ``exec_command`` results: a header, then ``Output:`` and what the command printed
+#: 0.16x ``exec_command`` results, and 0.11x ``shell_command`` ones (``Exit code: N``,
+#: ``Wall time: ...``): a header, then ``Output:`` and what the command printed
 _EXEC_HEADER = re.compile(
-    r"\A(?:(?:Chunk ID|Wall time|Process exited with code|Process running with session ID|"
-    r"Original token count|Total output lines)[^\n]*\n)+Output:\n?", re.MULTILINE)
-_EXEC_EXIT = re.compile(r"^Process exited with code (-?\d+)", re.MULTILINE)
+    r"\A(?:(?:Exit code|Chunk ID|Wall time|Process exited with code|"
+    r"Process running with session ID|Original token count|Total output lines)[^\n]*\n)+"
+    r"Output:\r?\n?", re.MULTILINE)
+_EXEC_EXIT = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)", re.MULTILINE)
+#: Codex's own notice before what a command printed until it was stopped
+_TIMED_OUT = re.compile(r"\Acommand timed out after \d+ milliseconds\r?\n")
+#: a call the user stopped: Codex kept no output
+_ABORTED = re.compile(r"\A(?:Wall time: [^\n]*\n)?aborted by user\s*\Z")
 #: Response items of the old rollout format (before the ``response_item`` wrapper).
 _BARE_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output",
                          "custom_tool_call", "custom_tool_call_output", "local_shell_call",
@@ -339,6 +345,8 @@ def _output_of(output: Any) -> tuple[str | None, bool]:
         return None, False
     if _EXEC_HEADER.match(output):
         return exec_output(output)
+    if _ABORTED.match(output):
+        return None, True
     if output.startswith("{"):
         try:
             decoded = orjson.loads(output)
@@ -350,14 +358,21 @@ def _output_of(output: Any) -> tuple[str | None, bool]:
 
 
 def exec_output(text: str) -> tuple[str, bool]:
-    """(what the command printed, failed?) of a 0.16x ``exec_command`` result: the
-    header (chunk id, wall time, ``Process exited with code N``, token count) ends at
-    ``Output:``. Text without the header is returned as it is."""
+    """(what the command printed, failed?) of a 0.16x ``exec_command`` or 0.11x
+    ``shell_command`` result: the header (``Exit code: N``, chunk id, wall time,
+    ``Process exited with code N``, token count) ends at ``Output:``, and is never the
+    command's output. Windows commands print CRLF line ends (the header itself is LF):
+    they are plain line ends. A timeout's notice goes too. Text without the header is
+    returned as it is."""
     header = _EXEC_HEADER.match(text)
     if header is None:
         return text, False
     code = _EXEC_EXIT.search(header.group(0))
-    return text[header.end():], code is not None and code.group(1) != "0"
+    body = text[header.end():]
+    if "\r\n" in body:
+        body = body.replace("\r\n", "\n")
+    body = _TIMED_OUT.sub("", body, count=1)
+    return body, code is not None and code.group(1) != "0"
 
 
 def _structured_output(decoded: dict) -> tuple[str | None, bool]:

@@ -30,6 +30,12 @@ blocks are read from assistant messages only, and the final context is the union
 stated step), with ``structured["stated_context"] = True`` so a consumer that prefers the
 stated steps can skip inferring one from the command.
 
+Before 1.0 (and in the agent's own test data), a trajectory was the message list alone:
+a JSON array of ``{role, content}`` messages, the system prompt first, with no ``info``.
+It is read the same way; the run is over when its last message is the submission (a
+user message holding the diff the final ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
+printed).
+
 ``shell_failed``, ``looks_like_diff`` and ``head_text`` live in ``jsonl`` (SWE-agent and
 OpenHands use them too) and are re-exported here.
 """
@@ -87,6 +93,11 @@ _TAIL_RE = re.compile(r"<output_tail>\n?(.*)\n?</output_tail>", re.DOTALL)
 _ELIDED_RE = re.compile(r"<elided_chars>\s*(\d+)")
 _TIMEOUT_RE = re.compile(r"^The last command <command>.*?</command> timed out", re.DOTALL)
 _MINI_START_RE = re.compile(r'\s*\{\s*"(?:info|messages|trajectory_format)"\s*:\s*[{\["]')
+#: a bare message list (before 1.0): a system prompt first, asking for mini-swe-agent's
+#: fenced command blocks
+_MINI_LIST_RE = re.compile(r'\s*\[\s*\{\s*"role"\s*:\s*"system"\s*,\s*"content"\s*:\s*"')
+_LIST_PROMPT = ("```mswea_bash_command", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+                "echo MINI_SWE_AGENT_FINAL_OUTPUT")
 _RANGE_RE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
 
@@ -246,6 +257,7 @@ class MiniSweAdapter(DocumentAdapter):
     format = "miniswe"
     patterns = ("*.traj.json",)
     label = "mini-swe-agent"
+    kinds = (dict, list)
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:
@@ -259,17 +271,37 @@ class MiniSweAdapter(DocumentAdapter):
         text = head_text(head)
         if '"swe_agent_version"' in text or re.search(r'^\s*\{\s*"trajectory"\s*:', text):
             return False
+        if _MINI_LIST_RE.match(text) is not None:
+            return any(marker in text for marker in _LIST_PROMPT)
         return _MINI_START_RE.match(text) is not None
 
-    def parse(self, doc: dict, lineno: int) -> list[TraceEvent]:
+    def parse(self, doc: dict | list, lineno: int) -> list[TraceEvent]:
+        if isinstance(doc, list):
+            if not any(isinstance(m, dict) and "role" in m for m in doc):
+                return [BadLine(lineno, Reason.NOT_AN_OBJECT.value,
+                                "mini-swe-agent document is a JSON array of no messages")]
+            return _Parse({"messages": doc}, lineno, bare=True).run()
         return _Parse(doc, lineno).run()
+
+
+def _bare_end(messages: list) -> tuple[str | None, str | None]:
+    """(exit status, submission) of a bare message list: submitted when the last
+    message is a user message holding the diff, else not known to be over."""
+    last = messages[-1] if messages else None
+    if isinstance(last, dict) and last.get("role") == "user":
+        text = _content_text(last.get("content"))
+        if looks_like_diff(text):
+            return "Submitted", text
+    return None, None
 
 
 class _Parse:
     """One pass over a parsed trajectory document."""
 
-    def __init__(self, doc: dict, lineno: int):
+    def __init__(self, doc: dict, lineno: int, bare: bool = False):
         self.doc = doc
+        #: a bare message list (before 1.0): no ``info``, the submission is the last message
+        self.bare = bare
         self.info = as_dict(doc.get("info"))
         self.config = as_dict(self.info.get("config"))
         self.lineno = lineno
@@ -295,6 +327,8 @@ class _Parse:
             self.events.append(usage)
         exit_status = as_str(self.info.get("exit_status"))
         submission = self.info.get("submission")
+        if self.bare:
+            exit_status, submission = _bare_end(messages)
         # saved after every step: no exit status yet means the run goes on
         self.events.append(RunEnd(exit_status or "unfinished",
                                   submission if looks_like_diff(submission) else None,

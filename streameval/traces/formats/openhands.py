@@ -1,6 +1,10 @@
 """OpenHands (V0) traces: evaluation ``output.jsonl``, the resolver's ``output.jsonl``, and
 the runtime's saved trajectories (a JSON array of events).
 
+The agent SDK's evaluation harness (OpenHands/benchmarks, 2025) writes the same lines
+with a history of SDK events (``kind``: ``ActionEvent``, ``ObservationEvent``...): such
+a line is read by ``openhands_sdk.sdk_instance``, framed the same way.
+
 An evaluation line is a whole finished run: ``{"instance_id", "history": [events...],
 "test_result": {"git_patch"}, "metadata": {agent_class, llm_config, ...}, "metrics",
 "error"}``. History events are actions (``action``: read/edit/run/run_ipython/browse/
@@ -40,6 +44,7 @@ from streameval.traces.formats.jsonl import (
     shell_failed,
     token_usage,
 )
+from streameval.traces.formats.openhands_sdk import is_sdk_history, sdk_events, sdk_instance
 
 __all__ = ["OpenHandsAdapter", "OpenHandsEventsAdapter"]
 
@@ -96,6 +101,8 @@ class OpenHandsAdapter(Adapter):
             return [BadLine(lineno, Reason.MISSING_FIELD.value,
                             f"line {lineno}: OpenHands instance has no 'history' list; skipped")]
         try:
+            if is_sdk_history(obj["history"]):
+                return sdk_instance(obj, lineno, f"line-{lineno}")
             return _Instance(obj, lineno, f"line-{lineno}").events()
         except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
             return [BadLine(lineno, Reason.MISSING_FIELD.value,
@@ -298,7 +305,6 @@ class OpenHandsEventsAdapter(DocumentAdapter):
     def parse(self, doc: list, lineno: int) -> list[TraceEvent]:
         first = next((e for e in doc if isinstance(e, dict)), {})
         if "kind" in first:
-            from streameval.traces.formats.openhands_sdk import sdk_events
             return sdk_events(doc, lineno)
         return _Instance({"history": doc}, lineno).events()
 

@@ -48,10 +48,30 @@ def summary(calls, increments, final, run_info, run_ends):
 # ---------------------------------------------------------------- claude
 
 
+def claude_lines(path: Path):
+    """The transcript's lines, with each sub-agent message a parent session echoes in a
+    ``progress`` line (``data.type == "agent_progress"``, Code 2.1) in its place as a
+    sidechain line of its own; and whether the file is a sub-agent's own transcript (its
+    first user/assistant line is a sidechain line with an ``agentId``): then its
+    sidechain calls are the run's own."""
+    own = None
+    for o in lines(path):
+        if o.get("type") == "progress" and (o.get("data") or {}).get("type") == "agent_progress":
+            inner = dict(o["data"]["message"])
+            inner.pop("sessionId", None)
+            inner["isSidechain"] = True
+            if inner.get("type") in ("assistant", "user"):
+                yield inner, False
+            continue
+        if own is None and o.get("type") in ("user", "assistant"):
+            own = o.get("isSidechain") is True and isinstance(o.get("agentId"), str)
+        yield o, bool(own)
+
+
 def claude(path: Path) -> dict:
     uses, calls, per_message, final, run_info, run_ends = {}, [], {}, None, 0, []
     seen_session = None
-    for o in lines(path):
+    for o, own in claude_lines(path):
         t = o.get("type")
         msg = o.get("message") if isinstance(o.get("message"), dict) else {}
         if t == "system" and o.get("subtype") == "init":
@@ -75,7 +95,8 @@ def claude(path: Path) -> dict:
             per_message[msg["id"]] = tuple(max(a, b) for a, b in zip(old, now))
             for block in msg["content"]:
                 if block["type"] == "tool_use":
-                    side = o.get("isSidechain") is True or o.get("parent_tool_use_id") is not None
+                    side = (o.get("isSidechain") is True and not own) \
+                        or o.get("parent_tool_use_id") is not None
                     uses[block["id"]] = {"tool": block["name"], "input": block["input"],
                                          "sidechain": side}
         elif t == "user" and isinstance(msg.get("content"), list):
