@@ -87,44 +87,41 @@ def _program(words: list[str]) -> str | None:
 
 
 def _sed(args: list[str]) -> str | None:
+    scripts, why = _sed_scripts(args)
+    if why is not None:
+        return why
+    return None if all(sed_script_read_only(x) for x in scripts) else "sed w/e"
+
+
+def _sed_scripts(args: list[str]) -> tuple[list[str], str | None]:
+    """The scripts of a sed command line (``-e`` each, or the first operand)."""
     scripts: list[str] = []
     operands: list[str] = []
     k = 0
     while k < len(args):
         a = args[k]
-        if a in ("-e", "--expression"):
+        takes_script = a in ("-e", "--expression") or (
+            a.startswith("-") and not a.startswith("--") and a.endswith("e") and len(a) > 1)
+        if a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--")
+                                          and "i" in a[1:]):
+            return [], "sed -i"
+        if a in ("--file",) or a.startswith("--file=") or (
+                a.startswith("-") and not a.startswith("--") and "f" in a[1:]):
+            return [], "sed -f"
+        if takes_script:
             if k + 1 >= len(args):
-                return "sed: -e without a script"
+                return [], "sed: -e without a script"
             scripts.append(args[k + 1])
             k += 2
             continue
         if a.startswith("--expression="):
             scripts.append(a.split("=", 1)[1])
-        elif a.startswith("--in-place") or a in ("-f", "--file") or a.startswith("--file="):
-            return "sed -i" if a.startswith("--in") else "sed -f"
-        elif a.startswith("-") and len(a) > 1 and not a.startswith("--"):
-            flags = a[1:]
-            if "i" in flags:
-                return "sed -i"
-            if "f" in flags:
-                return "sed -f"
-            if flags.endswith("e"):
-                if k + 1 >= len(args):
-                    return "sed: -e without a script"
-                scripts.append(args[k + 1])
-                k += 2
-                continue
-        elif not a.startswith("-"):
+        elif not a.startswith("-") or a == "-":
             operands.append(a)
         k += 1
-    if not scripts:
-        if not operands:
-            return "sed without a script"
-        scripts.append(operands[0])
-    for script in scripts:
-        if not sed_script_read_only(script):
-            return "sed w/e"
-    return None
+    if not scripts and not operands:
+        return [], "sed without a script"
+    return scripts or operands[:1], None
 
 
 def sed_script_read_only(s: str) -> bool:
@@ -135,35 +132,42 @@ def sed_script_read_only(s: str) -> bool:
             i += 1
         if i >= n:
             return True
-        for _ in range(2):
-            i = _sed_address(s, i)
-            if i < 0:
-                return False
-            if i < n and s[i] == ",":
-                i += 1
-                continue
-            break
-        while i < n and s[i] in " \t!":
-            i += 1
-        if i >= n:
+        i = _sed_addresses(s, i)
+        if i < 0 or i >= n:
             return False
-        cmd = s[i]
+        i = _sed_command(s, i)
+        if i < 0:
+            return False
+
+
+def _sed_addresses(s: str, i: int) -> int:
+    """Past ``addr[,addr][!]`` at ``i``; -1 when malformed."""
+    n = len(s)
+    i = _sed_address(s, i)
+    if 0 <= i < n and s[i] == ",":
+        i = _sed_address(s, i + 1)
+    while 0 <= i < n and s[i] in " \t!":
         i += 1
-        if cmd in "wWe":
-            return False
-        if cmd in "sy":
-            i, flags = _sed_s(s, i, cmd)
-            if i < 0 or (cmd == "s" and ("w" in flags or "e" in flags)):
-                return False
-        elif cmd in "aic" or cmd in _SED_TO_EOL:
-            i = _to_line_end(s, i, cmd in "aic")
-        elif cmd in _SED_NOARG or cmd == "#":
-            if cmd == "#":
-                i = _to_line_end(s, i, False)
-            while i < n and s[i].isdigit():
-                i += 1
-        else:
-            return False
+    return i
+
+
+def _sed_command(s: str, i: int) -> int:
+    """Past one command at ``i``; -1 when it writes or runs something, or is unknown."""
+    n = len(s)
+    cmd = s[i]
+    i += 1
+    if cmd in "wWe":
+        return -1
+    if cmd in "sy":
+        i, flags = _sed_s(s, i, cmd)
+        return -1 if i < 0 or "w" in flags or "e" in flags else i
+    if cmd in "aic" or cmd in _SED_TO_EOL or cmd == "#":
+        return _to_line_end(s, i, cmd in "aic" or cmd == "#")
+    if cmd in _SED_NOARG:
+        while i < n and s[i].isdigit():
+            i += 1
+        return i
+    return -1
 
 
 def _sed_address(s: str, i: int) -> int:

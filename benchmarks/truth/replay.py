@@ -60,7 +60,7 @@ class CallTruth:
     #: origins of lines the command printed but the harness did not show (trimmed
     #: blank edges, the elided middle of a cut output)
     hidden: list[Origin] = field(default_factory=list)
-    #: output lines of the re-executed command (tags removed), for classifying credits
+    #: the output line each origin was shown in (tags removed), for classifying credits
     texts: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     problem: str = ""
@@ -158,7 +158,6 @@ class Replayer:
             texts.append(text)
             ids.append(found)
         shown = Shown([t[:-1] if t.endswith("\n") else t for t in texts], ids)
-        out.texts = shown.lines
         origins_all = [o for k in ids for o in self._origins(k)]
         if "".join(texts) != plain.output:
             out.status = TAGS_CHANGED
@@ -177,7 +176,12 @@ class Replayer:
         keep, out.match = seen
         kept = set(keep)
         for k, found in enumerate(ids):
-            (out.origins if k in kept else out.hidden).extend(self._origins(found))
+            got = self._origins(found)
+            if k in kept:
+                out.origins.extend(got)
+                out.texts.extend([shown.lines[k]] * len(got))
+            else:
+                out.hidden.extend(got)
         if out.match == "cut":
             # the lines on either side of the elision notice were shown only in part
             for k in keep:
@@ -271,8 +275,9 @@ class Replayer:
                 out.status = DIFFERS
                 return out
             if ids[n - 1] is not None:
-                origins.extend(self._origins([ids[n - 1]]))
-            out.texts.append(lines[n - 1])
+                got = self._origins([ids[n - 1]])
+                origins.extend(got)
+                out.texts.extend([lines[n - 1]] * len(got))
         out.origins = origins
         out.match = "numbered"
         out.status = "checkable"

@@ -8,9 +8,10 @@ read call is *exact* when the two sets of (path, base line) are equal.
 A false credit is classed by what the call showed:
 
 - ``wrong file``: the call showed no line of that file (it showed others);
-- ``wrong place``: it showed lines of that file, not this one; sub-causes: the line's
-  text is that of another line it showed (``identical line``), or of a line the agent
-  wrote (``agent's line``), or neither (``other``);
+- ``wrong place``: it showed lines of that file, not this one; sub-causes: a line the
+  agent wrote with this text was shown (the agent re-created it: ``the agent's line``),
+  or another base line with this text was (``an identical base line``), or neither
+  (``other``);
 - ``never shown``: the call showed no line of any file;
 - and apart: ``printed, but hidden by the harness``: the command printed the line but
   the harness did not show it (a blank line Claude Code or OpenHands trimmed at an
@@ -23,6 +24,7 @@ repeated in its base file, or other.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -107,9 +109,8 @@ def score_call(truth: CallTruth, outcome: CallOutcome, base: BaseLines) -> CallS
     agent = sum(1 for o in truth.origins if o.line is None)
     files = {o.path for o in truth.origins}
     sc = CallScore(cred == real, cred, real, agent)
-    agent_files = {o.path for o in truth.origins if o.line is None}
     for p, n in cred - real:
-        sc.false[_false_class(p, n, real, files, agent_files, truth, base)] += 1
+        sc.false[_false_class(p, n, real, files, truth, base)] += 1
     credited_files = {p for p, _ in cred}
     edges = {(o.path, o.line) for o in truth.cut_edges}
     for p, n in real - cred:
@@ -127,20 +128,27 @@ def score_call(truth: CallTruth, outcome: CallOutcome, base: BaseLines) -> CallS
     return sc
 
 
-def _false_class(p: str, n: int, real: set[Line], files: set[str], agent_files: set[str],
-                 truth: CallTruth, base: BaseLines) -> str:
+#: a line-number prefix a reader prints before the text (``nl``, ``cat -n``, ``grep -n``)
+_PREFIX = re.compile(r"^(?:\s*\d+\t|\d+[:-]|[^\s:]+[:-]\d+[:-]|[^\s:]+:)")
+
+
+def content(output_line: str) -> str:
+    return _PREFIX.sub("", output_line, count=1).strip()
+
+
+def _false_class(p: str, n: int, real: set[Line], files: set[str], truth: CallTruth,
+                 base: BaseLines) -> str:
     if any(o.path == p and o.line == n for o in truth.hidden):
         return "printed, but hidden by the harness"
     if not files:
         return "never shown"
     if p not in files:
         return "wrong file"
-    text = base.text(p, n)
-    if text is not None and text.strip():
-        if any(q == p and base.text(q, m) == text for q, m in real):
-            return "wrong place: identical line"
-        if p in agent_files and any(t.rstrip().endswith(text.strip()) for t in truth.texts):
-            return "wrong place: agent's line"
-    elif text is not None:
-        return "wrong place: blank line"
+    text = (base.text(p, n) or "").strip()
+    agent = {content(t) for o, t in zip(truth.origins, truth.texts)
+             if o.line is None and o.path == p}
+    if text in agent or (text and any(a.endswith(text) for a in agent)):
+        return "wrong place: the agent's line (same text)"
+    if any(q == p and (base.text(q, m) or "").strip() == text for q, m in real):
+        return "wrong place: an identical base line"
     return "wrong place: other"

@@ -141,25 +141,29 @@ def _word(s: str, i: int) -> tuple[str, int]:
             out.append(s[i + 1:j])
             i = j + 1
         elif c == '"':
-            i += 1
-            while i < n and s[i] != '"':
-                if s[i] == "`" or s.startswith("$(", i):
-                    raise Refused("command substitution")
-                if s[i] == "\\" and i + 1 < n and s[i + 1] in '"\\$`\n':
-                    if s[i + 1] != "\n":
-                        out.append(s[i + 1])
-                    i += 2
-                    continue
-                out.append(s[i])
-                i += 1
-            if i >= n:
-                raise Refused("unterminated quote")
-            i += 1
+            i = _double_quoted(s, i + 1, out)
         elif c == "\\":
-            if i + 1 < n:
-                out.append(s[i + 1])
+            out.append(s[i + 1:i + 2])
             i += 2
         else:
             out.append(c)
             i += 1
     return "".join(out), i
+
+
+def _double_quoted(s: str, i: int, out: list[str]) -> int:
+    """The inside of ``"..."`` from ``i`` (past the opening quote) onto ``out``."""
+    n = len(s)
+    while i < n and s[i] != '"':
+        if s[i] == "`" or s.startswith("$(", i):
+            raise Refused("command substitution")
+        if s[i] == "\\" and i + 1 < n and s[i + 1] in '"\\$`\n':
+            if s[i + 1] != "\n":
+                out.append(s[i + 1])
+            i += 2
+            continue
+        out.append(s[i])
+        i += 1
+    if i >= n:
+        raise Refused("unterminated quote")
+    return i + 1
