@@ -28,7 +28,7 @@ from truth.carry import Carrier
 from truth.layout import Layout, text_of
 from truth.present import Shown, visible
 from truth.readonly import why_not_read_only
-from truth.sandbox import Sandbox
+from truth.sandbox import Sandbox, absent, missing_programs
 from truth.tags import Origin, lines_of, read_tags, untag_file
 
 #: reasons a call is not checkable (the report counts them by these names)
@@ -87,6 +87,8 @@ class Replayer:
         self.shell_cwd: str | None = None
         self.history: dict[Path, list[str]] = {}
         self.edit_failures = 0
+        #: programs the agent's machine lacked (seen in its outputs): absent here too
+        self.absent: set[str] = set()
 
     # ------------------------------------------------------------------ paths
     def host(self, path: str | None, cwd: str | None, tagged: bool = False) -> Path | None:
@@ -137,7 +139,10 @@ class Replayer:
     def _shell(self, out: CallTruth, command: str, cwd: str | None, call) -> CallTruth:
         why = why_not_read_only(command)
         track = bool(call.cwd_persists)
-        plain = self.sandbox.run(command, self.layout.plain, cwd, track_cwd=track)
+        self.absent |= missing_programs(call.output)
+        prelude = absent(self.absent)
+        plain = self.sandbox.run(command, self.layout.plain, cwd, track_cwd=track,
+                                 prelude=prelude)
         out.changed = self.carrier.carry().changed
         if track and plain.cwd_after:
             self.shell_cwd = plain.cwd_after
@@ -147,7 +152,7 @@ class Replayer:
         if plain.timed_out:
             out.status = TIMED_OUT
             return out
-        tagged = self.sandbox.run(command, self.layout.tagged, cwd)
+        tagged = self.sandbox.run(command, self.layout.tagged, cwd, prelude=prelude)
         if tagged.timed_out:
             out.status = TIMED_OUT
             return out

@@ -23,6 +23,7 @@ def figures(t: Tally) -> dict:
         "lines_truth": c["lines_truth"], "lines_credited": c["lines_credited"],
         "lines_right": c["lines_right"], "agent_lines_shown": c["lines_agent_shown"],
         "edits_not_redone": c["edits_not_redone"], "missing_blobs": c["missing_blobs"],
+        "runs_with_patch": c["runs_with_patch"], "patch_reproduced": c["patch_reproduced"],
         "seconds": round(c["seconds_x1000"] / 1000, 1),
     }
 
@@ -60,7 +61,9 @@ def render(groups: dict[str, Tally], skipped: dict[str, int], header: str) -> st
         f = figures(t)
         out.append(f"lines: truth {f['lines_truth']}, credited {f['lines_credited']}, right "
                    f"{f['lines_right']}; agent's own lines shown {f['agent_lines_shown']}; "
-                   f"edits not redone {f['edits_not_redone']}; replay {f['seconds']} s")
+                   f"edits not redone {f['edits_not_redone']}; final patch reproduced in "
+                   f"{f['patch_reproduced']} of {f['runs_with_patch']} runs with one; "
+                   f"replay {f['seconds']} s")
     return "\n".join(out)
 
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
         only = set(filter(None, args.only.split(","))) or None
         specs = corpus_runs(args.corpus, args.mirrors, skipped, only)
     groups: dict[str, Tally] = {}
-    records: dict[str, list[dict]] = {}
+    records: dict[str, dict] = {}
     texts = BaseTexts()
     repos: dict[Path, GitRepo] = {}
     n = 0
@@ -87,10 +87,12 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
             n += 1
             tally, recs = replay_run(spec, scratch / f"run-{n}", args.timeout, texts, repos)
             groups.setdefault(spec.group, Tally()).merge(tally)
-            records[spec.name] = recs
             f = figures(tally)
+            records[spec.name] = {"group": spec.group, "figures": f, "calls": recs}
+            patch = "" if not f["runs_with_patch"] else \
+                f", final patch {'reproduced' if f['patch_reproduced'] else 'NOT reproduced'}"
             print(f"[{n}] {spec.name}: read calls {f['read_calls']}, checkable "
-                  f"{f['checkable']}, exact {f['exact']} ({f['seconds']} s)",
+                  f"{f['checkable']}, exact {f['exact']}{patch} ({f['seconds']} s)",
                   file=sys.stderr, flush=True)
     finally:
         for repo in repos.values():
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
               f"wall {time.time() - t0:.0f} s")
     return {"header": header, "skipped": dict(skipped),
             "groups": {k: {"figures": figures(t), **t.as_dict()} for k, t in groups.items()},
-            "calls": records, "table": render(groups, dict(skipped), header),
+            "runs": records, "table": render(groups, dict(skipped), header),
             "examples_text": render_examples(groups, args.examples)}
 
 

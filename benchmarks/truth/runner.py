@@ -15,11 +15,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streameval.model import RunInfo, ToolCall, TraceEvent
+from streameval.model import RunEnd, RunInfo, ToolCall, TraceEvent
 from streameval.reading.steps import StepBuilder
 from streameval.sources.basetext import BaseTexts
 from streameval.sources.repo import GitRepo
-from truth.layout import lay_out
+from truth.layout import git, lay_out
 from truth.replay import NOT_READ_ONLY, CallTruth, Replayer
 from truth.sandbox import Sandbox
 from truth.score import BaseLines, CallScore, credited, ranges, score_call
@@ -135,7 +135,40 @@ def _replay_calls(spec, layout, sandbox, view, texts, tally: Tally) -> list[dict
         _count(tally, spec, truth, sc, record)
         records.append(record)
     tally.c["edits_not_redone"] += replayer.edit_failures
+    patch = next((e.patch for e in spec.events if isinstance(e, RunEnd) and e.patch), None)
+    if patch:
+        tally.c["runs_with_patch"] += 1
+        tally.c["patch_reproduced"] += same_patch(layout.plain, patch)
     return records
+
+
+def _changes(diff: str) -> dict[str, list[str]]:
+    """A diff's added and removed lines per file (hunk headers and ids aside)."""
+    out: dict[str, list[str]] = {}
+    name = ""
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            name = line.rsplit(" b/", 1)[-1]
+            out.setdefault(name, [])
+        elif line.startswith(("+++", "---")):
+            continue
+        elif line[:1] in ("+", "-"):
+            out.setdefault(name, []).append(line.rstrip())
+    return out
+
+
+def same_patch(plain: Path, patch: str) -> bool:
+    """Are the base commit's files changed exactly as the agent's submission changes
+    them? (A check of the replay itself: its edits happened as the agent's did. New
+    files are left out: build output and the like came from the agent's environment.)"""
+    git("add", "-A", cwd=plain, check=False)
+    ours = git("diff", "--cached", "HEAD", cwd=plain, check=False).stdout.decode(
+        "utf-8", errors="replace")
+    base = set(git("ls-tree", "-r", "--name-only", "HEAD", cwd=plain,
+                   check=False).stdout.decode(errors="replace").split("\n"))
+    mine = {k: v for k, v in _changes(ours).items() if k in base}
+    theirs = {k: v for k, v in _changes(patch).items() if k in base}
+    return mine == theirs
 
 
 def _count(tally: Tally, spec: RunSpec, truth: CallTruth, sc: CallScore, record: dict) -> None:

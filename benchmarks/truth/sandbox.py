@@ -17,6 +17,7 @@ so only to measure (the product never executes anything from a trace). The sandb
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -27,7 +28,12 @@ from pathlib import Path
 
 #: mini-swe-agent's SWE-bench configuration sets these for every command
 AGENT_ENV = {"PAGER": "cat", "MANPAGER": "cat", "LESS": "-R", "PIP_PROGRESS_BAR": "off",
-             "TQDM_DISABLE": "1"}
+             "TQDM_DISABLE": "1",
+             # our python3 is not the agent's: its bytecode would only add files to the copy
+             "PYTHONDONTWRITEBYTECODE": "1"}
+#: "prog: command not found" as bash and dash print it
+_NOT_FOUND = re.compile(r"^(?:(?:/bin/)?(?:ba)?sh: (?:line )?\d+: )?([A-Za-z_][\w.+-]*): "
+                        r"(?:command not found|not found)$", re.MULTILINE)
 MAX_OUTPUT = 8 << 20
 
 
@@ -91,7 +97,7 @@ class Sandbox:
         return args
 
     def run(self, command: str, copy: Path, cwd: str | None = None,
-            track_cwd: bool = False) -> Result:
+            track_cwd: bool = False, prelude: str = "") -> Result:
         """``bash -c command`` in ``cwd`` (default: the root) over ``copy``.
 
         ``track_cwd``: report where the shell ended (an EXIT trap writes ``pwd`` to fd 3)
@@ -102,12 +108,12 @@ class Sandbox:
         inside = copy / where[len(self.root):].lstrip("/")
         if not (where == self.root or where.startswith(self.root + "/")) or not inside.is_dir():
             where = self.root
-        script = command
+        script = prelude + command
         read_fd = write_fd = None
         if track_cwd:
             read_fd, write_fd = os.pipe()
             # all on the command's first line: bash's own "line N" messages keep their N
-            script = f"exec 3>&{write_fd}; trap 'pwd >&3 2>/dev/null' EXIT; " + command
+            script = f"exec 3>&{write_fd}; trap 'pwd >&3 2>/dev/null' EXIT; " + script
         argv = self.argv(copy, where) + ["/bin/bash", "-c", script]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
@@ -122,6 +128,19 @@ class Sandbox:
             cwd_after = lines[-1] if lines else None
         text = out.decode("utf-8", errors="replace")
         return Result(text, None if timed_out else proc.returncode, timed_out, cwd_after)
+
+
+def missing_programs(output: str | None) -> set[str]:
+    """Programs the agent's machine did not have, by its shell's own words in an output
+    (``bash: line 1: ed: command not found``): ours may have them, and running them
+    would make edits the agent's commands never made."""
+    return set(_NOT_FOUND.findall(output or ""))
+
+
+def absent(programs: set[str]) -> str:
+    """A one-line prelude of shell functions that make ``programs`` absent again."""
+    return "".join(f"{p}() {{ echo \"bash: line 1: {p}: command not found\" >&2; return 127; }}; "
+                   for p in sorted(programs))
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bool]:
