@@ -64,6 +64,9 @@ class CallTruth:
     texts: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     problem: str = ""
+    #: per file shown, the base lines its current text still has (the rest the agent
+    #: deleted or rewrote): tells a line re-created in place from one taken elsewhere
+    present: dict[str, set[int]] = field(default_factory=dict)
 
     @property
     def checkable(self) -> bool:
@@ -193,7 +196,20 @@ class Replayer:
                 if (k + 1 < len(ids) and k + 1 not in kept) or (k > 0 and k - 1 not in kept):
                     out.cut_edges.extend(self._origins(ids[k]))
         out.status = "checkable"
+        self._present(out)
         return out
+
+    def _present(self, out: CallTruth) -> None:
+        for path in {o.path for o in out.origins}:
+            try:
+                text = text_of((self.layout.tagged / path).read_bytes())
+            except OSError:
+                continue
+            if text is None:
+                continue
+            _, ids = untag_file(text, self.layout.table)
+            lines = {o.line for o in self._origins([i for i in ids if i is not None])}
+            out.present[path] = {n for n in lines if n is not None}
 
     def _origins(self, ids: list[int]) -> list[Origin]:
         got = [self.layout.table.origin(i) for i in ids]
@@ -286,6 +302,7 @@ class Replayer:
         out.origins = origins
         out.match = "numbered"
         out.status = "checkable"
+        self._present(out)
         return out
 
 

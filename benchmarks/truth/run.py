@@ -112,8 +112,10 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
 
 
 def _commit() -> str:
+    """The last commit that changed ``streameval/`` (what was measured)."""
     try:
-        return subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+        return subprocess.run(["git", "-C", str(HERE), "log", "-1", "--format=%h", "--",
+                               str(HERE.parent.parent / "streameval")],
                               capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -9,9 +9,10 @@ A false credit is classed by what the call showed:
 
 - ``wrong file``: the call showed no line of that file (it showed others);
 - ``wrong place``: it showed lines of that file, not this one; sub-causes: a line the
-  agent wrote with this text was shown (the agent re-created it: ``the agent's line``),
-  or another base line with this text was (``an identical base line``), or neither
-  (``other``);
+  agent wrote with this text was shown, and the base line is gone from the file
+  (``re-created in place``) or still elsewhere in it (``taken for a base line
+  elsewhere``); another shown base line has this text (``displaced among identical base
+  lines``); the base line was deleted by the agent; or other;
 - ``never shown``: the call showed no line of any file;
 - and apart: ``printed, but hidden by the harness``: the command printed the line but
   the harness did not show it (a blank line Claude Code or OpenHands trimmed at an
@@ -147,8 +148,10 @@ def _false_class(p: str, n: int, real: set[Line], files: set[str], truth: CallTr
     text = (base.text(p, n) or "").strip()
     agent = {content(t) for o, t in zip(truth.origins, truth.texts)
              if o.line is None and o.path == p}
+    gone = p in truth.present and n not in truth.present[p]
     if text in agent or (text and any(a.endswith(text) for a in agent)):
-        return "wrong place: the agent's line (same text)"
+        return "wrong place: the agent's line, re-created in place" if gone else \
+            "wrong place: the agent's line, taken for a base line elsewhere"
     if any(q == p and (base.text(q, m) or "").strip() == text for q, m in real):
-        return "wrong place: an identical base line"
-    return "wrong place: other"
+        return "wrong place: displaced among identical base lines"
+    return "wrong place: a base line the agent deleted" if gone else "wrong place: other"

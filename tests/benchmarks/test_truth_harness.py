@@ -4,8 +4,8 @@ A hand-made mini-swe-agent trajectory over a git repository this test creates, w
 what each call showed is known by construction: a ``sed -n`` window, a ``cat``, an edit
 by ``sed -i``, a numbered read across the edited line, an insert by a Python heredoc
 script, a chained read over two files, a long output cut by the harness, a ``$``-anchored
-grep the tags change, and a recorded output that is not what the command prints. The
-harness must find the right base lines per call, and the right reasons for the rest.
+grep the tags change, a recorded output that is not what the command prints, and a
+program the agent's machine did not have. The harness must find the right base lines per call, and the right reasons for the rest.
 
 Needs bubblewrap (``bwrap``, Debian's ``bubblewrap``): skipped cleanly without it.
 """
@@ -77,6 +77,10 @@ PLAN: list[tuple[str, str | None, str, dict[str, set[int]] | None]] = [
     ("cat pkg/big.txt", None, "checkable", None),   # cut by the harness: checked below
     ("grep -n 'y = 2$' pkg/a.py", "11:y = 2\n", "tags changed the output", None),
     ("cat pkg/b.py", "alpha\nBETA\ngamma\n", "output differs from the trace", None),
+    # the agent's machine had no tac: ours must not have one either, or c.txt would fill
+    ("tac pkg/b.py > pkg/c.txt", "bash: line 1: tac: command not found\n",
+     "not read-only: redirect to a file", None),
+    ("cat pkg/c.txt", "", "checkable", {}),
 ]
 #: agent's own lines shown, per call index (1-based)
 AGENT_LINES = {4: 1, 6: 2}
@@ -146,6 +150,12 @@ def test_checkable_calls_show_the_base_lines_known_by_construction(replayed):
             assert agent == AGENT_LINES.get(k, 0), (k, command)
 
 
+def test_the_base_lines_still_in_a_file_are_known(replayed):
+    truths, _, _ = replayed
+    assert truths[0].present == {"pkg/a.py": set(range(1, 11))}
+    assert truths[3].present == {"pkg/a.py": set(range(1, 11)) - {3}}   # after the sed -i
+
+
 def test_a_harness_cut_shows_the_head_and_tail_lines_whole(replayed):
     truths, _, _ = replayed
     cut = truths[7]
@@ -189,9 +199,13 @@ def test_false_credits_and_misses_are_classed(tmp_path):
                           texts=["x", "", "z"])
         sc = score_call(truth, _outcome(("a.py", [(4, 5)]), ("b.py", [(1, 1)])), base)
         # 4 ("x") is line 1's twin, 5 ("z") the agent's line's text, b.py never shown here
-        assert sc.false == Counter({"wrong place: an identical base line": 1,
-                                    "wrong place: the agent's line (same text)": 1,
+        assert sc.false == Counter({"wrong place: displaced among identical base lines": 1,
+                                    "wrong place: the agent's line, taken for a base line "
+                                    "elsewhere": 1,
                                     "wrong file": 1})
+        truth.present = {"a.py": {1, 2, 3, 4}}     # the agent rewrote line 5
+        again = score_call(truth, _outcome(("a.py", [(1, 2), (5, 5)])), base)
+        assert again.false == Counter({"wrong place: the agent's line, re-created in place": 1})
         assert sc.missed == Counter({"repeated line": 1, "blank line": 1})
         assert not sc.exact
         nothing = CallTruth(2, "c", "bash", "cmd", "shell", "checkable")
