@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from truth.tags import IdTable, lines_of, tag_lines
+from truth.tags import IdTable, tag_text
 
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
            "GIT_AUTHOR_NAME": "truth", "GIT_AUTHOR_EMAIL": "truth@example.invalid",
@@ -78,7 +78,7 @@ def lay_out(gitdir: Path, commit: str, work: Path) -> Layout:
     (dotgit / "HEAD").write_text(commit + "\n")
     git("read-tree", "HEAD", cwd=plain)
     # a snapshot may lack its largest blobs: checkout-index writes the rest
-    git("checkout-index", "-a", "-f", cwd=plain, check=False)
+    git("checkout-index", "-a", "-f", "-u", cwd=plain, check=False)   # -u: stat data
     listed = git("ls-files", "-z", cwd=plain).stdout.decode(errors="replace").split("\0")
     missing = [p for p in listed if p and not os.path.lexists(plain / p)]
     layout = Layout(plain, tagged, IdTable(), missing=missing)
@@ -95,7 +95,7 @@ def _objects_dir(gitdir: Path) -> Path:
 
 def _tag_tree(layout: Layout) -> None:
     """Copy the plain tree into the tagged one; text files get tagged lines."""
-    texts: list[tuple[str, list[str]]] = []
+    texts: list[tuple[str, str, int]] = []
     for rel, kind in walk(layout.plain):
         src, dst = layout.plain / rel, layout.tagged / rel
         if kind == "d":
@@ -109,15 +109,18 @@ def _tag_tree(layout: Layout) -> None:
                 shutil.copy2(src, dst)
                 continue
             layout.base_digest[rel] = hashlib.sha1(data).hexdigest()
-            texts.append((rel, lines_of(text)))
+            texts.append((rel, text, _count_lines(text)))
     table = layout.table
-    firsts = [table.add_file(rel, len(lines)) for rel, lines in texts]
+    firsts = [table.add_file(rel, n) for rel, _, n in texts]
     table.freeze()
-    for (rel, lines), first in zip(texts, firsts):
+    for (rel, text, _), first in zip(texts, firsts):
         dst = layout.tagged / rel
-        dst.write_text(tag_lines(lines, list(range(first, first + len(lines))), table),
-                       encoding="utf-8", newline="")
+        dst.write_text(tag_text(text, first, table)[0], encoding="utf-8", newline="")
         shutil.copymode(layout.plain / rel, dst)
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 def walk(root: Path) -> list[tuple[str, str]]:

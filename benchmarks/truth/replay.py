@@ -80,10 +80,14 @@ class CallTruth:
 class Replayer:
     """One run: its layout, sandbox and format; ``step`` takes its calls in order."""
 
-    def __init__(self, layout: Layout, sandbox: Sandbox, fmt: str):
+    def __init__(self, layout: Layout, sandbox: Sandbox, fmt: str,
+                 trimmed_shown: bool = False):
         self.layout = layout
         self.sandbox = sandbox
         self.fmt = fmt
+        #: count the blank lines a harness trimmed at the output's edges as shown (the
+        #: other reading of "shown"; by default they are not: the agent never saw them)
+        self.trimmed_shown = trimmed_shown
         self.root = sandbox.root
         self.carrier = Carrier(layout)
         self.pattern = layout.table.pattern()
@@ -166,22 +170,25 @@ class Replayer:
             texts.append(text)
             ids.append(found)
         shown = Shown([t[:-1] if t.endswith("\n") else t for t in texts], ids)
-        origins_all = [o for k in ids for o in self._origins(k)]
         if "".join(texts) != plain.output:
             out.status = TAGS_CHANGED
-            out.origins = origins_all
-            return out
-        if call.output is None:
+        elif call.output is None:
             out.status = NO_OUTPUT
-            out.origins = origins_all
-            return out
-        seen = visible(plain.output, shown, call.output, self.fmt)
-        if seen is None:
+        else:
+            seen = visible(plain.output, shown, call.output, self.fmt)
+            if seen is not None:
+                return self._truth(out, shown, *seen)
             out.status = DIFFERS
-            out.origins = origins_all
             out.problem = first_difference(plain.output, call.output)
-            return out
-        keep, out.match = seen
+        out.origins = [o for k in ids for o in self._origins(k)]
+        return out
+
+    def _truth(self, out: CallTruth, shown: Shown, keep: list[int], match: str) -> CallTruth:
+        """A checkable shell call: the origins of the lines the agent saw."""
+        ids = shown.ids
+        out.match = match
+        if self.trimmed_shown and match != "cut":
+            keep = list(range(len(ids)))
         kept = set(keep)
         for k, found in enumerate(ids):
             got = self._origins(found)
@@ -190,7 +197,7 @@ class Replayer:
                 out.texts.extend([shown.lines[k]] * len(got))
             else:
                 out.hidden.extend(got)
-        if out.match == "cut":
+        if match == "cut":
             # the lines on either side of the elision notice were shown only in part
             for k in keep:
                 if (k + 1 < len(ids) and k + 1 not in kept) or (k > 0 and k - 1 not in kept):

@@ -61,9 +61,10 @@ def render(groups: dict[str, Tally], skipped: dict[str, int], header: str) -> st
         f = figures(t)
         out.append(f"lines: truth {f['lines_truth']}, credited {f['lines_credited']}, right "
                    f"{f['lines_right']}; agent's own lines shown {f['agent_lines_shown']}; "
-                   f"edits not redone {f['edits_not_redone']}; final patch reproduced in "
-                   f"{f['patch_reproduced']} of {f['runs_with_patch']} runs with one; "
-                   f"replay {f['seconds']} s")
+                   f"edits not redone {f['edits_not_redone']}; "
+                   + (f"final patch to base files reproduced in {f['patch_reproduced']} of "
+                      f"{f['runs_with_patch']} runs with one; " if f["runs_with_patch"] else "")
+                   + f"replay {f['seconds']} s")
     return "\n".join(out)
 
 

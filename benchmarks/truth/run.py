@@ -34,7 +34,12 @@ from streameval.sources.repo import GitRepo  # noqa: E402
 from truth.report import figures, render, render_examples  # noqa: E402
 from truth.runner import Tally, replay_run  # noqa: E402
 from truth.sandbox import available  # noqa: E402
-from truth.sources import corpus_runs, fixture_runs  # noqa: E402
+from truth.sources import (  # noqa: E402
+    agreement,
+    corpus_runs,
+    fixture_runs,
+    scenario_expected,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=0, help="at most N runs")
     p.add_argument("--only", default="", help="comma-separated instance ids")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per command")
+    p.add_argument("--trimmed-shown", action="store_true",
+                   help="count blank lines a harness trimmed at an output's edges as shown")
     p.add_argument("--work", type=Path, help="scratch directory (default: a temporary one)")
     p.add_argument("--json", type=Path, help="write figures, examples and per-call records")
     p.add_argument("--examples", type=int, default=3, help="examples printed per class")
@@ -85,10 +92,13 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
             if args.limit and n >= args.limit:
                 break
             n += 1
-            tally, recs = replay_run(spec, scratch / f"run-{n}", args.timeout, texts, repos)
+            tally, recs = replay_run(spec, scratch / f"run-{n}", args.timeout, texts, repos,
+                                     args.trimmed_shown)
             groups.setdefault(spec.group, Tally()).merge(tally)
             f = figures(tally)
             records[spec.name] = {"group": spec.group, "figures": f, "calls": recs}
+            if args.fixtures:
+                records[spec.name]["scenario"] = agreement(recs, scenario_expected())
             patch = "" if not f["runs_with_patch"] else \
                 f", final patch {'reproduced' if f['patch_reproduced'] else 'NOT reproduced'}"
             print(f"[{n}] {spec.name}: read calls {f['read_calls']}, checkable "
@@ -104,11 +114,30 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
         groups = {**groups, "all": total}
     header = (f"truth harness, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
               f"streameval {_commit()}, {describe()}, timeout {args.timeout:g} s/command, "
-              f"wall {time.time() - t0:.0f} s")
+              + ("trimmed blank edge lines count as shown, " if args.trimmed_shown else "")
+              + f"wall {time.time() - t0:.0f} s")
+    table = render(groups, dict(skipped), header)
+    if args.fixtures:
+        table += "\n\n" + _agreement_text(records)
     return {"header": header, "skipped": dict(skipped),
             "groups": {k: {"figures": figures(t), **t.as_dict()} for k, t in groups.items()},
-            "runs": records, "table": render(groups, dict(skipped), header),
+            "runs": records, "table": table,
             "examples_text": render_examples(groups, args.examples)}
+
+
+def _agreement_text(records: dict[str, dict]) -> str:
+    """The harness's truth against tests/agents/scenario.py's EXPECTED (worked out by
+    hand): a check of the harness itself on the scripted runs."""
+    out = ["harness truth vs tests/agents/scenario.py EXPECTED (by hand), per scripted run:"]
+    for name, info in records.items():
+        rows = info.get("scenario", [])
+        agree = sum(r["agree"] for r in rows)
+        out.append(f"  {name}: agree on {agree} of {len(rows)} read calls")
+        for r in rows:
+            if not r["agree"]:
+                out.append(f"    call {r['call']} {r['command']!r}: harness {r['harness']}, "
+                           f"scenario {r['scenario']}")
+    return "\n".join(out)
 
 
 def _commit() -> str:

@@ -68,7 +68,8 @@ class Tally:
 
 
 def replay_run(spec: RunSpec, work: Path, timeout: float, texts: BaseTexts,
-               repos: dict[Path, GitRepo]) -> tuple[Tally, list[dict]]:
+               repos: dict[Path, GitRepo], trimmed_shown: bool = False,
+               ) -> tuple[Tally, list[dict]]:
     """Replay and score one run; returns its tally and one record per read call."""
     tally = Tally()
     t0 = time.perf_counter()
@@ -85,7 +86,8 @@ def replay_run(spec: RunSpec, work: Path, timeout: float, texts: BaseTexts,
         if repo is None:
             repo = repos[spec.gitdir] = GitRepo(spec.gitdir)
         view = repo.at(spec.commit)
-        records = _replay_calls(spec, layout, sandbox, view, texts, tally)
+        replayer = Replayer(layout, sandbox, spec.fmt, trimmed_shown)
+        records = _replay_calls(spec, replayer, view, texts, tally)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     tally.c["runs"] += 1
@@ -93,9 +95,9 @@ def replay_run(spec: RunSpec, work: Path, timeout: float, texts: BaseTexts,
     return tally, records
 
 
-def _replay_calls(spec, layout, sandbox, view, texts, tally: Tally) -> list[dict]:
+def _replay_calls(spec, replayer: Replayer, view, texts, tally: Tally) -> list[dict]:
+    layout = replayer.layout
     builder = StepBuilder(view, texts=texts)
-    replayer = Replayer(layout, sandbox, spec.fmt)
     base = BaseLines(view)
     base_files = set(layout.base_digest)
     records: list[dict] = []
@@ -119,7 +121,8 @@ def _replay_calls(spec, layout, sandbox, view, texts, tally: Tally) -> list[dict
         if not (shows or cred):
             continue
         tally.c["read_calls"] += 1
-        record = {"call": index, "tool": ev.tool, "command": truth.command[:400],
+        record = {"call": index, "tool": ev.tool, "kind": truth.kind,
+                  "command": truth.command[:400],
                   "status": truth.status, "match": truth.match,
                   "credited": ranges(cred)}
         if not truth.checkable:

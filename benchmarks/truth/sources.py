@@ -112,6 +112,36 @@ def fixture_runs(work: Path, pattern: str = "*streameval__scripted*") -> Iterato
                       root_of(events, tree))
 
 
+def scenario_expected() -> list[dict[str, set[int]]]:
+    """``tests/agents/scenario.py``'s hand-made truth, in plan order, for the calls that
+    showed lines (the scripted runs follow that plan)."""
+    from scenario import EXPECTED
+
+    return [v for v in EXPECTED.values() if v]
+
+
+def agreement(records: list[dict], expected: list[dict[str, set[int]]]) -> list[dict]:
+    """The harness's truth beside the scenario's, call by call: the read calls (not the
+    edits, whose numbered snippet the scenario does not count) in order."""
+    reads = [r for r in records if r["kind"] in ("shell", "read") and r.get("truth")]
+    out = []
+    for r, exp in zip(reads, expected):
+        want = {p: _ranges(sorted(ns)) for p, ns in exp.items()}
+        out.append({"call": r["call"], "command": r["command"][:80], "harness": r["truth"],
+                    "scenario": want, "agree": r["truth"] == want})
+    return out
+
+
+def _ranges(ns: list[int]) -> str:
+    spans: list[list[int]] = []
+    for n in ns:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
+
+
 def root_of(events: list[TraceEvent], tree: set[str]) -> str:
     """The agent's working directory: the trace's cwd, else the most common call cwd,
     else the prefix of an absolute path a tool named that ends in a repository file."""

@@ -26,6 +26,19 @@ DIGITS = "\u200b\u200c\u200d"
 #: ids kept free after the base lines, for "agent line of file F" ids made later
 AGENT_ROOM = 200_000
 _VALUE = {c: i for i, c in enumerate(DIGITS)}
+_LOW = 6
+_LOW_COUNT = 3 ** _LOW
+
+
+def _low_digits(value: int) -> str:
+    out = []
+    for _ in range(_LOW):
+        value, d = divmod(value, 3)
+        out.append(DIGITS[d])
+    return "".join(reversed(out))
+
+
+_LOW_TABLE = [_low_digits(v) for v in range(_LOW_COUNT)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +75,14 @@ class IdTable:
         return first
 
     def freeze(self) -> None:
-        """Fix the tag width: enough digits for every base id and the agent room."""
+        """Fix the tag width: enough digits for every base id and the agent room (at
+        least ``_LOW`` digits: the low ones come from a table, see ``tag``)."""
         top = self.next_id + AGENT_ROOM
-        width = 1
+        width = _LOW
         while 3 ** width <= top:
             width += 1
         self.width = width
+        self._high_cache: dict[int, str] = {}
 
     def agent(self, path: str) -> int:
         """The id meaning "a line the agent wrote in ``path``"."""
@@ -92,11 +107,31 @@ class IdTable:
 
     # ---------------------------------------------------------------- text
     def tag(self, ident: int) -> str:
-        digits = []
-        for _ in range(self.width):
-            ident, d = divmod(ident, 3)
-            digits.append(DIGITS[d])
-        return MARK + "".join(reversed(digits))
+        """``MARK`` and ``width`` digits, most significant first. A tree has a million
+        lines: the low digits come from a table and the high ones are cached, since the
+        ids of one file are consecutive."""
+        high, low = divmod(ident, _LOW_COUNT)
+        prefix = self._high_cache.get(high)
+        if prefix is None:
+            digits = []
+            for _ in range(self.width - _LOW):
+                high, d = divmod(high, 3)
+                digits.append(DIGITS[d])
+            prefix = self._high_cache[divmod(ident, _LOW_COUNT)[0]] = \
+                MARK + "".join(reversed(digits))
+        return prefix + _LOW_TABLE[low]
+
+    def tags(self, first: int, n: int) -> list[str]:
+        """The tags of ids ``first .. first + n - 1``, a run of table rows at a time."""
+        out: list[str] = []
+        ident, stop = first, first + n
+        while ident < stop:
+            low = ident % _LOW_COUNT
+            take = min(_LOW_COUNT - low, stop - ident)
+            prefix = self.tag(ident)[:-_LOW]
+            out.extend([prefix + d for d in _LOW_TABLE[low:low + take]])
+            ident += take
+        return out
 
     def pattern(self) -> re.Pattern[str]:
         return re.compile(MARK + "[" + DIGITS + "]{" + str(self.width) + "}")
@@ -132,10 +167,32 @@ def lines_of(text: str) -> list[str]:
 def tag_lines(lines: list[str], ids: list[int], table: IdTable) -> str:
     """The tagged text of a file whose line ``k`` has id ``ids[k]``."""
     out = []
+    tag = table.tag
     for line, ident in zip(lines, ids):
-        text, end = split_line_end(line)
-        out.append(text + table.tag(ident) + end)
+        if line.endswith("\n"):
+            cut = -2 if line.endswith("\r\n") else -1
+            out.append(line[:cut] + tag(ident) + line[cut:])
+        else:
+            out.append(line + tag(ident))
     return "".join(out)
+
+
+def tag_text(text: str, first: int, table: IdTable) -> tuple[str, int]:
+    """A base file's text tagged with consecutive ids from ``first`` (the fast path of
+    the layout: a tree has about a million lines); returns it and its line count."""
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+        end = "\n"
+    else:
+        end = ""
+    if not parts:
+        return text, 0
+    if "\r\n" in text:
+        lines = lines_of(text)
+        return tag_lines(lines, list(range(first, first + len(lines))), table), len(lines)
+    tags = table.tags(first, len(parts))
+    return "\n".join([p + t for p, t in zip(parts, tags)]) + end, len(parts)
 
 
 def untag_file(tagged: str, table: IdTable) -> tuple[list[str], list[int | None]]:
