@@ -92,15 +92,21 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
             if args.limit and n >= args.limit:
                 break
             n += 1
-            tally, recs = replay_run(spec, scratch / f"run-{n}", args.timeout, texts, repos,
-                                     args.trimmed_shown)
+            try:
+                tally, recs = replay_run(spec, scratch / f"run-{n}", args.timeout, texts,
+                                         repos, args.trimmed_shown)
+            except Exception as exc:  # noqa: BLE001 - one run's failure is counted, not fatal
+                skipped[f"replay failed: {type(exc).__name__}"] += 1
+                print(f"[{n}] {spec.name}: replay failed: {exc!r}", file=sys.stderr, flush=True)
+                continue
             groups.setdefault(spec.group, Tally()).merge(tally)
             f = figures(tally)
-            records[spec.name] = {"group": spec.group, "figures": f, "calls": recs}
+            records[spec.name] = {"group": spec.group, "figures": f, "calls": recs,
+                                  "patch_differs_in": tally.patch_differs}
             if args.fixtures:
                 records[spec.name]["scenario"] = agreement(recs, scenario_expected())
-            patch = "" if not f["runs_with_patch"] else \
-                f", final patch {'reproduced' if f['patch_reproduced'] else 'NOT reproduced'}"
+            patch = "" if not f["runs_with_patch"] else ", final patch reproduced" \
+                if f["patch_reproduced"] else f", final patch differs in {tally.patch_differs}"
             print(f"[{n}] {spec.name}: read calls {f['read_calls']}, checkable "
                   f"{f['checkable']}, exact {f['exact']}{patch} ({f['seconds']} s)",
                   file=sys.stderr, flush=True)

@@ -51,6 +51,8 @@ class Tally:
     matches: Counter[str] = field(default_factory=Counter)
     #: what made the not-read-only read calls so (the first offending program)
     programs: Counter[str] = field(default_factory=Counter)
+    #: base files the replay did not change as the agent's final patch does (one run)
+    patch_differs: list[str] = field(default_factory=list)
     examples: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
 
     def merge(self, other: Tally) -> None:
@@ -141,7 +143,9 @@ def _replay_calls(spec, replayer: Replayer, view, texts, tally: Tally) -> list[d
     patch = next((e.patch for e in spec.events if isinstance(e, RunEnd) and e.patch), None)
     if patch:
         tally.c["runs_with_patch"] += 1
-        tally.c["patch_reproduced"] += same_patch(layout.plain, patch)
+        differ = patch_differences(layout.plain, patch)
+        tally.c["patch_reproduced"] += not differ
+        tally.patch_differs.extend(differ)
     return records
 
 
@@ -160,10 +164,10 @@ def _changes(diff: str) -> dict[str, list[str]]:
     return out
 
 
-def same_patch(plain: Path, patch: str) -> bool:
-    """Are the base commit's files changed exactly as the agent's submission changes
-    them? (A check of the replay itself: its edits happened as the agent's did. New
-    files are left out: build output and the like came from the agent's environment.)"""
+def patch_differences(plain: Path, patch: str) -> list[str]:
+    """The base files the replay did not change as the agent's submission changes them
+    (a check of the replay itself: its edits happened as the agent's did). New files are
+    left out: build output and the like came from the agent's environment."""
     git("add", "-A", cwd=plain, check=False)
     ours = git("diff", "--cached", "HEAD", cwd=plain, check=False).stdout.decode(
         "utf-8", errors="replace")
@@ -171,7 +175,7 @@ def same_patch(plain: Path, patch: str) -> bool:
                    check=False).stdout.decode(errors="replace").split("\n"))
     mine = {k: v for k, v in _changes(ours).items() if k in base}
     theirs = {k: v for k, v in _changes(patch).items() if k in base}
-    return mine == theirs
+    return sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
 
 
 def _count(tally: Tally, spec: RunSpec, truth: CallTruth, sc: CallScore, record: dict) -> None:

@@ -35,6 +35,8 @@ AGENT_ENV = {"PAGER": "cat", "MANPAGER": "cat", "LESS": "-R", "PIP_PROGRESS_BAR"
 _NOT_FOUND = re.compile(r"^(?:(?:/bin/)?(?:ba)?sh: (?:line )?\d+: )?([A-Za-z_][\w.+-]*): "
                         r"(?:command not found|not found)$", re.MULTILINE)
 MAX_OUTPUT = 8 << 20
+#: below the kernel's 128 KiB limit for one argument (MAX_ARG_STRLEN)
+MAX_ARG = 100_000
 
 
 def available() -> str | None:
@@ -55,7 +57,8 @@ def available() -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What one command printed (stdout and stderr interleaved, as agents record it)."""
+    """What one command printed (stdout and stderr interleaved, as agents record it).
+    ``timed_out``: it was stopped (the timeout, the output cap) or could not start."""
 
     output: str
     returncode: int | None
@@ -114,10 +117,25 @@ class Sandbox:
             read_fd, write_fd = os.pipe()
             # all on the command's first line: bash's own "line N" messages keep their N
             script = f"exec 3>&{write_fd}; trap 'pwd >&3 2>/dev/null' EXIT; " + script
-        argv = self.argv(copy, where) + ["/bin/bash", "-c", script]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                pass_fds=(write_fd,) if write_fd is not None else ())
+        argv = self.argv(copy, where)
+        if len(script.encode("utf-8", errors="replace")) > MAX_ARG:
+            # past the kernel's limit for one argument (a heredoc of a whole file): the
+            # shell reads it from a file bound read-only (its messages then name the file)
+            big = self.tmp.parent / "script.sh"
+            big.write_text(script, encoding="utf-8", errors="replace")
+            argv += ["--ro-bind", str(big), "/opt/truth/script.sh",
+                     "/bin/bash", "-c", ". /opt/truth/script.sh"]
+        else:
+            argv += ["/bin/bash", "-c", script]
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    pass_fds=(write_fd,) if write_fd is not None else ())
+        except (OSError, ValueError) as exc:
+            for fd in (read_fd, write_fd):
+                if fd is not None:
+                    os.close(fd)
+            return Result(f"[could not start: {exc}]", None, True)
         if write_fd is not None:
             os.close(write_fd)
         out, timed_out = _collect(proc, self.timeout)
