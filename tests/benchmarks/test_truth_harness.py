@@ -7,7 +7,8 @@ script, a chained read over two files, a long output cut by the harness, a ``$``
 grep the tags change, a recorded output that is not what the command prints, and a
 program the agent's machine did not have. The harness must find the right base lines per call, and the right reasons for the rest.
 
-Needs bubblewrap (``bwrap``, Debian's ``bubblewrap``): skipped cleanly without it.
+The replaying tests need bubblewrap (``bwrap``, Debian's ``bubblewrap``): skipped cleanly
+without it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from truth.sandbox import Sandbox, available  # noqa: E402
 from truth.score import BaseLines, score_call  # noqa: E402
 from truth.tags import Origin  # noqa: E402
 
-pytestmark = pytest.mark.skipif(available() is not None,
-                                reason=f"needs bubblewrap: {available()}")
+_WHY = available()
+needs_bwrap = pytest.mark.skipif(_WHY is not None, reason=f"needs bubblewrap: {_WHY}")
 
 A_LINES = ["import os", "", "def f(x):", "    return x", "", "def g(y):", "    return y",
            "x = 1", "y = 2", "# end"]
@@ -136,11 +137,13 @@ def _truth(t: CallTruth) -> dict[str, set[int]]:
     return out
 
 
+@needs_bwrap
 def test_every_call_has_its_status(replayed):
     truths, _, _ = replayed
     assert [t.status for t in truths] == [status for _, _, status, _ in PLAN]
 
 
+@needs_bwrap
 def test_checkable_calls_show_the_base_lines_known_by_construction(replayed):
     truths, _, _ = replayed
     for k, (t, (command, _, _, expected)) in enumerate(zip(truths, PLAN), 1):
@@ -150,12 +153,14 @@ def test_checkable_calls_show_the_base_lines_known_by_construction(replayed):
             assert agent == AGENT_LINES.get(k, 0), (k, command)
 
 
+@needs_bwrap
 def test_the_base_lines_still_in_a_file_are_known(replayed):
     truths, _, _ = replayed
     assert truths[0].present == {"pkg/a.py": set(range(1, 11))}
     assert truths[3].present == {"pkg/a.py": set(range(1, 11)) - {3}}   # after the sed -i
 
 
+@needs_bwrap
 def test_a_harness_cut_shows_the_head_and_tail_lines_whole(replayed):
     truths, _, _ = replayed
     cut = truths[7]
@@ -171,6 +176,7 @@ def test_a_harness_cut_shows_the_head_and_tail_lines_whole(replayed):
     assert {o.line for o in cut.hidden} == set(range(head_last + 1, tail_first))
 
 
+@needs_bwrap
 def test_the_end_to_end_run_scores_every_read_call(replayed, tmp_path):
     _, repo, sha = replayed
     spec = RunSpec("demo", "demo", "miniswe", _events(_trajectory()), repo / ".git", sha,
