@@ -1,0 +1,1 @@
+"""The ground-truth harness for reading (``run.py``; the method in README.md)."""
