@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, scratch: Path) -> dict:
             records[spec.name] = {"group": spec.group, "figures": f, "calls": recs,
                                   "patch_differs_in": tally.patch_differs}
             if args.fixtures:
-                records[spec.name]["scenario"] = agreement(recs, scenario_expected())
+                records[spec.name]["scenario"] = agreement(recs, scenario_expected(spec.name))
             patch = "" if not f["runs_with_patch"] else ", final patch reproduced" \
                 if f["patch_reproduced"] else f", final patch differs in {tally.patch_differs}"
             print(f"[{n}] {spec.name}: read calls {f['read_calls']}, checkable "

@@ -112,18 +112,24 @@ def fixture_runs(work: Path, pattern: str = "*streameval__scripted*") -> Iterato
                       root_of(events, tree))
 
 
-def scenario_expected() -> list[dict[str, set[int]]]:
-    """``tests/agents/scenario.py``'s hand-made truth, in plan order, for the calls that
-    showed lines (the scripted runs follow that plan)."""
-    from scenario import EXPECTED
+#: the agent each scripted fixture's name starts with (``scenario.expected_for``)
+_AGENTS = {"claude": "claude-code", "codex": "codex", "mini-swe-agent": "mini-swe-agent",
+           "openhands-sdk": "openhands-sdk"}
 
-    return [v for v in EXPECTED.values() if v]
+
+def scenario_expected(run_name: str) -> list[dict[str, set[int]]]:
+    """``tests/agents/scenario.py``'s hand-made truth, in plan order, for the calls that
+    showed lines (the scripted runs follow that plan), as the run's agent showed them."""
+    from scenario import expected_for
+
+    agent = next((a for prefix, a in _AGENTS.items() if run_name.startswith(prefix)), "")
+    return [v for v in expected_for(agent).values() if v]
 
 
 def agreement(records: list[dict], expected: list[dict[str, set[int]]]) -> list[dict]:
-    """The harness's truth beside the scenario's, call by call: the read calls (not the
-    edits, whose numbered snippet the scenario does not count) in order."""
-    reads = [r for r in records if r["kind"] in ("shell", "read") and r.get("truth")]
+    """The harness's truth beside the scenario's, call by call, in order: the calls that
+    showed lines (reads, and an edit whose result printed a snippet of the file)."""
+    reads = [r for r in records if r["kind"] in ("shell", "read", "edit") and r.get("truth")]
     out = []
     for r, exp in zip(reads, expected):
         want = {p: _ranges(sorted(ns)) for p, ns in exp.items()}

@@ -3,8 +3,9 @@
 With a repository and the shown text, the text decides (``align``): the read proposes
 where its lines are (its window or printed numbers, through the edit map), alignment
 says which base line each shown line is, and the map then follows what was seen
-(``EditMap.observe``). A blank line at the very edge of a window that the output could
-not show (trailing newlines trimmed by a harness) follows the window.
+(``EditMap.observe``). A line is credited only when the agent was shown it: a blank
+line a harness trimmed from the edge of an output (Claude Code drops leading blank lines
+and trailing white space) was printed, but never shown, and credits nothing.
 
 Without the text (a format that keeps no results) or without a repository (``inspect``
 alone), the window the command asked for is credited, clamped to the file, and those
@@ -63,19 +64,19 @@ class Creditor:
 
     # ------------------------------------------------------------------ entry
     def credit(self, read: Read, repo: str, n: int, printed: bool,
-               problems: list[tuple[Reason, str]], observe_only: bool = False) -> Credit | None:
+               problems: list[tuple[Reason, str]]) -> Credit | None:
         """``n``: the file's current length as the map has it; ``printed``: the call
         printed something. None when the read showed nothing of the file."""
         shown = read.shown
         base = self.texts.get(self.view, repo) if (
             shown is not None and self.view is not None and not self.window_only) else None
         if shown is None or base is None:
-            return None if observe_only else self._window(read, repo, n, printed, problems)
-        return self._aligned(read, shown, repo, base, n, observe_only)
+            return self._window(read, repo, n, printed, problems)
+        return self._aligned(read, shown, repo, base, n)
 
     # ------------------------------------------------------------------ by text
-    def _aligned(self, read: Read, shown: Shown, repo: str, base: BaseText, n: int,
-                 observe_only: bool) -> Credit | None:
+    def _aligned(self, read: Read, shown: Shown, repo: str, base: BaseText,
+                 n: int) -> Credit | None:
         lines = list(shown.lines)
         if not lines:
             # an empty output: a file of no lines was shown; any other showed nothing
@@ -96,25 +97,20 @@ class Creditor:
         else:
             ids = align(lines, base, expect, _adjacent(numbers, shown.gaps, len(lines)),
                         shown.cut_head, shown.cut_tail)
-        proposed, head = first, []
-        if not exact and expect and numbers is None and not shown.gaps and not shown.cut_head:
-            head = _blank_head(base, ids, expect[0])
-            if head and first is not None:
-                first += len(head)    # the output began after the blank lines it trimmed
-        if numbers is None and first is not None and not shown.gaps and not shown.cut_tail:
-            ids = ids + self._blank_edge(read, base, ids, first)
+        if not exact and expect and numbers is None and not shown.gaps and not shown.cut_head \
+                and first is not None:
+            # the output began after blank lines a harness trimmed: they were not shown
+            # (no credit), but the shown lines are numbered from after them
+            first += _trimmed_head(base, ids, expect[0])
         if self.audit is not None:
             self.audit(repo, read, lines, ids, base)
         changed = MapChange.NONE
         if not shown.base and not shown.loose and not shown.gaps:
             changed = self._observe(repo, read, numbers, first, ids, lines)
-        placed = ids if exact and len(ids) == len(lines) else \
-            head + [b for b in ids if b is not None]
+        placed = ids if exact else [b for b in ids if b is not None]
         shown_count = len(lines)
         agent = 0 if shown.loose or exact else ids[:shown_count].count(None)
-        current = self._current(read, numbers, proposed, shown_count + len(head))
-        if observe_only:
-            return Credit(current, [], change=changed)
+        current = self._current(read, numbers, first, shown_count)
         if not placed and shown.loose:
             return None    # a guessed file whose text is nowhere in the output
         if placed and placed == list(range(placed[0], placed[-1] + 1)):
@@ -148,20 +144,6 @@ class Creditor:
             out.extend(self.edits.base_of(repo, numbers[i], j - i))
             i = j
         return out
-
-    def _blank_edge(self, read: Read, base: BaseText, ids: list[int | None],
-                    first: int) -> list[int | None]:
-        """Blank lines at the end of the window that the output could not show."""
-        end = read.end
-        last = next((j for j in range(len(ids) - 1, -1, -1) if ids[j] is not None), None)
-        if end is None or last is None or last != len(ids) - 1:
-            return []
-        extra: list[int | None] = []
-        cur, b = first + len(ids), ids[last] + 1
-        while cur <= end and base.line(b) == "":
-            extra.append(b)
-            cur, b = cur + 1, b + 1
-        return extra
 
     def _observe(self, repo: str, read: Read, numbers: list[int] | None, first: int | None,
                  ids: list[int | None], lines: list[str]) -> MapChange:
@@ -202,14 +184,14 @@ class Creditor:
         return Credit(current, base, unaligned=sum(b - a + 1 for a, b in base))
 
 
-def _blank_head(base: BaseText, ids: list[int | None], start: int | None) -> list[int]:
-    """Blank lines at the start of the window that the output could not show (a harness
-    that trims leading blank lines): the window's first base line ``start`` up to the
-    first shown line, when every one of them is blank."""
+def _trimmed_head(base: BaseText, ids: list[int | None], start: int | None) -> int:
+    """How many blank lines at the start of the window a harness trimmed before the
+    first shown line (Claude Code drops leading blank lines): the window's first base
+    line ``start`` up to the first shown line, when every one of them is blank."""
     if start is None or not ids or ids[0] is None or ids[0] <= start:
-        return []
+        return 0
     gap = range(start, ids[0])
-    return list(gap) if all(base.line(b) == "" for b in gap) else []
+    return len(gap) if all(base.line(b) == "" for b in gap) else 0
 
 
 def _adjacent(numbers: list[int] | None, gaps: bool, k: int) -> list[bool]:

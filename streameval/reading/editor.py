@@ -42,9 +42,9 @@ class EditorResult:
     category: str = "other"
     #: the file SWE-agent 0.x now has open (its window's header), if the call says
     open_file: str | None = None
-    #: lines an edit's result printed (the edited snippet): they correct the line map,
-    #: but an edit is no retrieval step
-    observed: list[Read] = field(default_factory=list)
+    #: lines an edit's result printed (the edited snippet, in the new numbers): shown to
+    #: the agent, so credited like a read's (docs/metrics.md §6a)
+    snippets: list[Read] = field(default_factory=list)
 
 
 def editor_input(call: ToolCall) -> dict[str, Any]:
@@ -119,13 +119,14 @@ def editor_call(call: ToolCall, inp: dict[str, Any], failed: bool) -> EditorResu
                               new=new if isinstance(new, str) else ""))
     else:   # undo_edit, OpenHands LLM-based edit, anything we cannot replay
         res.edits.append(Edit(path))
-    res.observed.extend(edited_snippet(path, call.output))
+    res.snippets.extend(edited_snippet(path, call.output))
     return res
 
 
 def edited_snippet(path: str, output: str | None) -> list[Read]:
     """The numbered snippet an edit tool prints after editing ("Here's the result of
-    running `cat -n` on a snippet of ..."): the file's new numbers, for the line map."""
+    running `cat -n` on a snippet of ..."): lines of the edited file, in its new numbers,
+    shown to the agent like any read's."""
     if not isinstance(output, str) or "snippet" not in output[:400]:
         return []
     parsed = parse_numbered(output)
@@ -197,7 +198,7 @@ def _window(out: str, header: re.Match[str], path: str | None = None) -> list[Re
 def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
                    header: re.Match[str] | None) -> None:
     """``edit a:b`` + text: lines a..b replaced. Its output shows the window after the
-    edit (new numbers: the line map follows it). When the linter refused the edit
+    edit (new numbers: a read, and the line map follows it). When the linter refused the edit
     nothing changed; the agent was shown the file as it would have looked (not the
     file) and the original lines (a read)."""
     if out.lstrip().startswith(_LINT_REJECTED):
@@ -217,8 +218,8 @@ def _sweagent_edit(res: EditorResult, action: str, out: str, target: str | None,
         res.edits.append(Edit(target, old=replace[0], new=replace[1]))
     elif target:
         res.edits.append(Edit(target))
-    if header:
-        res.observed.extend(_window(out, header, target or res.open_file))
+    if header:   # the window after the edit, shown to the agent
+        res.snippets.extend(_window(out, header, target or res.open_file))
 
 
 def _search_replace(action: str) -> tuple[str, str] | None:

@@ -63,9 +63,9 @@ class Inference:
     reads: list[Read] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
     problems: list[tuple[Reason, str]] = field(default_factory=list)
-    #: lines the call printed that correct the line map without being a read (the
-    #: snippet an edit tool shows after editing)
-    observed: list[Read] = field(default_factory=list)
+    #: what an edit's result printed of the edited file (its snippet, new numbers): shown
+    #: like a read's lines, but a file the agent made is no read outside the repository
+    snippets: list[Read] = field(default_factory=list)
     #: working directory after the call (a ``cd`` inside a shell command), if known
     cwd_after: str | None = None
     #: the call failed: nothing it shows counts, nothing it edits happened
@@ -168,7 +168,7 @@ def _editor(call: ToolCall, inf: Inference, inp: dict[str, Any]) -> None:
     res = editor.editor_call(call, inp, inf.failed)
     inf.reads.extend(res.reads)
     inf.edits.extend(res.edits)
-    inf.observed.extend(res.observed)
+    inf.snippets.extend(res.snippets)
     inf.category = res.category
 
 
@@ -209,7 +209,7 @@ def infer(call: ToolCall, state: ReaderState | None = None,
     if kind == "sweagent":
         res = editor.sweagent_call(call, state.open_file, inf.failed)
         state.open_file = res.open_file or state.open_file
-        inf.reads, inf.edits, inf.observed = res.reads, res.edits, res.observed
+        inf.reads, inf.edits, inf.snippets = res.reads, res.edits, res.snippets
         inf.category = res.category
         return inf
     result = _native(call, kind, inf)
@@ -217,8 +217,8 @@ def infer(call: ToolCall, state: ReaderState | None = None,
         inf.reads.extend(result.reads)
         inf.edits.extend(result.edits)
         inf.problems.extend(result.problems)
-        if kind == "claude_edit":
-            inf.observed.extend(editor.edited_snippet(inf.edits[0].path if inf.edits else "",
+        if kind == "claude_edit":   # the snippet Claude Code 1.x printed after editing
+            inf.snippets.extend(editor.edited_snippet(inf.edits[0].path if inf.edits else "",
                                                       call.output))
     elif result is None and kind == "other":
         low = tool.lower()

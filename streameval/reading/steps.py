@@ -147,10 +147,9 @@ class StepBuilder:
         # with no output (or an empty one) lines past the end were not shown at all; a
         # non-empty output that our file is too short for means our copy is off
         printed = isinstance(call.output, str) and bool(call.output.strip())
-        for read in inf.observed:
-            self._resolve_read(read, cwd, out, lengths, printed, observe_only=True)
-        for read in inf.reads:
-            resolved = self._resolve_read(read, cwd, out, lengths, printed)
+        for read, snippet in [*((r, True) for r in inf.snippets),
+                              *((r, False) for r in inf.reads)]:
+            resolved = self._resolve_read(read, cwd, out, lengths, printed, snippet)
             if resolved is None:
                 continue   # nothing of the file was shown
             out.reads.append(resolved)
@@ -221,14 +220,15 @@ class StepBuilder:
 
     def _resolve_read(self, read: Read, cwd: str | None, out: CallOutcome,
                       lengths: dict[str, int], printed: bool = True,
-                      observe_only: bool = False) -> ResolvedRead | None:
+                      snippet: bool = False) -> ResolvedRead | None:
         """None when the read showed nothing of the file (an empty output of a non-empty
         file, or lines wholly past its end with nothing printed)."""
-        repo, reason = self.paths.lookup(read.path, cwd, count=not observe_only)
+        # an edit's snippet of a file the agent made is no read outside the repository
+        repo, reason = self.paths.lookup(read.path, cwd, count=not snippet)
         if repo is None:
             # Listings name directories and build output too; only a read of file
             # contents outside the repo is worth a counted problem.
-            if reason is not None and not read.listing and not observe_only:
+            if reason is not None and not read.listing and not snippet:
                 out.problems.append((reason, read.path))
             return ResolvedRead(read.path, None, [], [], read.listing)
         if read.listing:
@@ -236,7 +236,7 @@ class StepBuilder:
         n = lengths.get(repo)
         if n is None:
             n = lengths[repo] = self.edits.num_lines(repo) or 0
-        credit = self.creditor.credit(read, repo, n, printed, out.problems, observe_only)
+        credit = self.creditor.credit(read, repo, n, printed, out.problems)
         if credit is None or credit.nothing:
             return None
         if credit.change:

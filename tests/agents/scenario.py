@@ -8,7 +8,11 @@ edit tool, an edit by a Python heredoc script that inserts three lines, reads af
 edits, and (where the CLI can be stopped mid-call) an interrupted call.
 
 ``EXPECTED`` is the truth, worked out by hand from the files and the plan: per scored
-call, the base-commit lines it showed (``None``: the call showed no repository line).
+call, the base-commit lines it showed (``None``: the call showed no repository line), as
+a harness that shows the output whole presents it; ``expected_for(agent)`` adds what each
+agent's harness changes: the blank lines Claude Code and OpenHands' terminal trim from an
+output's edges were printed but never shown (docs/metrics.md §6d), and the snippet
+OpenHands' editor prints after its ``str_replace`` was shown (§6a).
 """
 
 from __future__ import annotations
@@ -79,6 +83,37 @@ EXPECTED: dict[str, dict[str, set[int]] | None] = {
 }
 #: shown lines with no base counterpart, per call
 AGENT_LINES = {"read_after": 3}
+
+#: blank lines a harness that trims its output's edges never showed: `sed -n '30,40p'`
+#: starts with blank line 30; after the insert its output ends with blank 36-37
+TRIMMED = {"sed_window": {"pkg/mod.py": {30}}, "sed_after": {"pkg/mod.py": {36, 37}}}
+#: the agents whose harness trims them (Claude Code's Bash tool; OpenHands' pty)
+TRIMS = ("claude-code", "openhands-sdk")
+#: what OpenHands' editor printed after its own str_replace: a snippet of current 1-9,
+#: base 1-3 and 5-9 around the changed line 4 (the agent's)
+SNIPPETS = {"openhands-sdk": {"own_edit": {"pkg/mod.py": {1, 2, 3, 5, 6, 7, 8, 9}}}}
+
+
+def expected_for(agent: str) -> dict[str, dict[str, set[int]] | None]:
+    """``EXPECTED`` as the agent's harness showed it (see the module docstring)."""
+    out = dict(EXPECTED)
+    if agent in TRIMS:
+        for name, hidden in TRIMMED.items():
+            out[name] = {p: lines - hidden.get(p, set()) for p, lines in EXPECTED[name].items()}
+    out.update(SNIPPETS.get(agent, {}))
+    return out
+
+
+def agent_lines(agent: str) -> int:
+    """Shown lines of the whole run with no base counterpart: the three inserted lines
+    the last read shows, and the changed line 4 in OpenHands' edit snippet."""
+    return AGENT_LINES["read_after"] + (1 if agent in SNIPPETS else 0)
+
+
+def shown_count(plan: list[str], agent: str) -> int:
+    """Base lines shown over the run, a line shown by two calls counted twice."""
+    exp = expected_for(agent)
+    return sum(len(lines) for name in plan if exp.get(name) for lines in exp[name].values())
 
 
 @dataclass
@@ -212,8 +247,9 @@ def shown_by_call(run: dict) -> list[dict[str, set[int]]]:
     return [per[k] for k in sorted(per)]
 
 
-def expected_reads(plan: list[str]) -> list[dict[str, set[int]]]:
-    return [EXPECTED[name] for name in plan if EXPECTED.get(name)]
+def expected_reads(plan: list[str], agent: str) -> list[dict[str, set[int]]]:
+    exp = expected_for(agent)
+    return [exp[name] for name in plan if exp.get(name)]
 
 
 def replayed(trace: Path, setup: Setup) -> dict:

@@ -14,9 +14,10 @@ from scenario import (
     AGENT_LINES,
     EDIT_NEW,
     EDIT_OLD,
-    EXPECTED,
     SCRIPT,
     WAIT,
+    agent_lines,
+    expected_for,
     expected_reads,
     inspected,
     make_setup,
@@ -24,10 +25,13 @@ from scenario import (
     run_cli,
     same_record,
     shown_by_call,
+    shown_count,
 )
 from scripted_model import Call, Say, ScriptedModel
 
 pytestmark = pytest.mark.agents
+#: the agent as its records name it (scenario.expected_for: what its harness shows)
+AGENT = "claude-code"
 
 PLAN = ["read_head", "sed_window", "nl_window", "grep_eps", "grep_dir", "missing", "own_edit",
         "script_edit", "sed_after", "read_after", "head_big", "interrupted"]
@@ -76,7 +80,7 @@ def claude_run(tmp_path_factory):
 
 
 def _check_reads(run_summary: dict) -> None:
-    assert shown_by_call(run_summary) == expected_reads(PLAN), \
+    assert shown_by_call(run_summary) == expected_reads(PLAN, AGENT), \
         f"Claude Code {CLAUDE_CODE}: base lines per call differ"
     agent = {r["call"]: r["agent"] for r in run_summary["first_reads"]}
     assert sorted(agent.values(), reverse=True)[:1] == [AGENT_LINES["read_after"]]
@@ -89,11 +93,12 @@ def test_stream_json_scored_live_equals_replay(claude_run):
     assert run.watched is not None and same_record(run.watched, record), \
         "the record watch built while the CLI wrote the trace differs from replay"
     _check_reads(inspected(trace, setup, tmp))
-    reads = [n for n in PLAN if EXPECTED.get(n)]
+    reads = [n for n in PLAN if expected_for(AGENT).get(n)]
     assert record["num_steps"] == len(reads)
     assert record["edits"] == 2                     # its own Edit and the heredoc script
-    shown = sum(len(lines) for name in reads for lines in EXPECTED[name].values())
-    assert record["shown_lines"] == {"aligned": shown, "agent_written": 3, "unaligned": 0}
+    shown = shown_count(PLAN, AGENT)
+    assert record["shown_lines"] == {"aligned": shown, "agent_written": agent_lines(AGENT),
+                                     "unaligned": 0}
     assert record["agent"] == "claude-code"
 
 

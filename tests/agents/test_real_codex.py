@@ -18,9 +18,10 @@ from clis import BASE_PATH, CODEX, codex, missing
 from scenario import (
     EDIT_NEW,
     EDIT_OLD,
-    EXPECTED,
     SCRIPT,
     WAIT,
+    agent_lines,
+    expected_for,
     expected_reads,
     inspected,
     make_setup,
@@ -28,10 +29,13 @@ from scenario import (
     run_cli,
     same_record,
     shown_by_call,
+    shown_count,
 )
 from scripted_model import Call, Say, ScriptedModel
 
 pytestmark = pytest.mark.agents
+#: the agent as its records name it (scenario.expected_for: what its harness shows)
+AGENT = "codex"
 
 PLAN = ["read_head", "sed_window", "nl_window", "grep_eps", "grep_dir", "missing", "own_edit",
         "script_edit", "sed_after", "read_after", "head_big", "interrupted"]
@@ -89,7 +93,7 @@ def test_the_cli_is_the_pinned_version():
 
 
 def _check(summary: dict) -> None:
-    assert shown_by_call(summary) == expected_reads(PLAN), \
+    assert shown_by_call(summary) == expected_reads(PLAN, AGENT), \
         f"Codex {CODEX}: base lines per call differ"
     assert max(r["agent"] for r in summary["first_reads"]) == 3
 
@@ -100,11 +104,12 @@ def test_exec_json_scored_live_equals_replay(codex_run):
     record = replayed(trace, setup)
     assert run.watched is not None and same_record(run.watched, record)
     _check(inspected(trace, setup, tmp))
-    reads = [n for n in PLAN if EXPECTED.get(n)]
+    reads = [n for n in PLAN if expected_for(AGENT).get(n)]
     assert record["num_steps"] == len(reads)
     assert record["edits"] == 2      # the file_change and the script, found by reading
-    shown = sum(len(lines) for name in reads for lines in EXPECTED[name].values())
-    assert record["shown_lines"] == {"aligned": shown, "agent_written": 3, "unaligned": 0}
+    shown = shown_count(PLAN, AGENT)
+    assert record["shown_lines"] == {"aligned": shown, "agent_written": agent_lines(AGENT),
+                                     "unaligned": 0}
     assert record["agent"] == "codex"
 
 

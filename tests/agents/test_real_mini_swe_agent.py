@@ -15,8 +15,9 @@ import json
 import pytest
 from clis import BASE_PATH, MINI_SWE_AGENT, mini, missing
 from scenario import (
-    EXPECTED,
     SCRIPT,
+    agent_lines,
+    expected_for,
     expected_reads,
     inspected,
     make_setup,
@@ -24,10 +25,13 @@ from scenario import (
     run_cli,
     same_record,
     shown_by_call,
+    shown_count,
 )
 from scripted_model import Call, Say, ScriptedModel
 
 pytestmark = pytest.mark.agents
+#: the agent as its records name it (scenario.expected_for: what its harness shows)
+AGENT = "mini-swe-agent"
 
 PLAN = ["read_head", "sed_window", "nl_window", "grep_eps", "grep_dir", "missing", "own_edit",
         "script_edit", "sed_after", "read_after", "head_big", "submit"]
@@ -84,12 +88,13 @@ def test_trajectory_scored_live_equals_replay(mini_run):
     record = replayed(trace, setup)
     assert run.watched is not None and same_record(run.watched, record)
     summary = inspected(trace, setup, tmp)
-    assert shown_by_call(summary) == expected_reads(PLAN), \
+    assert shown_by_call(summary) == expected_reads(PLAN, AGENT), \
         f"mini-swe-agent {MINI_SWE_AGENT} ({mode}): base lines per call differ"
-    reads = [n for n in PLAN if EXPECTED.get(n)]
+    reads = [n for n in PLAN if expected_for(AGENT).get(n)]
     assert record["num_steps"] == len(reads)
     assert record["edits"] == 2
-    shown = sum(len(lines) for name in reads for lines in EXPECTED[name].values())
-    assert record["shown_lines"] == {"aligned": shown, "agent_written": 3, "unaligned": 0}
+    shown = shown_count(PLAN, AGENT)
+    assert record["shown_lines"] == {"aligned": shown, "agent_written": agent_lines(AGENT),
+                                     "unaligned": 0}
     assert summary["tool_calls"] == len(PLAN)
     assert record["agent"] == "mini-swe-agent"

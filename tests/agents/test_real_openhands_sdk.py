@@ -18,8 +18,9 @@ from clis import OPENHANDS_SDK, missing, openhands_python, python312
 from scenario import (
     EDIT_NEW,
     EDIT_OLD,
-    EXPECTED,
     SCRIPT,
+    agent_lines,
+    expected_for,
     expected_reads,
     inspected,
     make_setup,
@@ -27,10 +28,13 @@ from scenario import (
     run_cli,
     same_record,
     shown_by_call,
+    shown_count,
 )
 from scripted_model import Call, ScriptedModel
 
 pytestmark = pytest.mark.agents
+#: the agent as its records name it (scenario.expected_for: what its harness shows)
+AGENT = "openhands-sdk"
 
 DRIVER = Path(__file__).resolve().parent / "openhands_sdk_driver.py"
 PLAN = ["read_head", "sed_window", "nl_window", "grep_eps", "grep_dir", "missing", "own_edit",
@@ -83,7 +87,7 @@ def sdk_run(tmp_path_factory):
 
 
 def _check(summary: dict) -> None:
-    assert shown_by_call(summary) == expected_reads(PLAN), \
+    assert shown_by_call(summary) == expected_reads(PLAN, AGENT), \
         f"OpenHands SDK {OPENHANDS_SDK}: base lines per call differ"
     assert max(r["agent"] for r in summary["first_reads"]) == 3
 
@@ -95,11 +99,12 @@ def test_event_stream_scored_live_equals_replay(sdk_run):
     record = replayed(trace, setup)
     assert run.watched is not None and same_record(run.watched, record)
     _check(inspected(trace, setup, tmp))
-    reads = [n for n in PLAN if EXPECTED.get(n)]
+    reads = [n for n in PLAN if expected_for(AGENT).get(n)]
     assert record["num_steps"] == len(reads)
     assert record["edits"] == 2
-    shown = sum(len(lines) for name in reads for lines in EXPECTED[name].values())
-    assert record["shown_lines"] == {"aligned": shown, "agent_written": 3, "unaligned": 0}
+    shown = shown_count(PLAN, AGENT)
+    assert record["shown_lines"] == {"aligned": shown, "agent_written": agent_lines(AGENT),
+                                     "unaligned": 0}
     assert record["agent"] == "openhands-sdk"
 
 

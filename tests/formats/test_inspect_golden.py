@@ -115,9 +115,9 @@ def test_inspect_subprocess_table_and_json(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     assert "  12 S Read " in proc.stdout          # the per-call table
     assert "lines 45-64" in proc.stdout
-    assert "files read   5 with lines shown, 4 more only listed" in proc.stdout
+    assert "files read   6 with lines shown, 4 more only listed" in proc.stdout
     doc = json.loads(out.read_text())
-    assert doc["runs"][0]["steps"] == 14
+    assert doc["runs"][0]["steps"] == 24   # 14 reads and searches, 10 Edit snippets
 
 
 def test_json_to_stdout_keeps_table_on_stderr(capsys):

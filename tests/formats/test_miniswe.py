@@ -213,7 +213,7 @@ def test_explore_and_patch_context_blocks_become_stated_contexts():
     assert events.index(stated[0]) == events.index(calls[0]) - 1
     assert calls[0].structured["stated_context"] is True
     assert calls[0].call_id == step.call_id
-    assert calls[0].output == "    10\tdef f():"
+    assert calls[0].output == "    10\tdef f():\n"
     assert calls[1].output is None  # confirmation and bare diff are no observation
     info = next(e for e in events if isinstance(e, RunInfo))
     assert (info.instance_id, info.model, info.agent) == ("x__y-1", "m1", "mini-swe-agent")
@@ -235,7 +235,7 @@ def test_turn_with_two_bash_blocks_ran_nothing():
                  _turn("```bash\nls\n```"), _obs(0, "a.py")])
     calls = [e for e in run_adapter(MiniSweAdapter(), data) if isinstance(e, ToolCall)]
     assert [c.input["command"] for c in calls] == ["ls"]
-    assert calls[0].output == "a.py"
+    assert calls[0].output == "a.py\n"
 
 
 @pytest.mark.parametrize(("rc", "out", "error"), [
@@ -280,7 +280,7 @@ def test_list_content_and_compact_one_line_document():
         {"role": "user", "content": [{"type": "text", "text": "<returncode>0</returncode>\n<output>\nx\n</output>"}]}]}
     events = run_adapter(MiniSweAdapter(), orjson.dumps(doc))
     call = next(e for e in events if isinstance(e, ToolCall))
-    assert call.input == {"command": "ls -la"} and call.output == "x"
+    assert call.input == {"command": "ls -la"} and call.output == "x\n"
 
 
 def test_document_cut_in_half_is_a_partial_line_not_an_exception(real_fixtures: Path):
@@ -315,7 +315,7 @@ def test_non_utf8_bytes_are_counted_and_the_rest_is_kept():
     events = run_adapter(MiniSweAdapter(), data)
     assert [e.reason for e in events if isinstance(e, BadLine)] == [Reason.NOT_UTF8.value]
     call = next(e for e in events if isinstance(e, ToolCall))
-    assert call.output == "caf\ufffd"
+    assert call.output == "caf\ufffd\n"
 
 
 def test_not_an_object_and_empty_input():

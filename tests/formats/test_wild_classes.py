@@ -73,9 +73,10 @@ def test_openhands_v1_output_gives_every_call(name: str):
 def test_openhands_v1_parallel_calls_and_views():
     doc = inspect(REAL / "openhands" / V1_CRITIC)
     migrate, transitions, exfiltration = doc["runs"]
-    # the edit snippet of call 3 is the agent's own file, and an edit's snippet feeds the
-    # line map only (docs/metrics.md §6c): no read, as for every str_replace
-    assert migrate["first_reads"] == [] and migrate["edits"] == 2
+    # the snippet call 3's str_replace printed was shown to the agent: a read of the
+    # edited file (docs/metrics.md §6a), here the agent's own migrate_compare.py
+    assert migrate["first_reads"] == [{"call": 3, "file": "migrate_compare.py",
+                                       "lines": [3, 14]}] and migrate["edits"] == 2
     assert transitions["tool_calls"] == 11 and transitions["first_reads"] == []
     # the failed view reads nothing; the listings name files only (directories end in /)
     assert exfiltration["first_reads"] == [] and exfiltration["files_listed"]["count"] == 4
@@ -156,10 +157,10 @@ def test_pre_1_0_mini_swe_agent_list(tmp_path: Path):
     assert doc["format"] == "miniswe" and run["tool_calls"] == 10
     reads = reads_of(run)
     assert set(reads) == {4, 6}   # the two `cat`s; call 1's cat of a missing path read nothing
-    # the file's 10th line is empty: an empty last line of an output is never credited
-    # (it cannot be told from the output's own end), so 1-9 of the expected 1-10
-    assert reads[4] == [("tests/missing_colon.py", [1, 9])]
-    assert reads[6] == [("tests/missing_colon.py", [1, 9])]
+    # the file's 10th line is empty and `cat` printed it (the output ends "\n\n", and
+    # mini-swe-agent shows the output whole): shown, so credited
+    assert reads[4] == [("tests/missing_colon.py", [1, 10])]
+    assert reads[6] == [("tests/missing_colon.py", [1, 10])]
 
 
 # --------------------------------------------------------------------------- Gemini CLI

@@ -334,14 +334,25 @@ def test_scattered_numbers_kept_lazily_give_the_same_map(view, hits, case):
     assert lazy.base_of("pkg/mod.py", 1, n) == eager.base_of("pkg/mod.py", 1, n)
 
 
-def test_leading_blank_lines_a_harness_trimmed_follow_the_window(b):
-    """Claude Code trims leading blank lines from Bash output: `sed -n '29,40p'` whose
-    lines 29-30 are blank shows 31-40; the window's blank head is still credited, and
-    a repeated blank line at a wrong expected place does not outvote the anchors."""
-    shown = current(BASE_LINES, 31, 40)
-    out = b.consume(bash("sed -n '29,40p' pkg/mod.py", shown))
-    assert out.step.spans == {"pkg/mod.py": [(29, 40)]}
+def test_blank_lines_a_harness_trimmed_were_not_shown(b):
+    """Claude Code trims leading blank lines and trailing white space from Bash output:
+    `sed -n '29,44p'` whose lines 29-30 and 43-44 are blank shows 31-42. The trimmed
+    lines were printed but never shown to the agent: they credit nothing (§6d), and a
+    repeated blank line at a wrong expected place does not outvote the anchors."""
+    shown = current(BASE_LINES, 31, 42).rstrip()
+    out = b.consume(bash("sed -n '29,44p' pkg/mod.py", shown))
+    assert out.step.spans == {"pkg/mod.py": [(31, 42)]}
     assert out.reads[0].agent == 0
+
+
+def test_blank_lines_a_program_printed_last_were_shown(b):
+    """mini-swe-agent and Codex show the output whole: `sed -n '38,44p'` printed
+    base 38-44, of which 43-44 are blank, and the output ends with them (its last
+    newline ends line 44): all seven were shown."""
+    out = b.consume(bash("sed -n '38,44p' pkg/mod.py", current(BASE_LINES, 38, 44)))
+    assert out.step.spans == {"pkg/mod.py": [(38, 44)]}
+    out = b.consume(bash("sed -n '38,44p' pkg/mod.py", current(BASE_LINES, 38, 43)))
+    assert out.step.spans == {"pkg/mod.py": [(38, 43)]}   # the output ended at line 43
 
 
 def test_a_leading_line_that_is_not_blank_is_not_credited(b):

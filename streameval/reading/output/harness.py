@@ -13,7 +13,7 @@ import re
 
 from streameval.model import OUTPUT_CUT
 
-__all__ = ["clean_lines", "cut_parts", "is_cut_line"]
+__all__ = ["clean_lines", "cut_parts", "is_cut_line", "output_lines"]
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]")
 _WRAPPER = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|\[The command completed.*\]"
@@ -27,6 +27,18 @@ def clean_lines(output: str) -> list[str]:
         output = _ANSI.sub("", output)
     text = output.replace("\r\n", "\n").replace("\r", "\n") if "\r" in output else output
     return [ln for ln in text.split("\n") if not (ln[:1] in ("<", "[") and _WRAPPER.match(ln))]
+
+
+def output_lines(output: str) -> list[str]:
+    """The lines a program printed: ``clean_lines`` without the empty piece after the
+    output's last newline, which ends the last line and is no line of its own. A blank
+    line the program printed last stays (``"x\\n\\n"`` is ``x`` and a blank line): it
+    was shown. Harnesses that trim the output (Claude Code, a pty) leave no newline at
+    the end, and their trimmed blank lines were never shown."""
+    lines = clean_lines(output)
+    if lines and lines[-1] == "":
+        lines.pop()   # "" alone (no output) is no line either
+    return lines
 
 
 def is_cut_line(line: str) -> bool:

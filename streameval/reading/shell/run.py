@@ -16,7 +16,7 @@ from typing import Any
 from streameval.model import Read, Shown
 from streameval.reading import categories
 from streameval.reading.output.errors import error_paths
-from streameval.reading.output.harness import clean_lines, cut_parts
+from streameval.reading.output.harness import cut_parts, output_lines
 from streameval.reading.output.numbered import numbered_read, parse_numbered
 from streameval.reading.shell import git as git_mod
 from streameval.reading.shell import search, writers
@@ -190,10 +190,10 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
     parts = cut_parts(lines)
     out: list[Read] = []
     for k, part in enumerate(parts):
-        while part and not part[-1].strip():
-            part = part[:-1]   # trailing newlines; a blank edge line is the aligner's job
-        numbers, text = _text_of(seg, part)
         head, tail = k > 0, k < len(parts) - 1
+        if tail and part and part[-1] == "":
+            part = part[:-1]   # the cut fell at a line start: that line was not shown
+        numbers, text = _text_of(seg, part)
         if numbers is not None:
             if numbers:       # a numbered output with no numbered line showed nothing
                 out.append(numbered_read(seg.path, numbers, text, seg.base,
@@ -311,7 +311,7 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
     """
 
     res = ShellAnalysis(cwd=cwd)
-    lines = clean_lines(output) if output is not None else None
+    lines = output_lines(output) if output is not None else None
     errors = error_paths(lines) if lines is not None else Counter()
     ctx = Ctx(cwd, output, lines, errors, res, scripts=scripts if scripts is not None else {},
               run_source=_run_source)

@@ -77,6 +77,10 @@ __all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BY
 
 #: A whole-document trace larger than this is refused: real trajectories are a few MB.
 
+#: The output is the command's as it printed it: ``<output>\n{{ output -}}\n</output>``
+#: leaves it whole, its last newline included (the newline after ``<output>`` and the one
+#: before ``</output_head>``/``</output_tail>`` are the template's); whether a blank line
+#: ended the output depends on it (docs/metrics.md §6d).
 #: Put between ``output_head`` and ``output_tail`` when mini-swe-agent elided the middle
 #: of a long output, so a reader of ``ToolCall.output`` knows lines are missing there.
 ELIDED_MARKER = "\n" + OUTPUT_CUT + "\n"
@@ -89,7 +93,7 @@ _PATCH_CTX_RE = re.compile(r"<PATCH_CONTEXT>(.*?)</PATCH_CONTEXT>", re.DOTALL)
 _RC_RE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT_RE = re.compile(r"<output>\n?(.*)</output>", re.DOTALL)
 _HEAD_RE = re.compile(r"<output_head>\n?(.*?)\n?</output_head>", re.DOTALL)
-_TAIL_RE = re.compile(r"<output_tail>\n?(.*)\n?</output_tail>", re.DOTALL)
+_TAIL_RE = re.compile(r"<output_tail>\n?(.*?)\n?</output_tail>", re.DOTALL)
 _ELIDED_RE = re.compile(r"<elided_chars>\s*(\d+)")
 _TIMEOUT_RE = re.compile(r"^The last command <command>.*?</command> timed out", re.DOTALL)
 _MINI_START_RE = re.compile(r'\s*\{\s*"(?:info|messages|trajectory_format)"\s*:\s*[{\["]')
@@ -166,8 +170,6 @@ def _observation(text: str) -> tuple[str | None, dict[str, Any], bool] | None:
     else:
         m = _OUTPUT_RE.search(text)
         output = m.group(1) if m else ""
-        if output.endswith("\n"):
-            output = output[:-1]
     if timed_out:
         structured["timed_out"] = True
     return output, structured, timed_out or shell_failed(rc, output)
@@ -190,8 +192,6 @@ def _tool_observation(text: str) -> tuple[str | None, dict[str, Any], bool, bool
         output = str(obj.get("output_head") or "") + ELIDED_MARKER + str(obj.get("output_tail") or "")
     else:
         output = str(obj.get("output") or "")
-        if output.endswith("\n"):
-            output = output[:-1]
     exception = as_str(obj.get("exception_info"))
     if exception:
         structured["exception_info"] = exception
