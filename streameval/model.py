@@ -177,6 +177,8 @@ class Shown:
     ``base``: the text is the base commit's (``git show HEAD:f``), not the current file's.
     ``loose``: the output may hold other text too (a transform such as ``sed s/x/y/``, a
     script's own prints): lines that match nothing there are not the agent's writing.
+    ``runs``: with ``gaps``, the lengths of the groups of consecutive lines, in order
+    (``grep -A3`` prints each match with its context as one group); None: not known.
     """
 
     lines: tuple[str, ...]
@@ -186,6 +188,7 @@ class Shown:
     cut_tail: bool = False
     base: bool = False
     loose: bool = False
+    runs: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,15 @@ def _fill(texts: list[str], base: BaseText, out: list[int | None], i1: int, i2: 
     b2 (the chain's neighbours, or the file's ends with the edges' slack)."""
     lo_i, hi_i = i1 + 1, i2            # shown lines lo_i .. hi_i-1
     run = all(adjacent[i] for i in range(lo_i + 1, hi_i))
+    attached = (i1 >= 0 and adjacent[lo_i]) or (i2 < len(texts) and adjacent[i2])
+    if not run or (not attached and (anchored or expect is None)):
+        # groups of lines with unknown gaps between them (grep hits, grep -A groups):
+        # each group is placed whole, anywhere between its neighbours
+        lo_b, hi_b = (b1 + 1, b2) if anchored else \
+            _unanchored_range(texts, base, expect, lo_i, hi_i, b1, b2)
+        _place_runs(texts, base, out, lo_i, hi_i, lo_b, hi_b, expect, adjacent, (i1, b1),
+                    (i2, b2))
+        return
     if not anchored:
         lo_b, hi_b = _unanchored_range(texts, base, expect, lo_i, hi_i, b1, b2)
     else:
@@ -183,10 +192,73 @@ def _fill(texts: list[str], base: BaseText, out: list[int | None], i1: int, i2: 
             hi_b = min(hi_b, b1 + (hi_i - lo_i) + _SLACK + 1)
     if hi_b <= lo_b:
         return
-    if run:
-        _match_run(texts, base, out, lo_i, hi_i, lo_b, hi_b, i1 < 0 and anchored)
-    else:
-        _place_each(texts, base, out, lo_i, hi_i, lo_b, hi_b, expect)
+    _match_run(texts, base, out, lo_i, hi_i, lo_b, hi_b, i1 < 0 and anchored)
+
+
+def _place_runs(texts: list[str], base: BaseText, out: list[int | None], lo_i: int, hi_i: int,
+                lo_b: int, hi_b: int, expect: Sequence[int | None] | None,
+                adjacent: Sequence[bool], before: tuple[int, int],
+                after: tuple[int, int]) -> None:
+    """Shown lines lo_i .. hi_i-1, in runs of consecutive file lines (``adjacent``), in
+    order between base lines lo_b and hi_b-1. A run that continues the anchor before it
+    (or leads into the one after it) is matched from that anchor; any other is placed
+    whole where its text stands, in order, nearest its expected place."""
+    (i1, b1), (i2, b2) = before, after
+    runs: list[tuple[int, int]] = []
+    s = lo_i
+    for i in range(lo_i + 1, hi_i):
+        if not adjacent[i]:
+            runs.append((s, i))
+            s = i
+    runs.append((s, hi_i))
+    floor = lo_b
+    for idx, (s, e) in enumerate(runs):
+        n = e - s
+        if idx == 0 and i1 >= 0 and adjacent[s]:
+            _match_run(texts, base, out, s, e, b1 + 1, min(hi_b, b1 + 1 + n + _SLACK), False)
+        elif idx == len(runs) - 1 and i2 < len(texts) and adjacent[i2]:
+            top = max(floor, b2 - n - _SLACK)
+            if top < b2:
+                _match_run(texts, base, out, s, e, top, b2, True)
+        else:
+            _place_block(texts, base, out, s, e, floor, hi_b, expect)
+        placed = [b for b in out[s:e] if b is not None]
+        if placed:
+            floor = max(placed) + 1
+
+
+#: candidate places tried for one run of lines (the most distinctive line's occurrences)
+_MAX_PLACES = 400
+
+
+def _place_block(texts: list[str], base: BaseText, out: list[int | None], s: int, e: int,
+                 lo: int, hi: int, expect: Sequence[int | None] | None) -> None:
+    """Lines s..e-1, consecutive in the file: at the place between lo and hi-1 where most
+    of them have their text (all, as a rule), nearest the expected place, else the
+    first; lines that differ there are left unplaced. No place with half of them: each
+    line alone (``_place_each``)."""
+    n = e - s
+    key = min(range(s, e), key=lambda j: (not texts[j].strip(), len(base.positions(texts[j]))))
+    off = key - s
+    pos = base.positions(texts[key])
+    a = bisect_left(pos, lo + off)
+    z = bisect_right(pos, hi - 1 - (n - 1 - off))
+    want = next((x - (j - s) for j in range(s, e) if expect is not None
+                 and (x := expect[j]) is not None), None)
+    best: tuple[int, int, int] | None = None     # (-matches, distance, start)
+    for p in pos[a:min(z, a + _MAX_PLACES)]:
+        start = p - off
+        hits = sum(1 for j in range(n) if base.line(start + j) == texts[s + j])
+        cand = (-hits, abs(start - want) if want is not None else 0, start)
+        if best is None or cand < best:
+            best = cand
+    if best is None or -best[0] * 2 < n:
+        _place_each(texts, base, out, s, e, lo, hi, expect)
+        return
+    start = best[2]
+    for j in range(n):
+        if base.line(start + j) == texts[s + j]:
+            out[s + j] = start + j
 
 
 def _unanchored_range(texts: list[str], base: BaseText, expect: Sequence[int | None] | None,

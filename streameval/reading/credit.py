@@ -83,25 +83,34 @@ class Creditor:
             return Credit([], [], nothing=len(base) > 0, by_text=True)
         numbers = list(shown.numbers) if shown.numbers is not None else None
         first = self._first_line(read, shown, n, len(lines))
+        # the text the lines are aligned with: the file as the edits made it (positions
+        # are current numbers, each with its base line), or the base text itself
+        ref, ref_ids = base, None
+        if not shown.base:
+            current = self.edits.reference(repo)
+            if current is not None:
+                ref, ref_ids = current
         if numbers is not None:
-            expect = self._expected_numbers(repo, numbers, shown.base)
+            expect: list[int | None] | None = list(numbers)
         elif shown.gaps or first is None:
             expect = None
         else:
-            expect = list(range(first, first + len(lines))) if shown.base \
-                else self.edits.base_of(repo, first, len(lines))
-        exact = expect is not None and as_expected(lines, base, expect, shown.cut_head,
+            expect = list(range(first, first + len(lines)))
+        exact = expect is not None and as_expected(lines, ref, expect, shown.cut_head,
                                                    shown.cut_tail)
         if exact:
-            ids = list(expect)        # every line where expected: no None among them
+            pos: list[int | None] = list(expect)   # every line where expected
         else:
-            ids = align(lines, base, expect, _adjacent(numbers, shown.gaps, len(lines)),
+            pos = align(lines, ref, expect, _adjacent(numbers, shown, len(lines)),
                         shown.cut_head, shown.cut_tail)
         if not exact and expect and numbers is None and not shown.gaps and not shown.cut_head \
                 and first is not None:
             # the output began after blank lines a harness trimmed: they were not shown
             # (no credit), but the shown lines are numbered from after them
-            first += _trimmed_head(base, ids, expect[0])
+            first += _trimmed_head(ref, pos, expect[0])
+        ids = pos if ref_ids is None else \
+            [ref_ids[p - 1] if p is not None else None for p in pos]
+        exact = exact and None not in ids
         if self.audit is not None:
             self.audit(repo, read, lines, ids, base)
         changed = MapChange.NONE
@@ -131,19 +140,6 @@ class Creditor:
         if start < 0:
             return max(1, n + start + 1) if n else None
         return start
-
-    def _expected_numbers(self, repo: str, numbers: list[int], at_base: bool) -> list[int | None]:
-        if at_base or not self.edits.is_edited(repo):
-            return list(numbers)
-        out: list[int | None] = []
-        i = 0
-        while i < len(numbers):     # one map lookup per run of consecutive numbers
-            j = i + 1
-            while j < len(numbers) and numbers[j] == numbers[j - 1] + 1:
-                j += 1
-            out.extend(self.edits.base_of(repo, numbers[i], j - i))
-            i = j
-        return out
 
     def _observe(self, repo: str, read: Read, numbers: list[int] | None, first: int | None,
                  ids: list[int | None], lines: list[str]) -> MapChange:
@@ -194,11 +190,17 @@ def _trimmed_head(base: BaseText, ids: list[int | None], start: int | None) -> i
     return len(gap) if all(base.line(b) == "" for b in gap) else 0
 
 
-def _adjacent(numbers: list[int] | None, gaps: bool, k: int) -> list[bool]:
-    """Does shown line i directly follow line i-1 in the file?"""
+def _adjacent(numbers: list[int] | None, shown: Shown, k: int) -> list[bool]:
+    """Does shown line i directly follow line i-1 in the file? (By the printed numbers,
+    else by grep's context groups, else all or none.)"""
     if numbers is not None:
         return [True] + [b == a + 1 for a, b in zip(numbers, numbers[1:])]
-    return [not gaps] * k
+    if shown.gaps and shown.runs and sum(shown.runs) == k:
+        out: list[bool] = []
+        for r in shown.runs:
+            out.extend([False] + [True] * (r - 1))
+        return out
+    return [not shown.gaps] * k
 
 
 def _clamp(start: int | None, end: int | None, repo: str, n: int,

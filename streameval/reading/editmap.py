@@ -44,6 +44,7 @@ from streameval.reading.linemap import (
 )
 from streameval.reading.observed import Seen, Window, rebuild
 from streameval.reading.sed import run_sed
+from streameval.sources.basetext import BaseText
 
 if TYPE_CHECKING:
     from streameval.sources.repo import RepoView
@@ -153,6 +154,23 @@ class EditMap:
             else:
                 out.append((b, b))
         return merge_ranges(out)
+
+    def reference(self, path: str) -> tuple[BaseText, list[int | None]] | None:
+        """The file as the edits made it, for reads to be aligned with: an index of its
+        current lines and the base line each one is (None: the agent's), or None while
+        the map has not moved it from the base (align with the base text itself).
+
+        Aligning with the current text, not the base, is what makes a line the agent
+        wrote with a base line's text (``return None``, a re-created line) the agent's:
+        a line is a base line only when it came through every edit as one
+        (docs/metrics.md §6d), which only the map knows."""
+        f = self._files.get(path)
+        if f is None or not f.edited or f.lines is None:
+            return None
+        if f._ref is None:
+            text = [ln[:-1] if ln.endswith("\n") else ln for ln in f.lines]
+            f._ref = (BaseText.of_lines(text), f.ids(0, len(f.lines)))
+        return f._ref
 
     def base_of(self, path: str, first: int, count: int) -> list[int | None]:
         """The base line of each current line ``first .. first+count-1`` (1-based), as
@@ -276,6 +294,8 @@ class EditMap:
         if edit.sed is not None and f.lines is not None:
             new = run_sed(f.lines, edit.sed.scripts, edit.sed.quiet, edit.sed.extended)
             if new is not None:
+                # a replacement holding `\n` made several lines of one: the file has them
+                new = split_lines("".join(new))
                 self._replace_lines(f, 0, len(f.lines), new)
                 return True
         if edit.old is not None:

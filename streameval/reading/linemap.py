@@ -59,10 +59,12 @@ class LineMap:
     _starts: list[int] | None = field(default=None, repr=False)   # cached run starts
     _text: str | None = field(default=None, repr=False)           # cached joined text
     _offsets: list[int] | None = field(default=None, repr=False)  # cached line offsets
+    #: cached (text index of the current lines, base id of each): what reads align with
+    _ref: Any = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- derived caches
     def changed(self) -> None:
-        self._starts = self._text = self._offsets = None
+        self._starts = self._text = self._offsets = self._ref = None
         self.edited = True
 
     def starts(self) -> list[int]:

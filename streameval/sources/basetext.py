@@ -54,6 +54,18 @@ class BaseText:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()   # the "line" after a final newline holds nothing
+        self._setup(lines, text, len(data))
+
+    @classmethod
+    def of_lines(cls, lines: list[str]) -> BaseText:
+        """The same index over lines in hand (no line ends): the text of a file as the
+        agent's edits made it, which reads of an edited file are aligned with."""
+        self = cls.__new__(cls)
+        text = "\n".join(lines) + "\n" if lines else ""
+        self._setup(lines, text, len(text))
+        return self
+
+    def _setup(self, lines: list[str], text: str, size: int) -> None:
         self._raw = lines
         # most files have no tab and no trailing blank: their lines are already normal
         plain = _plain(text)
@@ -61,7 +73,7 @@ class BaseText:
         self._first: dict[str, int] | None = None    # text -> first line with it
         self._count: Counter[str] | None = None
         self._many: dict[str, list[int]] = {}         # repeated texts, found on demand
-        self.size = len(data)
+        self.size = size
 
     def __len__(self) -> int:
         return len(self._raw)
@@ -105,12 +117,16 @@ class BaseText:
         return found
 
     def ends_with(self, k: int, tail: str) -> bool:
+        """Can ``tail`` (normalized) be what a harness's cut left of line k's end? An
+        empty one can: the cut left only the line's end (blanks, its newline)."""
         got = self.line(k)
-        return got is not None and bool(tail) and got.endswith(tail)
+        return got is not None and got.endswith(tail)
 
     def starts_with(self, k: int, head: str) -> bool:
+        """Can ``head`` (normalized) be what a harness's cut left of line k's start? An
+        empty one can: the cut left only the line's indentation."""
         got = self.line(k)
-        return got is not None and bool(head) and got.startswith(head)
+        return got is not None and got.startswith(head)
 
 
 class BaseTexts:

@@ -10,6 +10,9 @@ Shapes (one parser for every tool that prints them):
 
 A context line is matched against the file names already seen on match lines, since a
 name may itself contain ``-``; context lines before their file's first match wait for it.
+With context (``-A/-B/-C``) each group between ``--`` separators is a run of consecutive
+lines of one file (``GrepHits.runs``), and a blank line of the file is printed too: as
+an empty line when one file is searched without ``-n``.
 A "path" must look like one: no white space unless it has a ``/``, so ``log: 12:30:01``
 is a line of text, not line 30 of a file called ``log: 12``.
 
@@ -39,19 +42,25 @@ class GrepShape:
     """How the output is laid out, from the command's options.
 
     ``single``: the one file operand as written (its lines carry no path prefix);
-    ``numbered``: ``-n`` was given.
+    ``numbered``: ``-n`` was given; ``context``: ``-A/-B/-C`` lines are printed around
+    the matches, so each group is a run of consecutive lines.
     """
 
     tool: str = "grep"
     numbered: bool = True
     single: str | None = None
+    context: bool = False
 
 
 @dataclass(slots=True)
 class GrepHits:
-    """Per file (raw name as printed, or the single operand): (number or None, text)."""
+    """Per file (raw name as printed, or the single operand): (number or None, text).
+
+    ``runs``: per file, the lengths of its groups of consecutive lines in output order,
+    when the output had context (``-A/-B/-C``); None without context (each hit alone)."""
 
     lines: dict[str, list[tuple[int | None, str]]] = field(default_factory=dict)
+    runs: dict[str, list[int]] | None = None
 
 
 def is_error_line(line: str, tool: str = "grep") -> bool:
@@ -61,6 +70,8 @@ def is_error_line(line: str, tool: str = "grep") -> bool:
 def parse_grep(lines: list[str], shape: GrepShape) -> GrepHits:
     """The lines each file showed (see the module docstring for the shapes)."""
     parser = _Parser(shape)
+    if shape.context:
+        parser.hits.runs = {}
     for line in lines:
         parser.feed(line)
     parser.flush()
@@ -74,9 +85,15 @@ class _Parser:
         self.cur: str | None = None
         self.heading: str | None = None
         self.pending: list[str] = []     # context lines before their file's first match
+        self.group: str | None = None    # the file of the group being read (context)
 
     def feed(self, ln: str) -> None:
         shape = self.shape
+        if shape.single is not None and not shape.numbered and ln != "--" \
+                and not ln.startswith(shape.single + "/") and not _NOISE.match(ln) \
+                and not is_error_line(ln, shape.tool):
+            self._add(shape.single, None, ln)   # one file, bare lines: blank ones too
+            return
         cur = self.cur
         if cur is not None and ln.startswith(cur) and shape.numbered \
                 and self.heading is None and shape.single is None:
@@ -88,6 +105,7 @@ class _Parser:
                 return
         if not ln.strip() or ln == "--":
             self.flush()
+            self.group = None
             if not ln.strip():
                 self.heading = None
             return
@@ -99,6 +117,14 @@ class _Parser:
                 and _CONTEXT.match(ln)):
             self.pending.append(ln)
             return
+        if shape.context and not shape.numbered and shape.single is None:
+            if self.cur is not None and ln.startswith(self.cur + "-"):
+                self.flush()
+                self._add(self.cur, None, ln[len(self.cur) + 1:])   # a context line
+                return
+            if ":" not in ln or not _looks_like_path(ln.partition(":")[0]):
+                self.pending.append(ln)    # a context line before its file's match
+                return
         path, num, text = self._line(ln)
         if path is None:
             if shape.numbered and not shape.single and _looks_like_path(ln.strip()):
@@ -110,12 +136,27 @@ class _Parser:
 
     def _add(self, path: str, num: int | None, text: str) -> None:
         self.hits.lines.setdefault(path, []).append((num, text))
+        runs = self.hits.runs
+        if runs is not None:
+            mine = runs.setdefault(path, [])
+            if self.group == path and mine:
+                mine[-1] += 1
+            else:
+                mine.append(1)
+                self.group = path
 
     def flush(self) -> None:
         """Context lines belong to the file of the match next to them."""
         if not self.pending:
             return
         cur = self.cur
+        if not self.shape.numbered:
+            # unnumbered context before a match: ``path-text`` of the file matched next
+            for ln in self.pending:
+                if cur is not None and ln.startswith(cur + "-"):
+                    self._add(cur, None, ln[len(cur) + 1:])
+            self.pending.clear()
+            return
         for ln in self.pending:
             m = _DASH_NUM.match(ln, len(cur)) if cur and ln.startswith(cur) else None
             if m and cur:

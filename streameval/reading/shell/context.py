@@ -118,6 +118,8 @@ class Seg:
     loose: bool = False
     #: a file proposed by a script's code (``open("f")``): only its output can say
     guess: bool = False
+    #: ``grep -A/-B/-C`` filtered it: groups of consecutive lines, ``--`` between them
+    groups: bool = False
 
 
 @dataclass(slots=True)

@@ -199,8 +199,11 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
                 out.append(numbered_read(seg.path, numbers, text, seg.base,
                                          seg.loose or shared))
             continue
+        runs = None
+        if seg.groups:   # grep -A/-B/-C: runs of consecutive lines, `--` between them
+            text, runs = _groups(text)
         shown = Shown(tuple(text), None, gaps=seg.filtered, cut_head=head, cut_tail=tail,
-                      base=seg.base, loose=seg.loose or shared)
+                      base=seg.base, loose=seg.loose or shared, runs=runs)
         start, end = seg.start, seg.end
         if seg.filtered:
             start = end = None   # the text alone says where
@@ -211,6 +214,21 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
             start, end = first, first + len(text) - 1
         out.append(Read(seg.path, start, end, shown=shown))
     return out
+
+
+def _groups(lines: list[str]) -> tuple[list[str], tuple[int, ...]]:
+    """grep's context groups: the lines without the ``--`` between groups, and the
+    length of each group."""
+    text: list[str] = []
+    runs: list[int] = [0]
+    for ln in lines:
+        if ln == "--":
+            if runs[-1]:
+                runs.append(0)
+            continue
+        text.append(ln)
+        runs[-1] += 1
+    return text, tuple(r for r in runs if r)
 
 
 def _shared_text(segs: list[Seg], lines: list[str], shared: bool) -> list[Read]:

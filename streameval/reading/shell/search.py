@@ -50,6 +50,11 @@ _GREP_VALUES = {
 }
 
 
+#: options that print context lines around each match (``-NUM`` is ``-C NUM``)
+_CONTEXT_OPTS = {"-A", "-B", "-C", "--after-context", "--before-context", "--context", "-NUM",
+                 "--after", "--before"}
+
+
 def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> list[Read]:
     """One read per file: numbered hits by their numbers (each with its text);
     unnumbered ones as text in file order with unknown gaps between them."""
@@ -62,7 +67,9 @@ def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> li
         if numbered:
             reads.append(numbered_read(path, [n for n, _ in numbered], [t for _, t in numbered]))
         elif rows:
-            reads.append(Read(path, shown=Shown(tuple(t for _, t in rows), gaps=True)))
+            runs = hits.runs.get(raw) if hits.runs is not None else None
+            reads.append(Read(path, shown=Shown(tuple(t for _, t in rows), gaps=True,
+                                                runs=tuple(runs) if runs else None)))
     return reads
 
 
@@ -80,16 +87,20 @@ def grep(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None,
     files_only = bool(fl & {"l", "L", "--files-with-matches", "--files-without-match"})
     count = bool(fl & {"c", "--count", "--count-matches"})
     numbered = bool(fl & {"n", "--line-number", "--vimgrep"}) and not (fl & {"N"})
+    context = any(k in _CONTEXT_OPTS for k, _ in valued)
     if "q" in fl or "--quiet" in fl:
         return EMPTY
     if not ops and not from_stdin_files and stdin is not None and tool != "git-grep" \
             and not fl & {"r", "R", "--recursive"}:
-        return _filter(stdin, numbered, files_only or count, "o" in fl)
-    return _search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files)
+        return _filter(stdin, numbered, files_only or count, "o" in fl, context)
+    return _search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files,
+                   context)
 
 
-def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool) -> Stream:
-    """grep reading a pipe: narrows what flows, keeps how its text looks."""
+def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool,
+            context: bool = False) -> Stream:
+    """grep reading a pipe: narrows what flows, keeps how its text looks (with context,
+    groups of consecutive lines between ``--`` separators)."""
     if stdin.segs:
         out = []
         for s in stdin.segs:
@@ -97,6 +108,7 @@ def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool) -> Stream:
                 out.append(Seg(s.path, s.raw, s.start, s.end, partial=True, base=s.base))
                 continue
             seg = filtered(s)
+            seg.groups = context and not (s.filtered or s.partial)
             if numbered:
                 counts_lines = not (s.filtered or s.partial or s.grep_numbers or s.numbered)
                 seg.grep_numbers = "lines" if counts_lines else "strip"
@@ -108,7 +120,8 @@ def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool) -> Stream:
 
 
 def _search(ctx: Ctx, tool: str, ops: list[Word], fl: set[str], numbered: bool,
-            files_only: bool, count: bool, from_stdin_files: bool) -> Stream:
+            files_only: bool, count: bool, from_stdin_files: bool,
+            context: bool = False) -> Stream:
     recursive = tool != "grep" or bool(fl & {"r", "R", "--recursive", "--dereference-recursive"})
     paths = [(w.text, path_of(ctx, w, "grep operand")) for w in ops]
     no_name = bool(fl & {"h", "--no-filename"}) if tool == "grep" else "I" in fl
@@ -124,7 +137,7 @@ def _search(ctx: Ctx, tool: str, ops: list[Word], fl: set[str], numbered: bool,
         if p is None or raw in (".", "..") or raw.endswith("/") or _looks_dir(raw, recursive):
             continue
         fallback.append(Read(p, listing=True))
-    shape = grep_out.GrepShape(tool, numbered, single)
+    shape = grep_out.GrepShape(tool, numbered, single, context)
     join = ctx.join if single is None else (lambda raw: paths[0][1] if raw == single
                                             else ctx.join(raw))
     if files_only:
