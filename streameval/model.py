@@ -215,11 +215,14 @@ class Read:
 
 @dataclass(frozen=True, slots=True)
 class SedScript:
-    """A ``sed -i`` program: its scripts (``-e`` each, or the one operand), ``-n``, ``-E``."""
+    """A ``sed -i`` program: its scripts (``-e`` each, or the one operand), ``-n``, ``-E``;
+    ``files``: (name as the program writes it, text) of the files its ``r`` commands
+    read, where the run wrote them with known text."""
 
     scripts: tuple[str, ...]
     quiet: bool = False
     extended: bool = False
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -292,7 +292,8 @@ class EditMap:
         if edit.content is not None:
             return self._write(f, edit.content)
         if edit.sed is not None and f.lines is not None:
-            new = run_sed(f.lines, edit.sed.scripts, edit.sed.quiet, edit.sed.extended)
+            new = run_sed(f.lines, edit.sed.scripts, edit.sed.quiet, edit.sed.extended,
+                          dict(edit.sed.files))
             if new is not None:
                 # a replacement holding `\n` made several lines of one: the file has them
                 new = split_lines("".join(new))

@@ -18,6 +18,7 @@ interpreter over a list of strings, with a bound on the work it does.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["run_sed"]
@@ -107,16 +108,29 @@ class _Cmd:
 
 
 def run_sed(lines: list[str], scripts: tuple[str, ...] | list[str], quiet: bool = False,
-            extended: bool = False) -> list[str] | None:
+            extended: bool = False, files: Mapping[str, str] | None = None) -> list[str] | None:
     """The text ``sed [-n] [-E] -e S1 -e S2 ...`` makes of ``lines`` (each with its
-    ``\\n``), or None when the program uses something this interpreter does not do."""
+    ``\\n``), or None when the program uses something this interpreter does not do.
+    ``files``: the text of files an ``r FILE`` command reads, by the name it gives (a
+    file the run wrote with known text); an ``r`` of any other file is not followed."""
     try:
         program: list[_Cmd] = []
         for script in scripts:
             program.extend(_Parser(script, extended).parse())
-        return _Machine(program, quiet).run(lines)
+        return _Machine(program, quiet, files or {}).run(lines)
     except (_Unsupported, re.error, RecursionError, IndexError, ValueError):
         return None
+
+
+def files_read(scripts: tuple[str, ...] | list[str], extended: bool = False) -> list[str]:
+    """The files a sed program's ``r`` commands read, as it names them ([] when the
+    program cannot be parsed)."""
+    def walk(cmds: list[_Cmd]) -> list[str]:
+        return [n for c in cmds for n in ([str(c.arg)] if c.name == "r" else walk(c.block))]
+    try:
+        return walk([c for s in scripts for c in _Parser(s, extended).parse()])
+    except (_Unsupported, re.error, RecursionError, IndexError, ValueError):
+        return []
 
 
 # --------------------------------------------------------------------------- parsing
@@ -180,6 +194,11 @@ class _Parser:
             cmd.arg = self._text()
         elif name in "dpqQ":
             pass
+        elif name == "r":      # `r FILE`: the file name runs to the end of the line
+            end = self.s.find("\n", self.i)
+            end = len(self.s) if end < 0 else end
+            cmd.arg = self.s[self.i:end].strip()
+            self.i = end
         else:
             raise _Unsupported(f"command {name}")
         return cmd
@@ -398,9 +417,10 @@ def _replacement(repl: str) -> str:
 
 
 class _Machine:
-    def __init__(self, program: list[_Cmd], quiet: bool):
+    def __init__(self, program: list[_Cmd], quiet: bool, files: Mapping[str, str]):
         self.program = program
         self.quiet = quiet
+        self.files = files
         self.steps = 0
 
     def run(self, lines: list[str]) -> list[str]:
@@ -518,9 +538,17 @@ class _Machine:
     def _q(self, cmd: _Cmd) -> str:
         return cmd.name
 
+    def _r(self, cmd: _Cmd) -> None:
+        """``r FILE``: the file's lines after this line's, at the end of the cycle."""
+        text = self.files.get(str(cmd.arg))
+        if text is None:
+            raise _Unsupported("r of a file whose text is not known")
+        lines = text.split("\n")
+        self.after.extend(lines[:-1] if lines[-1] == "" else lines)
+
 
 _COMMANDS = {"s": "_s", "y": "_y", "p": "_p", "d": "_d", "a": "_a", "i": "_i", "c": "_c",
-             "q": "_q", "Q": "_q"}
+             "q": "_q", "Q": "_q", "r": "_r"}
 
 
 def _matching(rx: re.Pattern[str], texts: list[str]) -> list[int]:

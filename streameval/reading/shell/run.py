@@ -196,8 +196,10 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
         numbers, text = _text_of(seg, part)
         if numbers is not None:
             if numbers:       # a numbered output with no numbered line showed nothing
+                if seg.numbered == "exact":
+                    numbers, text = _cut_numbered(part, numbers, text, head, tail)
                 out.append(numbered_read(seg.path, numbers, text, seg.base,
-                                         seg.loose or shared))
+                                         seg.loose or shared, head, tail))
             continue
         runs = None
         if seg.groups:   # grep -A/-B/-C: runs of consecutive lines, `--` between them
@@ -214,6 +216,21 @@ def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
             start, end = first, first + len(text) - 1
         out.append(Read(seg.path, start, end, shown=shown))
     return out
+
+
+def _cut_numbered(part: list[str], numbers: list[int], text: list[str], head: bool,
+                  tail: bool) -> tuple[list[int], list[str]]:
+    """A harness cut through a numbered output (``cat -n``, ``nl -ba``): the piece of a
+    line after the cut has lost its number (it is the line before the first numbered
+    one), and a piece before the cut that is only the start of a number is the line
+    after the last numbered one, none of its text shown. Both were shown (touched)."""
+    if head and part and _NUMBERED_LINE.match(part[0]) is None and numbers[0] > 1:
+        numbers, text = [numbers[0] - 1, *numbers], [part[0], *text]
+    piece = part[-1].strip() if tail and part else None
+    if piece is not None and _NUMBERED_LINE.match(part[-1]) is None and \
+            (not piece or piece.isdigit()):
+        numbers, text = [*numbers, numbers[-1] + 1], [*text, ""]
+    return numbers, text
 
 
 def _groups(lines: list[str]) -> tuple[list[str], tuple[int, ...]]:

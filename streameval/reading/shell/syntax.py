@@ -190,13 +190,31 @@ def _redirected(node: Any) -> list[list[Any]]:
     return pipes
 
 
+def _body(redirect: Any, body: Any) -> str:
+    """A heredoc's text: tree-sitter starts the body node at its first non-blank
+    character, so its leading blank lines and the first line's indentation are taken
+    back from the redirect's text: the body starts after the newline that ends the line
+    of the ``<<DELIM`` operator."""
+    raw = redirect.text
+    base = redirect.start_byte
+    head = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+    at = body.start_byte - base
+    start = raw.find(b"\n", head.end_byte - base) + 1 if head is not None else 0
+    if not 0 < start <= at:
+        start = raw.rfind(b"\n", 0, at) + 1 if at > 0 else 0
+    text = raw[start:body.end_byte - base].decode("utf-8", "replace")
+    if any(_text(op) == "<<-" for op in redirect.children if not op.is_named):
+        text = "\n".join(ln.lstrip("\t") for ln in text.split("\n"))   # <<- drops tabs
+    return text
+
+
 def _heredoc(node: Any, target: Any, pipes: list[list[Any]]) -> None:
     """Attach a heredoc body to its command; tree-sitter nests the rest of the line
     (``| tee f``, ``&& ls``, ``> f``) inside the heredoc node, so unfold it here."""
     after_op = False
     for c in node.children:
         if c.type == "heredoc_body" and isinstance(target, Simple):
-            target.heredoc = _text(c)
+            target.heredoc = _body(node, c)
             delim = next((_text(d) for d in node.children if d.type == "heredoc_start"), "")
             quoted = delim[:1] in ("'", '"') or "\\" in delim
             target.heredoc_exact = quoted or not re.search(r"[$`]", target.heredoc)

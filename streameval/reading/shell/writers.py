@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from streameval.model import Edit, SedScript
 from streameval.reading.diffs import parse_diff
+from streameval.reading.sed import files_read
 from streameval.reading.shell import rules
 from streameval.reading.shell.context import (
     EMPTY,
@@ -89,7 +90,10 @@ def sed_in_place(ctx: Ctx, ops: list[Word], scripts: list[str], quiet: bool,
                  extended: bool) -> Stream:
     """``sed -i``: the program is run on the current text when that is known (the edit
     map does it); a program at fixed line numbers can also be replayed without it."""
-    program = SedScript(tuple(scripts), quiet, extended)
+    files = tuple((name, text) for name in files_read(scripts, extended)
+                  if (p := ctx.join(name)) is not None
+                  and (text := ctx.scripts.get(ctx.absolute(p))) is not None)
+    program = SedScript(tuple(scripts), quiet, extended, files)
     fixed = None if quiet else _sed_line_edit(scripts)
 
     def edit(p: str) -> Edit:
