@@ -25,7 +25,7 @@ from streameval.reading import editor, gemini, native
 from streameval.reading.categories import categorize
 from streameval.reading.ipython import ipython_call
 from streameval.reading.powershell import analyze_powershell, powershell_script
-from streameval.reading.shell import ShellAnalysis, analyze
+from streameval.reading.shell import Printout, ShellAnalysis, analyze
 from streameval.reading.toolmap import ToolMap, mapped_reads
 from streameval.tools import (
     EDITOR_COMMANDS,
@@ -63,6 +63,9 @@ class Inference:
     reads: list[Read] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
     problems: list[tuple[Reason, str]] = field(default_factory=list)
+    #: outputs several printers of a shell command shared, split once the files' current
+    #: text is known (``shell.settle``, by the step builder after the call's edits)
+    pending: list[Printout] = field(default_factory=list)
     #: what an edit's result printed of the edited file (its snippet, new numbers): shown
     #: like a read's lines, but a file the agent made is no read outside the repository
     snippets: list[Read] = field(default_factory=list)
@@ -125,7 +128,7 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
             script, output, call.cwd,
             lambda text, out, cwd: analyze(text, out, cwd, state.scripts))
     else:
-        analysis = analyze(command, output, call.cwd, state.scripts)
+        analysis = analyze(command, output, call.cwd, state.scripts, defer=True)
     if refused:
         # the agent's harness refused the call before running it: the command is
         # categorized by what it would have run, but it showed and changed nothing
@@ -136,6 +139,7 @@ def _shell(call: ToolCall, inf: Inference, state: ReaderState) -> ShellAnalysis 
     inf.edits.extend(c for c in inf.changes if isinstance(c, Edit))
     if not call.interrupted:
         inf.reads.extend(analysis.reads)
+        inf.pending.extend(analysis.pending)
     for part in analysis.unparsed:
         inf.problems.append((Reason.UNPARSED_COMMAND, str(part)[:200]))
     return analysis

@@ -34,7 +34,7 @@ from streameval.reading.credit import Creditor
 from streameval.reading.editmap import EditMap, MapChange
 from streameval.reading.infer import Inference, ReaderState, infer
 from streameval.reading.paths import PathMapper
-from streameval.reading.shell import WHOLE_TREE
+from streameval.reading.shell import WHOLE_TREE, Lookup, Seg, settle
 from streameval.reading.toolmap import ToolMap
 from streameval.sources.basetext import BaseTexts
 
@@ -147,8 +147,13 @@ class StepBuilder:
         # with no output (or an empty one) lines past the end were not shown at all; a
         # non-empty output that our file is too short for means our copy is off
         printed = isinstance(call.output, str) and bool(call.output.strip())
+        reads = list(inf.reads)
+        if inf.pending:   # outputs several printers shared: split now the edits are in
+            lookup = self._current_lines(cwd)
+            for printout in inf.pending:
+                reads.extend(settle(printout, lookup))
         for read, snippet in [*((r, True) for r in inf.snippets),
-                              *((r, False) for r in inf.reads)]:
+                              *((r, False) for r in reads)]:
             resolved = self._resolve_read(read, cwd, out, lengths, printed, snippet)
             if resolved is None:
                 continue   # nothing of the file was shown
@@ -180,6 +185,21 @@ class StepBuilder:
                 self.edits.stash()
             else:
                 self.edits.unstash(keep=change.kind == "apply")
+
+    def _current_lines(self, cwd: str | None) -> Lookup:
+        """A file's lines as they are now (the base commit's for ``git show HEAD:f``),
+        by the path a shell command gave, for splitting a shared output."""
+        def lines(seg: Seg) -> list[str] | None:
+            repo, _ = self.paths.lookup(seg.path, cwd, count=False)
+            if repo is None or self.view is None:
+                return None
+            if not seg.base:
+                current = self.edits.reference(repo)
+                if current is not None:
+                    return current[0].raw_lines
+            text = self.creditor.texts.get(self.view, repo)
+            return text.raw_lines if text is not None else None
+        return lines
 
     def _bound_scripts(self) -> None:
         scripts = self.state.scripts

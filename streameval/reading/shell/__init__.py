@@ -14,7 +14,8 @@ goes to ``ShellAnalysis.unparsed``. Line numbers are those of the file as it is 
 command runs (current numbers); mapping them back to the base commit is ``reading``'s job.
 """
 
-from streameval.reading.shell.context import WHOLE_TREE, ShellAnalysis
-from streameval.reading.shell.run import analyze
+from streameval.reading.shell.context import WHOLE_TREE, Seg, ShellAnalysis
+from streameval.reading.shell.run import analyze, settle
+from streameval.reading.shell.segment import Lookup, Printout
 
-__all__ = ["WHOLE_TREE", "ShellAnalysis", "analyze"]
+__all__ = ["WHOLE_TREE", "Lookup", "Printout", "Seg", "ShellAnalysis", "analyze", "settle"]

@@ -54,6 +54,9 @@ class ShellAnalysis:
     cwd: str | None = None
     unparsed: list[str] = field(default_factory=list)
     tree_ops: list[tuple[int, TreeOp]] = field(default_factory=list)
+    #: outputs of several printers, split once the files' current text is known
+    #: (``segment.Printout``; ``Any``: that module builds on this one)
+    pending: list[Any] = field(default_factory=list)
 
     def tree_op(self, op: TreeOp) -> None:
         self.tree_ops.append((len(self.edits), op))
@@ -120,6 +123,8 @@ class Seg:
     guess: bool = False
     #: ``grep -A/-B/-C`` filtered it: groups of consecutive lines, ``--`` between them
     groups: bool = False
+    #: lines the program prints before this file's (``head``'s ``==> f <==`` header)
+    lead: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

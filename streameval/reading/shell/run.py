@@ -15,7 +15,7 @@ from typing import Any
 
 from streameval.model import Read, Shown
 from streameval.reading import categories
-from streameval.reading.output.errors import error_paths
+from streameval.reading.output.errors import ERROR_LINE, error_paths
 from streameval.reading.output.harness import cut_parts, output_lines
 from streameval.reading.output.numbered import numbered_read, parse_numbered
 from streameval.reading.shell import git as git_mod
@@ -24,6 +24,7 @@ from streameval.reading.shell.attribute import attribute, one_line
 from streameval.reading.shell.context import EMPTY, Ctx, Seg, ShellAnalysis, Stream, path_of
 from streameval.reading.shell.programs import command_category, program
 from streameval.reading.shell.scan import scan_commands, scanned_category, unwrap
+from streameval.reading.shell.segment import Lookup, Part, Printout
 from streameval.reading.shell.syntax import Group, Simple, parse
 from streameval.tools import wrapped_script
 
@@ -140,6 +141,69 @@ def _settle(ctx: Ctx) -> list[Read]:
     ... > d/f; cat d/f`` keeps the read (the failing first redirect used the error up).
     """
     shows = [e[1] for e in ctx.events if e[0] == "show"]
+    printers = [s for s in shows if s.prints()]
+    legacy = _by_look(ctx, shows)
+    if ctx.lines is None or not (len(printers) > 1 or any(len(s.segs) > 1 for s in printers)):
+        return legacy
+    # several printers: each gets its own lines once the files' text is known
+    lines = [ln for ln in ctx.lines if not ERROR_LINE.match(ln)]   # no part's lines
+    ctx.res.pending.append(Printout(lines, _parts(ctx), legacy))
+    return []
+
+
+def _parts(ctx: Ctx) -> list[Part]:
+    """The printers of the command in execution order, as parts of its output; a file
+    an error line says could not be read printed nothing."""
+    errors = Counter(ctx.errors)
+    parts: list[Part] = []
+    for ev in ctx.events:
+        if ev[0] == "write":
+            _spend(errors, ev[1], ev[2])
+            continue
+        stream: Stream = ev[1]
+        if not stream.prints():
+            continue
+        failed: set[str] = set()
+        segs = []
+        for s in stream.segs:
+            if s.path in failed or _spend(errors, s.raw, s.path):
+                failed.add(s.path)
+            else:
+                segs.append(s)
+        if any(s.partial for s in segs):
+            # lines made of the files' text (fields, counts): printed, nothing to align
+            parts.append(Part("other", fallback=[Read(s.path, listing=True) for s in segs
+                                                 if s.partial]))
+            segs = [s for s in segs if not s.partial]
+        if len(segs) > 1 and all(s.path == segs[0].path and s.start and s.start > 0
+                                 and s.end and not s.lead for s in segs):
+            parts.append(Part("file", segs=segs))   # one program's windows, in file order
+        else:
+            before: int | None = None     # the stream's previous file part
+            for s in segs:
+                if s.lead:   # `==> f <==` headers of head/tail over several files
+                    parts.append(Part("text", text=list(s.lead)))
+                # cat -n / nl -ba number several files as one stream
+                follows = before if s.numbered == "exact" else None
+                parts.append(Part("file", segs=[s], follows=follows))
+                before = len(parts) - 1
+        if stream.segs:
+            continue
+        if stream.text is not None:
+            text = stream.text.split("\n")
+            parts.append(Part("text", text=text[:-1] if text[-1] == "" else text))
+        elif stream.fmt is not None:
+            parts.append(Part("parsed", parse=stream.fmt,
+                              fallback=[r for r in stream.fallback if not _spend(errors, r.path)]))
+        else:
+            parts.append(Part("other", fallback=[r for r in stream.fallback
+                                                 if not _spend(errors, r.path)]))
+    return parts
+
+
+def _by_look(ctx: Ctx, shows: list[Stream]) -> list[Read]:
+    """The reads when each printer finds its own lines by how they look (one printer:
+    all of them)."""
     blocks = attribute(ctx.lines, shows, ctx) if ctx.lines is not None else None
     errors = Counter(ctx.errors)
     reads: list[Read] = []
@@ -184,14 +248,16 @@ def _materialize(stream: Stream, block: tuple[list[str], bool] | None,
     return reads
 
 
-def shown_reads(seg: Seg, lines: list[str], shared: bool = False) -> list[Read]:
+def shown_reads(seg: Seg, lines: list[str], shared: bool = False, cut_head: bool = False,
+                cut_tail: bool = False) -> list[Read]:
     """The reads one file's printed text makes: one per part a harness cut apart, each
-    with the window it proposes and the text that decides."""
+    with the window it proposes and the text that decides. ``cut_head``/``cut_tail``:
+    the lines are a piece of a longer output that a harness cut just before (after)."""
     parts = cut_parts(lines)
     out: list[Read] = []
     for k, part in enumerate(parts):
-        head, tail = k > 0, k < len(parts) - 1
-        if tail and part and part[-1] == "":
+        head, tail = k > 0 or cut_head, k < len(parts) - 1 or cut_tail
+        if k < len(parts) - 1 and part and part[-1] == "":
             part = part[:-1]   # the cut fell at a line start: that line was not shown
         numbers, text = _text_of(seg, part)
         if numbers is not None:
@@ -335,7 +401,7 @@ def _dedupe(reads: list[Read]) -> list[Read]:
 
 
 def analyze(command: str, output: str | None = None, cwd: str | None = None,
-            scripts: dict[str, str] | None = None) -> ShellAnalysis:
+            scripts: dict[str, str] | None = None, defer: bool = False) -> ShellAnalysis:
     """Reads, edits, programs and category of one shell command (docs/metrics.md sections 6-7).
 
     ``output`` is what the command printed, when the trace has it; ``cwd`` the
@@ -343,6 +409,9 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
     inside the command (relative paths stay relative to ``cwd``). ``scripts`` holds the
     text of files written earlier in the run (absolute path -> text), so ``python fix.py``
     is read as the script it is; files this command writes with known text are added.
+    ``defer``: an output several printers share is left in ``pending`` for the caller
+    to ``settle`` once it knows the files' current text (after the command's own
+    edits); without it, it is split here by what the command alone says.
     """
 
     res = ShellAnalysis(cwd=cwd)
@@ -363,11 +432,25 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
         except RecursionError:
             res.reads, res.edits, res.tree_ops = [], [], []
             ctx.note("command nested too deeply: not interpreted")
+    if not defer:
+        for printout in res.pending:
+            res.reads.extend(settle(printout, None))
+        res.pending = []
     res.reads = _dedupe(res.reads)
     res.category = categories.most_significant(ctx.cats)
     if ctx.moved:
         res.cwd = _after_cd(ctx, cwd)
     return res
+
+
+def settle(printout: Printout, lookup: Lookup | None) -> list[Read]:
+    """The reads of an output several printers shared (``ShellAnalysis.pending``), each
+    printer given its own lines; ``lookup`` gives a file's current lines."""
+    return _dedupe(printout.settle(lookup, _piece_reads))
+
+
+def _piece_reads(seg: Seg, lines: list[str], cut_head: bool, cut_tail: bool) -> list[Read]:
+    return shown_reads(seg, lines, False, cut_head, cut_tail)
 
 
 def _after_cd(ctx: Ctx, cwd: str | None) -> str | None:
