@@ -120,6 +120,13 @@ def _anchors(texts: list[str], base: BaseText, expect: Sequence[int | None] | No
             pos = base.positions(t)
             if len(pos) == 1:
                 unique.append((i, pos[0]))
+    if expect is not None:
+        # a unique line far from where the map expects it is a line the agent wrote
+        # with the text of one elsewhere (a copied block), unless nothing is near
+        reach = max(_SLACK, len(texts))
+        near = [(i, b) for i, b in unique if expect[i] is None or abs(b - expect[i]) <= reach]
+        if near:
+            unique = near
     cands = dict(unique)
     if expect is not None:
         firsts = [j for j, _ in unique]

@@ -256,6 +256,35 @@ class EditMap:
             del kept[0]
 
     # ------------------------------------------------------------------ edits
+    def snapshot(self, path: str) -> tuple[list[str], list[int | None]] | None:
+        """The file's current lines and the base line of each (None when its text is
+        not known), to compare with what a command made of it (``rediff``)."""
+        f = self._file(path)
+        if f.lines is None or f.uncertain:
+            return None
+        return list(f.lines), f.ids(0, len(f.lines))
+
+    def rediff(self, path: str, lines: list[str], ids: list[int | None]) -> None:
+        """The file as a command left it, compared with ``lines`` (with base lines
+        ``ids``) as it was before: unchanged lines keep their identity, as after one
+        edit, whatever steps the command took in between."""
+        f = self._files.get(path)
+        if f is None or f.lines is None or f.uncertain:
+            return
+        new = f.lines
+        lo = 0
+        top = min(len(lines), len(new))
+        while lo < top and lines[lo] == new[lo]:
+            lo += 1
+        hi = 0
+        while hi < top - lo and lines[-1 - hi] == new[-1 - hi]:
+            hi += 1
+        mid = block_ids(lines[lo:len(lines) - hi], ids[lo:len(ids) - hi],
+                        new[lo:len(new) - hi])
+        f.runs = compress(ids[:lo] + mid + ids[len(ids) - hi:])
+        f.changed()
+        self._patch_cache.pop(path, None)
+
     def revert(self, path: str) -> None:
         """The file is back at the base commit (``git checkout -- f``): every
         current line is its base line again, and it has no edits to report."""

@@ -122,6 +122,17 @@ def run_sed(lines: list[str], scripts: tuple[str, ...] | list[str], quiet: bool 
         return None
 
 
+def parses(scripts: tuple[str, ...] | list[str], extended: bool = False) -> bool:
+    """Can this interpreter read the program? (False for a program GNU sed rejects too,
+    and for one using what it does not do.)"""
+    try:
+        for s in scripts:
+            _Parser(s, extended).parse()
+    except (_Unsupported, re.error, RecursionError, IndexError, ValueError):
+        return False
+    return True
+
+
 def files_read(scripts: tuple[str, ...] | list[str], extended: bool = False) -> list[str]:
     """The files a sed program's ``r`` commands read, as it names them ([] when the
     program cannot be parsed)."""

@@ -174,8 +174,16 @@ class StepBuilder:
 
     def _apply_changes(self, inf: Inference, cwd: str | None, out: CallOutcome) -> None:
         """The call's edits, reverts and stashes, in the order it made them, before
-        its reads."""
-        for change in inf.in_order():
+        its reads.
+
+        A file one command edited several times (``sed -i '165,206d' f && sed -i '164r
+        new.py' f``) is compared as it was before the command with what it became: a
+        line the command deleted and wrote again is the line it was (docs/metrics.md
+        §6c), as for one edit."""
+        changes = inf.in_order()
+        repeated = self._edited_twice(changes, cwd)
+        before = {repo: self.edits.snapshot(repo) for repo in repeated}
+        for change in changes:
             if isinstance(change, Edit):
                 self._apply_edit(change, cwd, out)
             elif change.kind == "revert":
@@ -185,6 +193,22 @@ class StepBuilder:
                 self.edits.stash()
             else:
                 self.edits.unstash(keep=change.kind == "apply")
+        for repo, snap in before.items():
+            if snap is not None:
+                self.edits.rediff(repo, *snap)
+
+    def _edited_twice(self, changes: list, cwd: str | None) -> list[str]:
+        """Repository files the call edits more than once, and never puts back or
+        stashes in between (then the file's state before the call is another story)."""
+        if sum(isinstance(c, Edit) for c in changes) < 2 or \
+                any(not isinstance(c, Edit) for c in changes):
+            return []
+        seen: dict[str, int] = {}
+        for c in changes:
+            repo, _ = self.paths.lookup(c.path, cwd, count=False)
+            if repo is not None:
+                seen[repo] = seen.get(repo, 0) + 1
+        return [r for r, n in seen.items() if n > 1]
 
     def _current_lines(self, cwd: str | None) -> Lookup:
         """A file's lines as they are now (the base commit's for ``git show HEAD:f``),

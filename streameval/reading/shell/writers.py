@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from streameval.model import Edit, SedScript
 from streameval.reading.diffs import parse_diff
-from streameval.reading.sed import files_read
+from streameval.reading.sed import files_read, parses
 from streameval.reading.shell import rules
 from streameval.reading.shell.context import (
     EMPTY,
@@ -89,7 +89,12 @@ def edit_files(ctx: Ctx, ops: list[Word], what: str,
 def sed_in_place(ctx: Ctx, ops: list[Word], scripts: list[str], quiet: bool,
                  extended: bool) -> Stream:
     """``sed -i``: the program is run on the current text when that is known (the edit
-    map does it); a program at fixed line numbers can also be replayed without it."""
+    map does it); a program at fixed line numbers can also be replayed without it. A
+    program sed rejected (its ``sed: -e expression #1, char 47: unknown command`` is in
+    the output, and this interpreter cannot read it either) changed nothing."""
+    if ctx.lines is not None and not parses(scripts, extended) and _rejected(ctx):
+        ctx.note("sed -i: the program was rejected, nothing edited")
+        return EMPTY
     files = tuple((name, text) for name in files_read(scripts, extended)
                   if (p := ctx.join(name)) is not None
                   and (text := ctx.scripts.get(ctx.absolute(p))) is not None)
@@ -102,6 +107,25 @@ def sed_in_place(ctx: Ctx, ops: list[Word], scripts: list[str], quiet: bool,
         base = fixed(p)
         return Edit(p, hunks=base.hunks, insert_line=base.insert_line, new=base.new, sed=program)
     return edit_files(ctx, ops, "sed -i", edit)
+
+
+#: GNU sed rejecting its program (nothing is edited then)
+_SED_REJECTED = re.compile(r"^sed: (?:-e expression #\d+, char \d+|file .+ line \d+): ")
+
+
+#: the key counting sed error lines already handed out (``ctx.errors`` is shared by the
+#: command's nested contexts; no path is named so)
+_USED = "\0sed rejections"
+
+
+def _rejected(ctx: Ctx) -> bool:
+    """Is there an error line of sed rejecting a program not yet handed to one? (The
+    n-th such line is the n-th program this interpreter cannot read either.)"""
+    seen = sum(1 for ln in ctx.lines or () if _SED_REJECTED.match(ln))
+    if seen <= ctx.errors[_USED]:
+        return False
+    ctx.errors[_USED] += 1
+    return True
 
 
 _SED_ADDRESSED = re.compile(r"\s*(\d+)(?:\s*,\s*(\d+))?\s*([iacds])(.*)", re.S)
