@@ -122,6 +122,29 @@ def run_sed(lines: list[str], scripts: tuple[str, ...] | list[str], quiet: bool 
         return None
 
 
+def printed_lines(lines: list[str], scripts: tuple[str, ...] | list[str],
+                  extended: bool = False) -> list[int] | None:
+    """Which lines ``sed -n`` prints, in order, for a program of only ``p``/``q``
+    commands (``sed -n '/def f/,/^def /p'``): the line numbers, one per printed line;
+    None for any other program."""
+    try:
+        program = [c for s in scripts for c in _Parser(s, extended).parse()]
+        if any(c.name not in "pqQ" for c in program):
+            return None
+        out: list[int] = []
+        total = len(lines)
+        for n, raw in enumerate(lines, 1):
+            text = raw[:-1] if raw.endswith("\n") else raw
+            for c in program:
+                if c.selects(n, text, n == total):
+                    if c.name != "p":
+                        return out
+                    out.append(n)
+        return out
+    except (_Unsupported, re.error, RecursionError, IndexError, ValueError):
+        return None
+
+
 def parses(scripts: tuple[str, ...] | list[str], extended: bool = False) -> bool:
     """Can this interpreter read the program? (False for a program GNU sed rejects too,
     and for one using what it does not do.)"""

@@ -125,6 +125,11 @@ class Seg:
     groups: bool = False
     #: lines the program prints before this file's (``head``'s ``==> f <==`` header)
     lead: tuple[str, ...] = ()
+    #: ``filtered`` by grep(s) whose pattern says which lines it keeps (by their text)
+    keep: Callable[[str], bool] | None = None
+    #: ``filtered`` by a ``sed -n`` program of ``p`` commands (scripts, -E) that says
+    #: which lines it prints (``sed.printed_lines``)
+    program: tuple[tuple[str, ...], bool] | None = None
 
 
 @dataclass(slots=True)
@@ -141,6 +146,11 @@ class Stream:
     shape: Callable[[str], int] | None = None
     opaque: bool = False            # prints something we cannot interpret (git log, python)
     nlines: int | None = None       # how many lines an opaque printer prints, when known
+    #: could this output line be this printer's? (a grep's: its pattern selects it)
+    accepts: Callable[[str], bool] | None = None
+    #: the program's status says it printed something (grep: 0 when a line matched), so
+    #: ``a || b`` ran ``b`` only when ``a`` printed nothing
+    prints_if_ok: bool = False
 
     def prints(self) -> bool:
         return bool(self.segs or self.fmt or self.opaque or self.fallback or self.text)

@@ -157,6 +157,10 @@ def _sed(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream
         ctx.note("sed line range over several files: which file's lines is not known")
         rng = None
     out = filter_each(ctx, ops, stdin, rng, "sed")
+    if rng is None and quiet and not loose and scripts and len(out.segs) == 1 \
+            and out.segs[0].filtered and not out.segs[0].numbered:
+        # `sed -n '/re/,/re/p' f`: the lines it prints follow from the file's text
+        out.segs[0].program = (tuple(scripts), extended)
     return _loose(out) if loose else out
 
 

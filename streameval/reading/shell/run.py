@@ -106,7 +106,7 @@ def _run_pipe(ctx: Ctx, stages: list[Any], shown: bool) -> None:
             if i > 0 and ctx.cats[n:] and ctx.cats[-1] in ("read", "search"):
                 del ctx.cats[n:]   # a filter (| head, | grep) does not make it a read
     if shown and stream is not None:
-        ctx.events.append(("show", stream))
+        ctx.events.append(("show", stream, bool(stages) and stages[0].or_else))
 
 
 def _run_source(ctx: Ctx, source: str) -> None:
@@ -143,7 +143,9 @@ def _settle(ctx: Ctx) -> list[Read]:
     shows = [e[1] for e in ctx.events if e[0] == "show"]
     printers = [s for s in shows if s.prints()]
     legacy = _by_look(ctx, shows)
-    if ctx.lines is None or not (len(printers) > 1 or any(len(s.segs) > 1 for s in printers)):
+    if ctx.lines is None or not (len(printers) > 1 or any(
+            len(s.segs) > 1 or (s.segs and (s.segs[0].keep or s.segs[0].program))
+            for s in printers)):
         return legacy
     # several printers: each gets its own lines once the files' text is known
     lines = [ln for ln in ctx.lines if not ERROR_LINE.match(ln)]   # no part's lines
@@ -170,35 +172,46 @@ def _parts(ctx: Ctx) -> list[Part]:
                 failed.add(s.path)
             else:
                 segs.append(s)
-        if any(s.partial for s in segs):
-            # lines made of the files' text (fields, counts): printed, nothing to align
-            parts.append(Part("other", fallback=[Read(s.path, listing=True) for s in segs
-                                                 if s.partial]))
-            segs = [s for s in segs if not s.partial]
-        if len(segs) > 1 and all(s.path == segs[0].path and s.start and s.start > 0
-                                 and s.end and not s.lead for s in segs):
-            parts.append(Part("file", segs=segs))   # one program's windows, in file order
-        else:
-            before: int | None = None     # the stream's previous file part
-            for s in segs:
-                if s.lead:   # `==> f <==` headers of head/tail over several files
-                    parts.append(Part("text", text=list(s.lead)))
-                # cat -n / nl -ba number several files as one stream
-                follows = before if s.numbered == "exact" else None
-                parts.append(Part("file", segs=[s], follows=follows))
-                before = len(parts) - 1
-        if stream.segs:
-            continue
-        if stream.text is not None:
-            text = stream.text.split("\n")
-            parts.append(Part("text", text=text[:-1] if text[-1] == "" else text))
-        elif stream.fmt is not None:
-            parts.append(Part("parsed", parse=stream.fmt,
-                              fallback=[r for r in stream.fallback if not _spend(errors, r.path)]))
-        else:
-            parts.append(Part("other", fallback=[r for r in stream.fallback
-                                                 if not _spend(errors, r.path)]))
+        mine = _stream_parts(stream, segs, errors)
+        if mine and len(ev) > 2 and ev[2]:
+            mine[0].or_else = True    # `a || b`: b ran only if a failed
+        parts.extend(mine)
+    for k, part in enumerate(parts):   # cat -n / nl -ba number several files as one
+        if part.follows is not None:
+            part.follows = k - part.follows
     return parts
+
+
+def _stream_parts(stream: Stream, segs: list[Seg], errors: Counter[str]) -> list[Part]:
+    parts: list[Part] = []
+    if any(s.partial for s in segs):
+        # lines made of the files' text (fields, counts): printed, nothing to align
+        parts.append(Part("other", fallback=[Read(s.path, listing=True) for s in segs
+                                             if s.partial]))
+        segs = [s for s in segs if not s.partial]
+    if len(segs) > 1 and all(s.path == segs[0].path and s.start and s.start > 0
+                             and s.end and not s.lead for s in segs):
+        return parts + [Part("file", segs=segs)]   # one program's windows, in file order
+    if segs:
+        before: int | None = None     # the stream's previous file part (its distance)
+        for s in segs:
+            if s.lead:   # `==> f <==` headers of head/tail over several files
+                parts.append(Part("text", text=list(s.lead)))
+            follows = len(parts) - before if before is not None and \
+                s.numbered == "exact" else None
+            parts.append(Part("file", segs=[s], follows=follows))
+            before = len(parts) - 1
+        return parts
+    if stream.segs:
+        return parts       # every file failed
+    if stream.text is not None:
+        text = stream.text.split("\n")
+        return [Part("text", text=text[:-1] if text[-1] == "" else text)]
+    fallback = [r for r in stream.fallback if not _spend(errors, r.path)]
+    if stream.fmt is not None:
+        return [Part("parsed", parse=stream.fmt, fallback=fallback, accepts=stream.accepts,
+                     prints_if_ok=stream.prints_if_ok)]
+    return [Part("other", fallback=fallback)]
 
 
 def _by_look(ctx: Ctx, shows: list[Stream]) -> list[Read]:

@@ -31,6 +31,7 @@ from streameval.reading.shell.context import (
     split_opts,
     val,
 )
+from streameval.reading.shell.patterns import grep_matcher
 from streameval.reading.shell.syntax import Simple, Word
 
 __all__ = ["PROGRAMS", "grep", "grep_reads"]
@@ -80,7 +81,8 @@ def grep(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None,
     fl = set(flags)
     has_pattern_opt = any(k in ("-e", "-f", "--regexp", "--file") for k, _ in valued)
     list_files = "--files" in fl or (tool == "ag" and val(valued, "-g") is not None)
-    if not has_pattern_opt and ops and not list_files:
+    pattern = ops[0] if not has_pattern_opt and ops and not list_files else None
+    if pattern is not None:
         ops = ops[1:]
     if list_files:
         return Stream(fmt=paths_parser(ctx.join), shape=path_shape)
@@ -90,15 +92,40 @@ def grep(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None,
     context = any(k in _CONTEXT_OPTS for k, _ in valued)
     if "q" in fl or "--quiet" in fl:
         return EMPTY
+    # which lines it prints (no context, no -o/-c/-l): those its pattern selects
+    keep = None if context or files_only or count or "o" in fl else \
+        _matcher(argv[0].text, tool, fl, valued, pattern)
     if not ops and not from_stdin_files and stdin is not None and tool != "git-grep" \
             and not fl & {"r", "R", "--recursive"}:
-        return _filter(stdin, numbered, files_only or count, "o" in fl, context)
-    return _search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files,
-                   context)
+        return _filter(stdin, numbered, files_only or count, "o" in fl, context, keep)
+    out = _search(ctx, tool, ops, fl, numbered, files_only, count, from_stdin_files, context)
+    if out.fmt is not None and not (files_only or count):
+        out.accepts = keep
+        out.prints_if_ok = True     # grep's status: 0 when it printed a line
+    return out
+
+
+def _matcher(name: str, tool: str, fl: set[str], valued: list[tuple[str, str]],
+             pattern: Word | None) -> Callable[[str], bool] | None:
+    """The line predicate of a grep's pattern(s) (``patterns.grep_matcher``)."""
+    if any(k in ("-f", "--file") for k, _ in valued) or tool not in ("grep", "git-grep", "rg"):
+        return None
+    pats = [v for k, v in valued if k in ("-e", "--regexp")]
+    if pattern is not None:
+        if not pattern.static:
+            return None
+        pats.append(pattern.text)
+    base = posixpath.basename(name)
+    return grep_matcher(
+        pats, extended=tool == "rg" or base == "egrep" or bool(fl & {"E", "P",
+                                                                   "--extended-regexp"}),
+        fixed=base == "fgrep" or bool(fl & {"F", "--fixed-strings"}),
+        icase=bool(fl & {"i", "--ignore-case"}), word=bool(fl & {"w", "--word-regexp"}),
+        whole_line=bool(fl & {"x", "--line-regexp"}), invert=bool(fl & {"v", "--invert-match"}))
 
 
 def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool,
-            context: bool = False) -> Stream:
+            context: bool = False, keep: Callable[[str], bool] | None = None) -> Stream:
     """grep reading a pipe: narrows what flows, keeps how its text looks (with context,
     groups of consecutive lines between ``--`` separators)."""
     if stdin.segs:
@@ -109,6 +136,9 @@ def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool,
                 continue
             seg = filtered(s)
             seg.groups = context and not (s.filtered or s.partial)
+            # lines it keeps of a text whose lines are known: computable (segment)
+            seg.keep = None if keep is None or (s.filtered and s.keep is None) else \
+                keep if s.keep is None else _both(s.keep, keep)
             if numbered:
                 counts_lines = not (s.filtered or s.partial or s.grep_numbers or s.numbered)
                 seg.grep_numbers = "lines" if counts_lines else "strip"
@@ -117,6 +147,10 @@ def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool,
     if stdin.fmt is not None and not (numbered or summary or only):
         return stdin
     return EMPTY
+
+
+def _both(a: Callable[[str], bool], b: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda text: a(text) and b(text)
 
 
 def _search(ctx: Ctx, tool: str, ops: list[Word], fl: set[str], numbered: bool,

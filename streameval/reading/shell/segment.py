@@ -36,12 +36,14 @@ from dataclasses import dataclass, field, replace
 from streameval.model import Read
 from streameval.reading.output.harness import is_cut_line
 from streameval.reading.output.numbered import numbered_read
+from streameval.reading.sed import printed_lines
 from streameval.reading.shell.context import Seg
 from streameval.sources.basetext import norm
 
 __all__ = ["Lookup", "Part", "Printout"]
 
 _NUMBER = re.compile(r"^ *\d{1,9}\t")
+_GREP_N = re.compile(r"^\d+:")
 #: the current lines of a segment's file (the base lines for ``seg.base``), None if unknown
 Lookup = Callable[[Seg], "list[str] | None"]
 
@@ -63,6 +65,12 @@ class Part:
     parse: Callable[[list[str]], list[Read]] | None = None
     fallback: list[Read] = field(default_factory=list)
     follows: int | None = None   # index of the part whose numbering this one continues
+    #: could an output line be this part's? (a grep's pattern selects it)
+    accepts: Callable[[str], bool] | None = None
+    #: the program succeeds exactly when it prints (grep)
+    prints_if_ok: bool = False
+    #: it ran only if the part before failed (``a || b``)
+    or_else: bool = False
 
 
 @dataclass(slots=True)
@@ -73,6 +81,9 @@ class _Plan:
     numbers: list[int] | None = None
     lines: list[str] | None = None
     count: int | None = None
+    #: the count holds whatever the file's text (a window inside the file): it says
+    #: where the part ends even when the text is not where expected
+    sure: bool = False
 
 
 @dataclass(slots=True)
@@ -107,7 +118,8 @@ def _plans(parts: list[Part], lookup: Lookup | None) -> list[_Plan]:
     plans: list[_Plan] = []
     for part in parts:
         if part.kind == "text":
-            plans.append(_Plan(lines=list(part.text or ()), count=len(part.text or ())))
+            plans.append(_Plan(lines=list(part.text or ()), count=len(part.text or ()),
+                               sure=True))
         elif part.kind == "file":
             start = 1
             if part.follows is not None:
@@ -124,16 +136,20 @@ def _file_plan(segs: list[Seg], lookup: Lookup | None, first_number: int) -> _Pl
     """What one file part prints: numbers in print order (sed prints its windows in
     file order, a line in two windows twice), the text as printed."""
     seg = segs[0]
+    if len(segs) == 1 and seg.filtered and (seg.keep is not None or seg.program is not None):
+        return _filtered_plan(seg, lookup)
     if any(s.partial or s.filtered or s.loose or s.guess or s.grep_numbers
            or s.numbered == "approx" for s in segs):
         return _Plan()
     cur = lookup(seg) if lookup is not None else None
     if cur is None:
         if len(segs) == 1 and seg.start and seg.start > 0 and seg.end:
-            return _Plan(count=seg.end - seg.start + 1)   # if the file is long enough
+            # no text known: the window, if the file is long enough
+            return _Plan(count=seg.end - seg.start + 1, sure=True)
         return _Plan()
     n = len(cur)
     windows = [_window(s, n) for s in segs]
+    sure = all(s.start and s.start > 0 and s.end and s.end <= n for s in segs)
     if len(windows) == 1:
         a, b = windows[0]
         numbers = list(range(a, b + 1))
@@ -141,12 +157,41 @@ def _file_plan(segs: list[Seg], lookup: Lookup | None, first_number: int) -> _Pl
         numbers = [k for k in range(1, n + 1) for a, b in windows if a <= k <= b]
     if seg.numbered == "exact":
         if first_number <= 0:
-            return _Plan(numbers=numbers, count=len(numbers))
+            return _Plan(numbers=numbers, count=len(numbers), sure=sure)
         shift = first_number - 1 if len(segs) == 1 and seg.start is None else 0
         lines = [f"{k + shift:6d}\t{cur[k - 1]}" for k in numbers]
     else:
         lines = [cur[k - 1] for k in numbers]
-    return _Plan(numbers=numbers, lines=lines, count=len(numbers))
+    return _Plan(numbers=numbers, lines=lines, count=len(numbers), sure=sure)
+
+
+def _filtered_plan(seg: Seg, lookup: Lookup | None) -> _Plan:
+    """A file's lines a filter whose rule is known let through: ``sed -n '/a/,/b/p'``,
+    ``cat f | grep x``, ``sed -n 5,40p f | grep -n x`` (grep numbering from the window's
+    first line), ``nl -ba f | grep x`` (grep sees the numbered lines)."""
+    if seg.loose or seg.partial or seg.guess or seg.groups or seg.grep_numbers == "strip" \
+            or seg.numbered == "approx" or lookup is None:
+        return _Plan()
+    cur = lookup(seg)
+    if cur is None:
+        return _Plan()
+    a, b = _window(seg, len(cur))
+    if seg.program is not None:
+        got = printed_lines(cur[a - 1:b], *seg.program)
+        if got is None:
+            return _Plan()
+        picked = [a + k - 1 for k in got]
+    else:
+        picked = list(range(a, b + 1))
+    numbers: list[int] = []
+    lines: list[str] = []
+    for k in picked:
+        text = f"{k:6d}\t{cur[k - 1]}" if seg.numbered == "exact" else cur[k - 1]
+        if seg.keep is not None and not seg.keep(text):
+            continue
+        numbers.append(k)
+        lines.append(f"{k - a + 1}:{text}" if seg.grep_numbers == "lines" else text)
+    return _Plan(numbers=numbers, lines=lines, count=len(lines))
 
 
 def _window(seg: Seg, n: int) -> tuple[int, int]:
@@ -224,6 +269,9 @@ def _forward(lines: list[str], pos: int, stop: int, parts: list[Part], plans: li
     while k < len(parts) and pos < stop:
         plan = plans[k]
         want = plan.lines
+        if _skipped(parts, k, out, backwards):
+            k += 1      # `grep ... || b` where the grep printed: b never ran
+            continue
         if parts[k].kind == "text":
             # known text prints there, or it was not printed (`a || echo missing`)
             got = _match(lines, pos, stop, want or [], 0, cut_at_end, pos == 0, backwards)
@@ -252,11 +300,19 @@ def _forward(lines: list[str], pos: int, stop: int, parts: list[Part], plans: li
                 pos += got
                 k += 1
                 continue
-        end = _end_of(lines, pos, stop, parts, plans, k)
-        if plan.count is not None and end is None:
+        end = _end_of(lines, pos, stop, parts, plans, k, backwards)
+        if parts[k].accepts is not None:
+            # a grep prints only lines its pattern selects: it ended before the first other
+            other = next((j for j in range(pos, end if end is not None else stop)
+                          if not parts[k].accepts(lines[j]) and not _notice(lines[j])), None)
+            end = other if other is not None else end
+        if plan.count is not None and plan.sure and end is None:
             end = min(stop, pos + plan.count)
         if end is None:
-            if any(p.kind != "text" or p.text for p in parts[k + 1:]):
+            rest = parts[k + 1:]
+            if rest and rest[0].or_else and parts[k].prints_if_ok and not backwards:
+                rest = rest[1:]   # `grep ... || b`: b runs only if the grep printed nothing
+            if any(p.kind != "text" or p.text for p in rest):
                 return None     # it may end anywhere before the next printer's lines
             end = stop
         out.append((k, _Piece(pos, end, cut_tail=cut_at_end and end == stop)))
@@ -289,7 +345,7 @@ def _piece_of(shown: str, line: str, end: bool) -> bool:
 
 
 def _end_of(lines: list[str], pos: int, stop: int, parts: list[Part], plans: list[_Plan],
-            k: int) -> int | None:
+            k: int, backwards: bool = False) -> int | None:
     """Where part k's output ends when its lines are not known: where the next part
     with known lines starts, or where the parts after it must start to fit; None when
     nothing says."""
@@ -297,6 +353,8 @@ def _end_of(lines: list[str], pos: int, stop: int, parts: list[Part], plans: lis
     for j, p in enumerate(after, k + 1):
         if p.lines == [] or p.count == 0:
             continue      # prints nothing
+        if not backwards and parts[j].or_else and parts[k].prints_if_ok:
+            continue      # `grep ... || b`: b printed only if the grep printed nothing
         if not p.lines:
             break
         at = _find(lines, pos, stop, p.lines)
@@ -305,10 +363,25 @@ def _end_of(lines: list[str], pos: int, stop: int, parts: list[Part], plans: lis
         if parts[j].kind != "text":
             return None   # a file's text not where the map has it: its place is unknown
         # known text that is not there was not printed (`|| echo missing`): look further
-    if after and all(p.count is not None and p.lines is None for p in after):
-        # no text known (no repository): the windows' sizes, from the end
+    if after and all(p.count is not None and p.sure for p in after):
+        # the sizes of the windows after it, from the end
         return max(pos, stop - sum(p.count or 0 for p in after))
     return None
+
+
+def _skipped(parts: list[Part], k: int, done: list[tuple[int, _Piece]],
+             backwards: bool) -> bool:
+    """Did part k not run, being the ``|| b`` of a grep that printed?"""
+    if backwards:
+        return False
+    prev = k - 1
+    return parts[k].or_else and prev >= 0 and parts[prev].prints_if_ok and any(
+        j == prev and p.end > p.start for j, p in done)
+
+
+def _notice(line: str) -> bool:
+    """grep's notes that are no hit (``grep: f: binary file matches``)."""
+    return line.startswith(("grep: ", "Binary file "))
 
 
 def _find(lines: list[str], pos: int, stop: int, want: list[str]) -> int | None:
@@ -350,7 +423,7 @@ def _backward(tail: list[str], parts: list[Part], plans: list[_Plan],
 
 def _reverse(plan: _Plan) -> _Plan:
     return _Plan(plan.numbers[::-1] if plan.numbers is not None else None,
-                 plan.lines[::-1] if plan.lines is not None else None, plan.count)
+                 plan.lines[::-1] if plan.lines is not None else None, plan.count, plan.sure)
 
 
 # --------------------------------------------------------------------------- reads
@@ -375,8 +448,10 @@ def _reads(lines: list[str], part: Part, plan: _Plan, pieces: list[_Piece],
             continue
         if p.matched and plan.numbers is not None:
             numbers = plan.numbers[p.offset:p.offset + len(block)]
-            texts = [_NUMBER.sub("", ln, count=1) for ln in block] \
-                if seg.numbered == "exact" else block
+            texts = [_GREP_N.sub("", ln, count=1) for ln in block] \
+                if seg.grep_numbers == "lines" else block
+            if seg.numbered == "exact":
+                texts = [_NUMBER.sub("", ln, count=1) for ln in texts]
             out.append(numbered_read(seg.path, numbers, texts, seg.base, False,
                                      p.cut_head, p.cut_tail))
         elif len(part.segs) == 1:

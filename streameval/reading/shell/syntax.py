@@ -36,6 +36,8 @@ class Simple:
     redirects: list[Redirect] = field(default_factory=list)
     heredoc: str | None = None      # body text fed on stdin
     heredoc_exact: bool = True      # quoted delimiter or no expansions in the body
+    #: the first stage of a pipe that runs only when the one before failed (``a || b``)
+    or_else: bool = False
 
 
 @dataclass(slots=True)
@@ -43,6 +45,7 @@ class Group:
     body: list[list[Any]]           # pipes
     redirects: list[Redirect] = field(default_factory=list)
     subshell: bool = False
+    or_else: bool = False           # as ``Simple.or_else``
 
 
 @lru_cache(maxsize=1)
@@ -114,7 +117,9 @@ def _convert(node: Any) -> list[list[Any]]:
         return [[_simple(node)]]
     if t == "pipeline":
         return _pipeline(node)
-    if t in ("list", "program", "negated_command"):
+    if t == "list":
+        return _list(node)
+    if t in ("program", "negated_command"):
         return _children(node)
     if t == "redirected_statement":
         return _redirected(node)
@@ -126,6 +131,25 @@ def _convert(node: Any) -> list[list[Any]]:
         words = [word(c) for c in node.children if c.type not in ("variable_assignment",)]
         return [[Simple(words[:1])]]
     return []
+
+
+def _list(node: Any) -> list[list[Any]]:
+    """``a && b``, ``a || b``, ``a; b``: the pipes in order, the right side of ``||``
+    marked (it ran only if the left one failed)."""
+    out: list[list[Any]] = []
+    or_else = False
+    for c in node.children:
+        if not c.is_named:
+            or_else = c.type == "||"
+            continue
+        if c.type in _SKIP:
+            continue
+        pipes = _convert(c)
+        if or_else and pipes and pipes[0]:
+            pipes[0][0].or_else = True
+        or_else = False
+        out.extend(pipes)
+    return out
 
 
 def _children(node: Any) -> list[list[Any]]:
