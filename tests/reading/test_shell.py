@@ -167,10 +167,11 @@ READ_CASES = [
      'grep -n "def world_to_pixel_values" astropy/wcs/wcsapi/wrappers/sliced_wcs.py\n',
      "245:    def world_to_pixel_values(self, *world_arrays):\n",
      [R("astropy/wcs/wcsapi/wrappers/sliced_wcs.py", 245, 245)]),
+    # each grep's line is its own (its pattern selects it): one read each
     ("real-mini-two-greps-r", 'grep -r "class Avg" django && grep -r "class Sum" django\n',
      "django/db/models/aggregates.py:class Avg(FixDurationInputMixin, NumericOutputFieldMixin, Aggregate):\n"
      "django/db/models/aggregates.py:class Sum(FixDurationInputMixin, Aggregate):\n",
-     [R("django/db/models/aggregates.py")]),
+     [R("django/db/models/aggregates.py"), R("django/db/models/aggregates.py")]),
     ("real-mini-grep-n-many", 'grep -n "def deconstruct" django/db/models/fields/__init__.py\n',
      "414:    def deconstruct(self):\n1142:    def deconstruct(self):\n1477:    def deconstruct(self):\n",
      [R("django/db/models/fields/__init__.py", 414, 414),

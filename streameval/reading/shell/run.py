@@ -31,6 +31,9 @@ from streameval.tools import wrapped_script
 __all__ = ["analyze"]
 
 _GREP_PREFIX = re.compile(r"^(\d+)[:-]")
+#: a message a reading program writes to stderr (``/usr/bin/grep: ...: cannot execute``)
+_COMPLAINT = re.compile(r"^(?:\S*/)?(?:grep|egrep|fgrep|rg|sed|cat|head|tail|nl|awk|gawk|ls"
+                        r"|find|bash|sh|wc|sort|xargs): ")
 _NL_PREFIX = re.compile(r"^ *\d*\t")
 _NUMBERED_LINE = re.compile(r"^ *\d{1,9}\t")
 
@@ -148,7 +151,8 @@ def _settle(ctx: Ctx) -> list[Read]:
             for s in printers)):
         return legacy
     # several printers: each gets its own lines once the files' text is known
-    lines = [ln for ln in ctx.lines if not ERROR_LINE.match(ln)]   # no part's lines
+    # a program's complaints on stderr are no part's lines
+    lines = [ln for ln in ctx.lines if not (ERROR_LINE.match(ln) or _COMPLAINT.match(ln))]
     ctx.res.pending.append(Printout(lines, _parts(ctx), legacy))
     return []
 

@@ -347,26 +347,29 @@ def _piece_of(shown: str, line: str, end: bool) -> bool:
 def _end_of(lines: list[str], pos: int, stop: int, parts: list[Part], plans: list[_Plan],
             k: int, backwards: bool = False) -> int | None:
     """Where part k's output ends when its lines are not known: where the next part
-    with known lines starts, or where the parts after it must start to fit; None when
-    nothing says."""
-    after = plans[k + 1:]
-    for j, p in enumerate(after, k + 1):
+    with known lines starts (less the sizes of windows of unknown text before it), or
+    where the windows after it must start to fit; None when nothing says."""
+    between = 0        # lines of windows whose text is unknown, between k and an anchor
+    sized = False
+    for j in range(k + 1, len(parts)):
+        p = plans[j]
         if p.lines == [] or p.count == 0:
             continue      # prints nothing
-        if not backwards and parts[j].or_else and parts[k].prints_if_ok:
+        if j == k + 1 and not backwards and parts[j].or_else and parts[k].prints_if_ok:
             continue      # `grep ... || b`: b printed only if the grep printed nothing
         if not p.lines:
-            break
+            if p.count is None or not p.sure:
+                return None      # a part of unknown size: where k ends is not known
+            between += p.count
+            sized = True
+            continue
         at = _find(lines, pos, stop, p.lines)
         if at is not None:
-            return at
+            return max(pos, at - between)
         if parts[j].kind != "text":
             return None   # a file's text not where the map has it: its place is unknown
         # known text that is not there was not printed (`|| echo missing`): look further
-    if after and all(p.count is not None and p.sure for p in after):
-        # the sizes of the windows after it, from the end
-        return max(pos, stop - sum(p.count or 0 for p in after))
-    return None
+    return max(pos, stop - between) if sized else None
 
 
 def _skipped(parts: list[Part], k: int, done: list[tuple[int, _Piece]],
