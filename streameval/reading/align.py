@@ -356,15 +356,12 @@ def _cut_edges(texts: list[str], base: BaseText, out: list[int | None],
             and base.starts_with(out[-2] + 1, texts[-1]):
         out[-1] = out[-2] + 1
     if cut_head and out[0] is None and texts[0].strip():
-        # not next to a placed line (lines with gaps): the one line the piece can end,
-        # before the first placed line
+        # not next to a placed line (lines with gaps, in file order): the nearest line
+        # before the first placed one that the piece can be the end of
         after = next((b for b in out if b is not None), len(base) + 1)
-        found = [b for b in range(1, after) if base.ends_with(b, texts[0])]
-        if len(found) == 1:
-            out[0] = found[0]
+        out[0] = next((b for b in range(after - 1, 0, -1) if base.ends_with(b, texts[0])),
+                      None)
     if cut_tail and out[-1] is None and texts[-1].strip():
         before = next((b for b in reversed(out) if b is not None), 0)
-        found = [b for b in range(before + 1, len(base) + 1)
-                 if base.starts_with(b, texts[-1])]
-        if len(found) == 1:
-            out[-1] = found[0]
+        out[-1] = next((b for b in range(before + 1, len(base) + 1)
+                        if base.starts_with(b, texts[-1])), None)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from streameval.reading.output.harness import is_cut_line
+
 __all__ = ["GrepHits", "GrepShape", "parse_grep", "is_error_line", "looks_like_hit"]
 
 _MATCH = re.compile(r"^(.+?):(\d+):")
@@ -61,6 +63,9 @@ class GrepHits:
 
     lines: dict[str, list[tuple[int | None, str]]] = field(default_factory=dict)
     runs: dict[str, list[int]] | None = None
+    #: per file, where a harness cut the output: the index in its rows of the first row
+    #: after the cut
+    cuts: dict[str, list[int]] = field(default_factory=dict)
 
 
 def is_error_line(line: str, tool: str = "grep") -> bool:
@@ -87,12 +92,26 @@ class _Parser:
         self.pending: list[str] = []     # context lines before their file's first match
         self.group: str | None = None    # the file of the group being read (context)
 
-    def feed(self, ln: str) -> None:
+    def _special(self, ln: str) -> bool:
+        """A harness's cut notice (each file's rows are cut there), or a bare line of
+        the one file searched without ``-n`` (a blank one too): handled here."""
         shape = self.shape
+        if ln.startswith("[... ") and is_cut_line(ln):
+            self.flush()
+            for path, rows in self.hits.lines.items():
+                self.hits.cuts.setdefault(path, []).append(len(rows))
+            self.cur = self.group = None
+            return True
         if shape.single is not None and not shape.numbered and ln != "--" \
                 and not ln.startswith(shape.single + "/") and not _NOISE.match(ln) \
                 and not is_error_line(ln, shape.tool):
-            self._add(shape.single, None, ln)   # one file, bare lines: blank ones too
+            self._add(shape.single, None, ln)
+            return True
+        return False
+
+    def feed(self, ln: str) -> None:
+        shape = self.shape
+        if self._special(ln):
             return
         cur = self.cur
         if cur is not None and ln.startswith(cur) and shape.numbered \

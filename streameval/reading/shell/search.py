@@ -64,14 +64,28 @@ def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> li
         path = join(raw)
         if path is None:
             continue
-        numbered = [(n, t) for n, t in rows if n is not None]
-        if numbered:
-            reads.append(numbered_read(path, [n for n, _ in numbered], [t for _, t in numbered]))
-        elif rows:
-            runs = hits.runs.get(raw) if hits.runs is not None else None
-            reads.append(Read(path, shown=Shown(tuple(t for _, t in rows), gaps=True,
-                                                runs=tuple(runs) if runs else None)))
+        at = hits.cuts.get(raw, ())
+        if at:   # a harness cut the output: each side alone, its edge line a piece
+            bounds = [0, *at, len(rows)]
+            for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+                reads.extend(_hit_reads(path, rows[a:b], None, k > 0, k < len(at)))
+            continue
+        runs = hits.runs.get(raw) if hits.runs is not None else None
+        reads.extend(_hit_reads(path, rows, runs, False, False))
     return reads
+
+
+def _hit_reads(path: str, rows: list[tuple[int | None, str]], runs: list[int] | None,
+               cut_head: bool, cut_tail: bool) -> list[Read]:
+    numbered = [(n, t) for n, t in rows if n is not None]
+    if numbered:
+        return [numbered_read(path, [n for n, _ in numbered], [t for _, t in numbered],
+                              cut_head=cut_head, cut_tail=cut_tail)]
+    if rows:
+        return [Read(path, shown=Shown(tuple(t for _, t in rows), gaps=True,
+                                       runs=tuple(runs) if runs else None,
+                                       cut_head=cut_head, cut_tail=cut_tail))]
+    return []
 
 
 def grep(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None,
@@ -161,7 +175,7 @@ def _search(ctx: Ctx, tool: str, ops: list[Word], fl: set[str], numbered: bool,
     no_name = bool(fl & {"h", "--no-filename"}) if tool == "grep" else "I" in fl
     single = None
     if len(ops) == 1 and not from_stdin_files and not (fl & {"H", "--with-filename"}) \
-            and not _looks_dir(ops[0].text, recursive):
+            and not _looks_dir(ops[0].text, recursive) and not ops[0].glob:
         single = ops[0].text
     if no_name and single is None:
         ctx.note(f"{tool} without file names: lines not attributable")
