@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streameval.model import Edit, Read, TreeOp
@@ -130,6 +130,9 @@ class Seg:
     #: ``filtered`` by a ``sed -n`` program of ``p`` commands (scripts, -E) that says
     #: which lines it prints (``sed.printed_lines``)
     program: tuple[tuple[str, ...], bool] | None = None
+    #: then a window over the lines the filter let through (``| tail -n +50``, ``| head``):
+    #: (a, b) as ``_narrow`` takes them
+    then: tuple[int | None, int | None] | None = None
 
 
 @dataclass(slots=True)
@@ -317,6 +320,10 @@ def val(valued: list[tuple[str, str]], *names: str) -> str | None:
 
 def _narrow(seg: Seg, a: int | None, b: int | None) -> Seg:
     """Lines a..b (1-based, None = open, a<0 = from the end) of the run ``seg``."""
+    if seg.filtered and (seg.keep is not None or seg.program is not None) \
+            and not seg.grep_numbers and seg.then is None:
+        # a filter whose lines are computable, then a window over what it let through
+        return replace(seg, then=(a, b))
     if seg.partial or seg.filtered or seg.grep_numbers:
         return seg   # what survived is in the output; the text says which lines
     s = seg.start or 1

@@ -149,9 +149,12 @@ def _filter(stdin: Stream, numbered: bool, summary: bool, only: bool,
                 out.append(Seg(s.path, s.raw, s.start, s.end, partial=True, base=s.base))
                 continue
             seg = filtered(s)
-            seg.groups = context and not (s.filtered or s.partial)
+            # grep -A over a file's run of lines (a window, or a sed -n range, whose lines
+            # are consecutive): each group is consecutive lines of the file
+            seg.groups = context and not s.partial and (not s.filtered or s.program is not None)
             # lines it keeps of a text whose lines are known: computable (segment)
-            seg.keep = None if keep is None or (s.filtered and s.keep is None) else \
+            seg.keep = None if keep is None or (s.filtered and s.keep is None) or \
+                s.then is not None else \
                 keep if s.keep is None else _both(s.keep, keep)
             if numbered:
                 counts_lines = not (s.filtered or s.partial or s.grep_numbers or s.numbered)

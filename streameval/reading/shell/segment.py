@@ -191,6 +191,11 @@ def _filtered_plan(seg: Seg, lookup: Lookup | None) -> _Plan:
             continue
         numbers.append(k)
         lines.append(f"{k - a + 1}:{text}" if seg.grep_numbers == "lines" else text)
+    if seg.then is not None:     # `| head -n N`, `| tail -n +N` over the filter's lines
+        lo, hi = seg.then
+        first = len(lines) + lo if lo is not None and lo < 0 else (lo or 1) - 1
+        last = len(lines) if hi is None else hi
+        numbers, lines = numbers[max(first, 0):last], lines[max(first, 0):last]
     return _Plan(numbers=numbers, lines=lines, count=len(lines))
 
 
