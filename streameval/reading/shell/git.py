@@ -74,9 +74,9 @@ def git(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
         elif sub == "ls-files":
             return Stream(fmt=paths_parser(ctx.join), shape=path_shape)
         elif sub == "apply":
-            flags, _, _ = split_opts(args, set(), "p")
+            flags, _, ops = split_opts(args, {"--directory", "--exclude", "--include"}, "pC")
             if not ("check" in flags or "--check" in flags or "--stat" in flags):
-                return apply_diff(ctx, st, stdin, None, "git apply")
+                return apply_diff(ctx, st, stdin, None, "git apply", ops)
         return EMPTY
     finally:
         ctx.prefix, ctx.lost = saved

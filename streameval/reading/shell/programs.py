@@ -79,7 +79,7 @@ _UNREAD: tuple[dict[str, Program], ...] = (
     _each("edit", "ed ex dos2unix"),
     _each("git", "gh hub svn hg glab"),
     # they add nothing to what a command is (see the module docstring)
-    _each("other", "cd mkdir touch cp mv rm rmdir ln chmod chown set true false : sleep test "
+    _each("other", "cd mkdir touch rm rmdir ln chmod chown set true false : sleep test "
                    "[ [[ wait exit return shift local alias trap umask ulimit shopt read",
           silent=True),
     _each("other", "date whoami hostname nproc arch", lines=1),

@@ -77,7 +77,10 @@ def _stdin_of(ctx: Ctx, st: Simple, stdin: Stream | None) -> Stream | None:
     for r in st.redirects:
         if r.op == "<" and r.target is not None:
             p = path_of(ctx, r.target, "input file")
-            return Stream(segs=[Seg(p, r.target.text)]) if p else EMPTY
+            if p is None:
+                return EMPTY
+            known = ctx.scripts.get(ctx.absolute(p))   # a file the run wrote: its text
+            return Stream(segs=[Seg(p, r.target.text)], text=known)
     if st.heredoc is not None:
         return Stream(text=st.heredoc if st.heredoc_exact else None)
     return stdin
@@ -436,15 +439,22 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
     errors = error_paths(lines) if lines is not None else Counter()
     ctx = Ctx(cwd, output, lines, errors, res, scripts=scripts if scripts is not None else {},
               run_source=_run_source)
+    ran = command
     if output is not None and "syntax error near unexpected token" in output:
-        ctx.note("the shell rejected the command (syntax error)")
+        ran = _before_syntax_error(command, output)
         shadow = Ctx(cwd, None, None, Counter(), ShellAnalysis(), ctx.cats,
                      run_source=_run_source)
         _run_source(shadow, command)
         res.programs = shadow.res.programs
-    else:
+        if ran is None:
+            ctx.note("the shell rejected the command (syntax error)")
+        else:
+            ctx.note("the shell stopped at a syntax error: the commands before it ran")
+            ctx.cats.clear()
+            res.programs = []
+    if ran is not None:
         try:
-            _run_source(ctx, command)
+            _run_source(ctx, ran)
             res.reads.extend(_settle(ctx))
         except RecursionError:
             res.reads, res.edits, res.tree_ops = [], [], []
@@ -468,6 +478,26 @@ def settle(printout: Printout, lookup: Lookup | None) -> list[Read]:
 
 def _piece_reads(seg: Seg, lines: list[str], cut_head: bool, cut_tail: bool) -> list[Read]:
     return shown_reads(seg, lines, False, cut_head, cut_tail)
+
+
+_SYNTAX_AT = re.compile(r"line (\d+): syntax error near unexpected token")
+
+
+def _before_syntax_error(command: str, output: str) -> str | None:
+    """The commands bash ran before the line its syntax error names: bash reads and runs
+    a script one complete command at a time, so ``python - <<'PY' ... PY`` followed by
+    a line that starts with ``&& python`` ran the script, then failed (return code 2). A
+    command that the bad line would have continued did not run. None: nothing ran
+    (the error is on the first line, or no message says where)."""
+    m = _SYNTAX_AT.search(output)
+    if m is None:
+        return None
+    lines = command.split("\n")
+    for cut in range(min(int(m.group(1)), len(lines) + 1) - 1, 0, -1):
+        head = "\n".join(lines[:cut])
+        if head.strip() and not parse(head)[1]:
+            return head
+    return None
 
 
 def _after_cd(ctx: Ctx, cwd: str | None) -> str | None:

@@ -8,6 +8,7 @@ the next read of that file shows what it became.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
 
@@ -290,16 +291,47 @@ def _apply_patch(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -
 def _patch(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
     _, valued, _ops = split_opts(argv, {"--strip", "--input", "--directory"}, "pidoDrBVYzFg")
     strip = val(valued, "-p", "--strip")
-    return apply_diff(ctx, st, stdin, int(strip) if strip and strip.isdecimal() else 0, "patch")
+    given = val(valued, "-i", "--input")
+    files = [Word(given)] if given else []
+    return apply_diff(ctx, st, stdin, int(strip) if strip and strip.isdecimal() else 0,
+                      "patch", files)
 
 
 def apply_diff(ctx: Ctx, st: Simple, stdin: Stream | None, strip: int | None,
-               what: str) -> Stream:
+               what: str, files: list[Word] | None = None) -> Stream:
+    """A unified diff applied (``git apply``, ``patch``): from a heredoc, the pipe, or
+    patch files whose text the run wrote (``cat > fix.patch <<'EOF' ... EOF && git apply
+    fix.patch``), as any visible patch."""
     body = st.heredoc if st.heredoc is not None else (stdin.text if stdin else None)
+    if body is None and files:
+        texts = [ctx.scripts.get(ctx.absolute(p)) if (p := path_of(ctx, w, "patch")) else None
+                 for w in files]
+        body = "".join(texts) if texts and all(t is not None for t in texts) else None
     if body is None:
         ctx.note(f"{what}: patch text not visible, edited files unknown")
         return EMPTY
     ctx.res.edits.extend(_diff_edits(body, strip, ctx))
+    return EMPTY
+
+
+def _move(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
+    """``mv SRC DST`` / ``cp SRC DST``: DST now holds SRC's text, an edit of DST (``awk
+    ... f > tmp && mv tmp f``): with that text when the run wrote SRC with known text,
+    else one whose lines the next read of DST places. ``mv`` of a repository file
+    empties it (it is gone). Several sources into a directory are not followed."""
+    _, _, ops = split_opts(argv, {"--target-directory", "--suffix"}, "tS")
+    if len(ops) != 2:
+        return EMPTY
+    src, dst = path_of(ctx, ops[0], "source"), path_of(ctx, ops[1], "target")
+    if src is None or dst is None:
+        return EMPTY
+    text = ctx.scripts.get(ctx.absolute(src))
+    if text is not None:
+        ctx.scripts[ctx.absolute(dst)] = text
+    if writable(dst):
+        ctx.res.edits.append(Edit(dst, content=text) if text is not None else Edit(dst))
+    if posixpath.basename(argv[0].text) == "mv" and writable(src):
+        ctx.res.edits.append(Edit(src, content=""))
     return EMPTY
 
 
@@ -365,6 +397,8 @@ PYTHON = Program("run", run_python, rules.python)
 #: the programs this module reads, with their category (``shell.programs`` holds them all)
 PROGRAMS = {
     "tee": Program("edit", _tee),
+    # a move or copy changes a file only when it lands on one (then it is an edit)
+    **dict.fromkeys(("mv", "cp"), Program("other", _move, silent=True)),
     **dict.fromkeys(("apply_patch", "applypatch"), Program("edit", _apply_patch)),
     "patch": Program("edit", _patch),
     "python": PYTHON, "python3": PYTHON,
