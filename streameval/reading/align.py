@@ -113,7 +113,9 @@ def _anchors(texts: list[str], base: BaseText, expect: Sequence[int | None] | No
     line agrees with that place (same offset between shown and base lines): a repeated
     line (a blank, ``return None``) matching where a wrong proposal put it must not
     outvote the distinctive lines around it (a harness that trimmed a leading blank
-    line shifts the whole proposal by one)."""
+    line shifts the whole proposal by one). A repeated line is one only beside another
+    line found where expected: a blank line alone at its expected place after an edit
+    nobody recorded moved its neighbours is a coincidence, not evidence."""
     unique: list[tuple[int, int]] = []
     for i, t in enumerate(texts):
         if t.strip():
@@ -130,13 +132,19 @@ def _anchors(texts: list[str], base: BaseText, expect: Sequence[int | None] | No
     cands = dict(unique)
     if expect is not None:
         firsts = [j for j, _ in unique]
+        found: dict[int, int] = {}
         for i, t in enumerate(texts):
             e = expect[i]
             if i in cands or e is None or base.line(e) != t:
                 continue
             if unique and not _agrees(i, e, unique, firsts):
                 continue
-            cands[i] = e
+            found[i] = e
+        for i, e in found.items():
+            beside = any(j in (i - 1, i + 1) and b == e + j - i
+                         for j, b in (*found.items(), *cands.items()))
+            if beside or len(base.positions(texts[i])) == 1:
+                cands[i] = e
     return _increasing_chain(sorted(cands.items()))
 
 

@@ -9,6 +9,7 @@ the shown text decides which ones were seen.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from streameval.model import Read
 from streameval.reading.shell import rules
@@ -88,35 +89,47 @@ def _count(valued: list[tuple[str, str]], default: int) -> tuple[str, int | None
     return ("last", int(v)) if v.isdecimal() else ("bytes", None)
 
 
+def _headers(flags: list[str], ops: list[Word]) -> bool:
+    """Do ``head``/``tail`` name each file (``==> f <==``)? With several, unless quiet."""
+    quiet = any(f in ("q", "--quiet", "--silent") for f in flags)
+    return not quiet and (len(ops) > 1 or any(f in ("v", "--verbose") for f in flags))
+
+
 def _head(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
-    _, valued, ops = split_opts(argv, {"--lines", "--bytes"}, "nc")
+    flags, valued, ops = split_opts(argv, {"--lines", "--bytes"}, "nc")
     kind, n = _count(valued, 10)
     rng = [(1, n)] if kind == "last" else None
-    return filter_each(ctx, ops, stdin, rng, "head")
+    return filter_each(ctx, ops, stdin, rng, "head", _headers(flags, ops))
 
 
 def _tail(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream:
     args = [Word("-n" + w.text) if re.fullmatch(r"\+\d+", w.text) and w.static
             and argv[i - 1].text not in ("-n", "--lines", "-c", "--bytes") else w
             for i, w in enumerate(argv)]
-    _, valued, ops = split_opts(args, {"--lines", "--bytes", "--pid", "--sleep-interval",
-                                       "--max-unchanged-stats"}, "ncs")
+    flags, valued, ops = split_opts(args, {"--lines", "--bytes", "--pid", "--sleep-interval",
+                                           "--max-unchanged-stats"}, "ncs")
     kind, n = _count(valued, 10)
     rng: list[tuple[int | None, int | None]] | None = None
     if kind == "last" and n:
         rng = [(-n, None)]
     elif kind == "from":
         rng = [(n, None)]
-    return filter_each(ctx, ops, stdin, rng, "tail")
+    return filter_each(ctx, ops, stdin, rng, "tail", _headers(flags, ops))
 
 
 def filter_each(ctx: Ctx, ops: list[Word], stdin: Stream | None,
-                rng: list[tuple[int | None, int | None]] | None, what: str) -> Stream:
-    """Apply a line filter to each file operand, or to stdin when there are none."""
+                rng: list[tuple[int | None, int | None]] | None, what: str,
+                headers: bool = False) -> Stream:
+    """Apply a line filter to each file operand, or to stdin when there are none.
+    ``headers``: ``head``/``tail`` print ``==> f <==`` before each file (a blank line
+    before all but the first)."""
     if ops:
         segs: list[Seg] = []
-        for w in ops:
-            segs.extend(apply_range(ctx, whole(ctx, [w]), rng, what).segs)
+        for j, w in enumerate(ops):
+            mine = apply_range(ctx, whole(ctx, [w]), rng, what).segs
+            if headers and mine:
+                mine[0] = replace(mine[0], lead=(("",) if j else ()) + (f"==> {w.text} <==",))
+            segs.extend(mine)
         return Stream(segs=segs)
     if stdin is None:
         return EMPTY

@@ -150,7 +150,8 @@ def _settle(ctx: Ctx) -> list[Read]:
     printers = [s for s in shows if s.prints()]
     legacy = _by_look(ctx, shows)
     if ctx.lines is None or not (len(printers) > 1 or any(
-            len(s.segs) > 1 or (s.segs and (s.segs[0].keep or s.segs[0].program))
+            len(s.segs) > 1 or (s.segs and (s.segs[0].keep or s.segs[0].program
+                                            or s.segs[0].lead))
             for s in printers)):
         return legacy
     # several printers: each gets its own lines once the files' text is known
@@ -448,8 +449,7 @@ def analyze(command: str, output: str | None = None, cwd: str | None = None,
         res.programs = shadow.res.programs
         if ran is None:
             ctx.note("the shell rejected the command (syntax error)")
-        else:
-            ctx.note("the shell stopped at a syntax error: the commands before it ran")
+        else:   # what ran is interpreted whole: the rest never ran, nothing is missed
             ctx.cats.clear()
             res.programs = []
     if ran is not None:
