@@ -42,6 +42,8 @@ _EXPANDED = re.compile(r"^( *)(\d{1,9})(?:( +)(.*?)|)\r?$", re.M)
 #: SWE-agent's abbreviated view: the body of a definition that was left out
 ELISION = re.compile(r"^\s*\d{1,9} \.\.\. eliding lines \d+-\d+ \.\.\.\s*$")
 _SEARCH = re.compile(r"^[ \t]*\d{1,9}(?:\t|→)", re.M)
+#: the output's last line only a number: a numbered blank line whose tab was trimmed
+_TRIMMED_LAST = re.compile(r"(?:^|\n)[ \t]*(\d{1,9})[ \t]*\Z")
 
 
 @dataclass(slots=True)
@@ -69,6 +71,12 @@ def parse_numbered(text: str, style: str = "tab") -> Numbered:
             return _expanded(text)
         numbers = list(map(int, (n for n, _ in found)))
         lines = [t for _, t in found]
+        end = _TRIMMED_LAST.search(text) if style == "tab" and found else None
+        if end is not None and int(end.group(1)) == numbers[-1] + 1:
+            # `cat -n f` whose last line is blank, in a harness that trims the output's
+            # trailing white space (Claude Code): the number alone, its tab gone
+            numbers.append(int(end.group(1)))
+            lines.append("")
         if 0 in numbers:    # "0" is no line number
             keep = [i for i, k in enumerate(numbers) if k > 0]
             numbers, lines = [numbers[i] for i in keep], [lines[i] for i in keep]

@@ -42,7 +42,7 @@ from streameval.sources.basetext import norm
 
 __all__ = ["Lookup", "Part", "Printout"]
 
-_NUMBER = re.compile(r"^ *\d{1,9}\t")
+_NUMBER = re.compile(r"^ *\d{1,9}(?:\t|$)")
 _GREP_N = re.compile(r"^\d+:")
 #: the current lines of a segment's file (the base lines for ``seg.base``), None if unknown
 Lookup = Callable[[Seg], "list[str] | None"]
