@@ -63,12 +63,19 @@ def prediction(oracle: Path, inst: str, steps: int, seed: int, work: Path,
     subprocess.run([sys.executable, str(oracle / "synth_pred.py"), inst, str(steps), str(raw),
                     "--seed", str(seed)], check=True, capture_output=True)
     pred = json.loads(raw.read_text())
-    texts = {f: file_lines(wt, f) for st in pred["traj_data"]["pred_steps"] for f in st["files"]}
+    # files of the repository only: the evaluator's worktree also has its `.git` pointer,
+    # which synth_pred may pick as a "non-gold file of the same directory"
+    tracked = set(subprocess.run(["git", "-C", str(wt), "ls-files"], check=True,
+                                 capture_output=True, text=True).stdout.split("\n"))
+    texts = {f: file_lines(wt, f) for st in pred["traj_data"]["pred_steps"] for f in st["files"]
+             if f in tracked}
     union: dict[str, list[dict]] = {}
     out_steps = []
     for st in pred["traj_data"]["pred_steps"]:
         spans: dict[str, list[dict]] = {}
         for f, ranges in st["spans"].items():
+            if f not in texts:
+                continue
             n = len(texts[f])
             for r in ranges:
                 a, b = max(1, r["start"]), min(n, r["end"])
