@@ -225,6 +225,10 @@ class SedScript:
     files: tuple[tuple[str, str], ...] = ()
 
 
+#: ``Edit.insert_line`` of text added at the end of a file (``>>``, ``tee -a``)
+APPEND = -1
+
+
 @dataclass(frozen=True, slots=True)
 class Edit:
     """One edit of one file, in whatever form the trace gives it.
@@ -233,7 +237,8 @@ class Edit:
     ``replace_all`` for every occurrence), ``content`` for a whole new file (Write,
     create), ``hunks`` for a structured diff as ``(old_start, old_lines, new_start,
     new_lines)`` in current-file numbers (``hunk_text`` the new lines of each hunk when
-    known), ``insert_line``+``new`` for an insertion after that line, ``sed`` for a
+    known), ``insert_line``+``new`` for an insertion after that line (``APPEND``: after
+    the last, whatever the file's length: ``echo x >> f``), ``sed`` for a
     ``sed -i`` program run on the current text. ``sed`` may come with ``hunks`` or
     ``insert_line``: what a program at fixed line numbers does when the text is not
     known. An edit with no form changed the file in a way nobody recorded.

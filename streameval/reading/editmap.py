@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
 from streameval.intervals import merge_ranges
-from streameval.model import Edit
+from streameval.model import APPEND, Edit
 from streameval.reading.linemap import (
     LineMap,
     block_ids,
@@ -417,8 +417,15 @@ class EditMap:
         self._replace_lines(f, la, lb - la + 1, split_lines(block))
 
     def _insert(self, f: LineMap, path: str, after: int, new: str) -> bool:
-        """``insert_line`` semantics: the new text goes after current line ``after`` (0 = top)."""
+        """``insert_line`` semantics: the new text goes after current line ``after`` (0 = top,
+        ``APPEND``: after the last line)."""
         n = f.num_lines()
+        if after == APPEND:
+            if n is None:
+                f.uncertain = True   # no text known: where the end is, is not either
+                f.edited = True
+                return True
+            after = n
         if after < 0 or (n is not None and after > n):
             return self._fail(path, f"insert after line {after} but the file has {n} lines")
         new_lines = split_lines(new)

@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from shown_runs import runs_of
 
-from streameval.model import CATEGORIES, Edit, Read, SedScript
+from streameval.model import APPEND, CATEGORIES, Edit, Read, SedScript
 from streameval.reading.shell import analyze
 
 
@@ -367,8 +367,11 @@ EDIT_CASES = [
      [Edit(".gitignore")]),
     ("tee-heredoc", "tee a.txt <<'EOF'\nhello\nEOF", [Edit("a.txt", content="hello\n")]),
     ("cat-heredoc-unquoted-dollar", "cat > f.sh <<EOF\necho $HOME\nEOF", [Edit("f.sh")]),
-    ("append-unknown", "echo hi >> notes.md", [Edit("notes.md")]),
-    ("cat-append-heredoc", "cat >> f.py <<'EOF'\nx = 1\nEOF", [Edit("f.py")]),
+    # known text appended: lines after the last one (replayed where the text is known)
+    ("append-known", "echo hi >> notes.md", [Edit("notes.md", insert_line=APPEND, new="hi\n")]),
+    ("cat-append-heredoc", "cat >> f.py <<'EOF'\nx = 1\nEOF",
+     [Edit("f.py", insert_line=APPEND, new="x = 1\n")]),
+    ("append-unknown", "echo $X >> notes.md", [Edit("notes.md")]),
     ("sed-i-suffix-two-files", "sed -i.bak 's/x/y/' a.py b.py",
      [Edit("a.py", sed=SED_XY), Edit("b.py", sed=SED_XY)]),
     ("sed-i-bsd-empty-suffix", "sed -i '' 's/x/y/' a.py", [Edit("a.py", sed=SED_XY)]),

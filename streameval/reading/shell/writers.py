@@ -12,7 +12,7 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from streameval.model import Edit, SedScript
+from streameval.model import APPEND, Edit, SedScript
 from streameval.reading.diffs import parse_diff
 from streameval.reading.sed import files_read, parses
 from streameval.reading.shell import rules
@@ -66,11 +66,17 @@ def redirect_io(ctx: Ctx, st: Simple, stream: Stream) -> bool:
         if p is None:
             continue
         exact = r.op in (">", ">|") and r.fd in (None, "1") and stream.text is not None
+        appended = r.op == ">>" and r.fd in (None, "1") and stream.text is not None
         if exact:
             ctx.scripts[ctx.absolute(p)] = stream.text or ""
         if not writable(p):
             continue
-        ctx.res.edits.append(Edit(p, content=stream.text) if exact else Edit(p))
+        if exact:
+            ctx.res.edits.append(Edit(p, content=stream.text))
+        elif appended:   # `echo x >> f`: known lines after the last one
+            ctx.res.edits.append(Edit(p, insert_line=APPEND, new=stream.text))
+        else:
+            ctx.res.edits.append(Edit(p))
         edited = True
     return edited
 
@@ -349,7 +355,8 @@ def _tee(ctx: Ctx, argv: list[Word], st: Simple, stdin: Stream | None) -> Stream
             ctx.scripts[ctx.absolute(p)] = text
         if writable(p):
             ctx.res.edits.append(Edit(p, content=text) if text is not None and not append
-                                 else Edit(p))
+                                 else Edit(p, insert_line=APPEND, new=text)
+                                 if text is not None else Edit(p))
     return stdin or EMPTY
 
 
