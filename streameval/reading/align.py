@@ -207,7 +207,8 @@ def _fill(texts: list[str], base: BaseText, out: list[int | None], i1: int, i2: 
             hi_b = min(hi_b, b1 + (hi_i - lo_i) + _SLACK + 1)
     if hi_b <= lo_b:
         return
-    _match_run(texts, base, out, lo_i, hi_i, lo_b, hi_b, i1 < 0 and anchored)
+    _match_run(texts, base, out, lo_i, hi_i, lo_b, hi_b, i1 < 0 and anchored,
+               anchored and (i1 < 0 or i2 >= len(texts)), expect)
 
 
 def _place_runs(texts: list[str], base: BaseText, out: list[int | None], lo_i: int, hi_i: int,
@@ -287,8 +288,10 @@ def _unanchored_range(texts: list[str], base: BaseText, expect: Sequence[int | N
 
 
 def _match_run(texts: list[str], base: BaseText, out: list[int | None], lo_i: int, hi_i: int,
-               lo_b: int, hi_b: int, toward_end: bool) -> None:
-    """A run of consecutive shown lines against a stretch of base lines."""
+               lo_b: int, hi_b: int, toward_end: bool, edge: bool = False,
+               expect: Sequence[int | None] | None = None) -> None:
+    """A run of consecutive shown lines against a stretch of base lines (``edge``: the
+    run before the first or after the last anchor, matched outwards from it)."""
     n_s, n_b = hi_i - lo_i, hi_b - lo_b
     if n_s == n_b and all(base.line(lo_b + j) == texts[lo_i + j] for j in range(n_s)):
         for j in range(n_s):
@@ -303,13 +306,29 @@ def _match_run(texts: list[str], base: BaseText, out: list[int | None], lo_i: in
         # before the first anchor: match nearest the anchor (reverse, then map back)
         sm = difflib.SequenceMatcher(None, shown[::-1], stretch[::-1], autojunk=False)
         for a, b, size in sm.get_matching_blocks():
+            first = hi_i - a - size         # the block's first shown line, its base line
+            if edge and _stray(texts, first, size, hi_b - b - size, a == 0 and b == 0, expect):
+                continue
             for j in range(size):
                 out[hi_i - 1 - (a + j)] = hi_b - 1 - (b + j)
         return
     sm = difflib.SequenceMatcher(None, shown, stretch, autojunk=False)
     for a, b, size in sm.get_matching_blocks():
+        if edge and _stray(texts, lo_i + a, size, lo_b + b, a == 0 and b == 0, expect):
+            continue
         for j in range(size):
             out[lo_i + a + j] = lo_b + b + j
+
+
+def _stray(texts: list[str], i: int, size: int, b: int, beside: bool,
+           expect: Sequence[int | None] | None) -> bool:
+    """Beyond the last anchor, a matched block of lines with no word in them (blank
+    lines, ``)``, ``}``), away from the anchor and from where the map expects them, is a
+    coincidence: such lines are everywhere, and an edit between moved them (the agent's
+    own, as a diff says)."""
+    if beside or size == 0 or any(c.isalnum() for t in texts[i:i + size] for c in t):
+        return False
+    return expect is None or expect[i] != b
 
 
 def _greedy_ends(texts: list[str], base: BaseText, out: list[int | None], lo_i: int,
