@@ -430,7 +430,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def phase_latency(args, work: Path, rate: float) -> dict:
-    from streameval.live.exporter import serve
+    from streameval.live.server import serve
 
     repo, gold = make_setup(work)
     runs = work / "runs"

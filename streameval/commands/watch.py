@@ -24,8 +24,8 @@ from streameval.commands.options import (
 )
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
-from streameval.live.exporter import serve
-from streameval.live.ingest import IngestApp, ingest_app
+from streameval.live.ingest import IngestRoutes, ingest_routes
+from streameval.live.server import serve
 from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until_signal
 
 
@@ -89,9 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
     try:
-        ingest = _ingest_app(args, w)
-        server, _registry, port = serve(w.table, cfg.host, cfg.port,
-                                        wrap=ingest.mount if ingest is not None else None)
+        ingest = _ingest_routes(args, w)
+        server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=ingest)
     except UsageError:
         if engine is not None:
             engine.close()
@@ -141,8 +140,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
-    """The ingest app for ``watcher``, or None without ``--ingest``; UsageError when a
+def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes | None:
+    """The ingest routes for ``watcher``, or None without ``--ingest``; UsageError when a
     non-loopback server would take pushes without a token."""
     if not args.ingest:
         return None
@@ -151,4 +150,4 @@ def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
         raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
                          f"or set {config.INGEST_TOKEN_ENV} (anyone who can reach the port "
                          "could push runs)")
-    return ingest_app(watcher, token, args.ingest_max_runs)
+    return ingest_routes(watcher, token, args.ingest_max_runs)

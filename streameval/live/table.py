@@ -38,8 +38,9 @@ class LiveRun:
     #: session version whose record was last written or found already written
     checked_version: int | None = None
     aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
-    #: (labels, rows) of the last scrape: served again when a long batch holds the lock
-    exported_rows: tuple[tuple[str, ...], list[tuple[str, tuple[str, ...], float]]] | None = None
+    #: the run as the last scrape exported it (``exporter.Exported``): reused while
+    #: the run does not move, served again when a long batch holds the lock
+    exported: Any = None
     #: why a policy stopped this run: a hook-connected agent's next call is denied with it
     steer: str | None = None
 
@@ -63,6 +64,13 @@ class EvaluatorStats:
         self.clamped: Counter = Counter()  # reason -> values from traces clamped (``sane``)
         self.output_errors: Counter = Counter()  # output (out, checkpoint...) -> failed writes
         self.ingest_requests: Counter = Counter()  # (route, status) -> pushed requests
+        #: reason -> HTTP requests and connections refused (slow, too big, busy, ...)
+        self.http_refused: Counter = Counter()
+        #: (route, reason) -> pushed entries not stored (OTLP records without a usable
+        #: session id, ...) although the request was answered
+        self.ingest_rejected: Counter = Counter()
+        #: route -> pushed entries already stored (a client's retry), answered again
+        self.ingest_duplicates: Counter = Counter()
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
         self.lag_sum = 0.0
         self.lag_count = 0

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
-from streameval.live.exporter import serve
+from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher, run_watcher
 from streameval.model import GRANULARITIES
 from streameval.playback.player import play

@@ -12,28 +12,38 @@ and are written as the rollout lines Codex itself writes. Other events are ignor
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from streameval.traces.ingest import payload
 from streameval.traces.ingest.claude_lines import tool_call_lines
+from streameval.traces.ingest.spool import Entry, valid_name
 
 
 class OtlpError(ValueError):
-    """The body is not an OTLP logs export request."""
+    """The body is not an OTLP logs export request; ``reason`` is the counter's label."""
+
+    def __init__(self, message: str, reason: str = "not_otlp"):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
 class PushedRun:
-    """Lines for one run from one request, and what the source can tell."""
+    """Entries for one run from one request (each tool call keyed by its call id), and
+    what the source can tell."""
 
     source: str            # "claude-otel" | "codex-otel"
     session_id: str
     agent: str
     fidelity: str          # "full" | "inputs"
-    lines: list[bytes] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     instance_id: str | None = None
+
+    @property
+    def lines(self) -> list[bytes]:
+        return [ln for e in self.entries for ln in e.lines]
 
 
 def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
@@ -42,12 +52,12 @@ def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
         data = _from_protobuf(body)
     elif "json" in content_type:
         try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise OtlpError(f"not JSON: {exc}") from None
+            data = payload.loads(body)
+        except payload.PayloadError as exc:
+            raise OtlpError(str(exc), exc.reason) from None
     else:
         raise OtlpError(f"unsupported Content-Type {content_type!r}; send application/json "
-                        "or application/x-protobuf")
+                        "or application/x-protobuf", "content_type")
     if not isinstance(data, dict) or not isinstance(data.get("resourceLogs", []), list):
         raise OtlpError("expected an ExportLogsServiceRequest with resourceLogs")
     out = []
@@ -79,7 +89,13 @@ def _from_protobuf(body: bytes) -> dict:
         request.ParseFromString(body)
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
         raise OtlpError(f"not an OTLP protobuf message: {exc}") from None
-    return MessageToDict(request)
+    data = MessageToDict(request)
+    del request
+    try:
+        payload.check_depth(data)
+    except payload.PayloadError as exc:
+        raise OtlpError(str(exc), exc.reason) from None
+    return data
 
 
 def _attributes(items: Any) -> dict:
@@ -110,40 +126,69 @@ def _value(v: Any) -> Any:
 
 
 def _json_object(text: Any) -> dict:
+    """A tool input given as JSON text; {} when it is none (PayloadError when it nests
+    deeper than the payload limit)."""
     if isinstance(text, dict):
         return text
+    if not isinstance(text, str):
+        return {}
     try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+        value = payload.loads(text)
+    except payload.PayloadError as exc:
+        if exc.reason == "too_deep":
+            raise
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def runs(records: list[tuple[dict, dict]]) -> list[PushedRun]:
-    """The tool calls of the records, grouped by session (order kept)."""
+#: the tool result events used, and the attributes naming their session and call
+_EVENTS = {"tool_result": ("claude-otel", "session.id", "tool_use_id"),
+           "claude_code.tool_result": ("claude-otel", "session.id", "tool_use_id"),
+           "codex.tool_result": ("codex-otel", "conversation.id", "call_id")}
+
+
+def runs(records: list[tuple[dict, dict]], rejected: Counter | None = None) -> list[PushedRun]:
+    """The tool calls of the records, grouped by session (order kept). A tool result
+    that cannot be stored (no session or call id, an invalid session id, an input
+    nested too deep) is counted in ``rejected`` by reason, never dropped unsaid."""
+    rejected = rejected if rejected is not None else Counter()
     by_key: dict[tuple[str, str], PushedRun] = {}
     for resource, attrs in records:
         event = attrs.get("event.name") or attrs.get("_body")
+        if event not in _EVENTS:
+            continue
+        source, sid_key, call_key = _EVENTS[event]
+        sid, call_id = attrs.get(sid_key), attrs.get(call_key)
+        if not isinstance(sid, str) or not isinstance(call_id, str) or not call_id:
+            rejected["missing_id"] += 1
+            continue
+        if not valid_name(sid):
+            rejected["invalid_session_id"] += 1
+            continue
         instance = resource.get("streameval.instance_id")
         instance = instance if isinstance(instance, str) else None
-        if event in ("tool_result", "claude_code.tool_result"):
-            sid, call_id = attrs.get("session.id"), attrs.get("tool_use_id")
-            if not isinstance(sid, str) or not isinstance(call_id, str):
-                continue
-            run = by_key.setdefault(("claude-otel", sid), PushedRun(
-                "claude-otel", sid, "claude-code", "inputs", instance_id=instance))
-            tool_input = _json_object(attrs.get("tool_input") or attrs.get("tool_parameters"))
-            run.lines += tool_call_lines(sid, None, call_id, str(attrs.get("tool_name") or ""),
-                                         tool_input, None, is_error=str(attrs.get("success")) == "false",
-                                         timestamp=attrs.get("event.timestamp"))
-        elif event == "codex.tool_result":
-            sid, call_id = attrs.get("conversation.id"), attrs.get("call_id")
-            if not isinstance(sid, str) or not isinstance(call_id, str):
-                continue
-            run = by_key.setdefault(("codex-otel", sid), PushedRun(
-                "codex-otel", sid, "codex", "full", instance_id=instance))
-            run.lines += codex_call_lines(attrs, call_id)
+        try:
+            lines = _call_lines(source, sid, call_id, attrs)
+        except payload.PayloadError as exc:
+            rejected[exc.reason] += 1
+            continue
+        run = by_key.get((source, sid))
+        if run is None:
+            run = by_key[(source, sid)] = (
+                PushedRun(source, sid, "claude-code", "inputs", instance_id=instance)
+                if source == "claude-otel" else
+                PushedRun(source, sid, "codex", "full", instance_id=instance))
+        run.entries.append(Entry(call_id, lines))
     return list(by_key.values())
+
+
+def _call_lines(source: str, sid: str, call_id: str, attrs: dict) -> list[bytes]:
+    if source == "codex-otel":
+        return codex_call_lines(attrs, call_id)
+    tool_input = _json_object(attrs.get("tool_input") or attrs.get("tool_parameters"))
+    return tool_call_lines(sid, None, call_id, str(attrs.get("tool_name") or ""), tool_input,
+                           None, is_error=str(attrs.get("success")) == "false",
+                           timestamp=attrs.get("event.timestamp"))
 
 
 def codex_call_lines(attrs: dict, call_id: str) -> list[bytes]:
