@@ -245,6 +245,11 @@ class App:
             close = exc.status in (408, 413, 503) or exc.reason in ("bad_length", "disconnected")
             response = Response.json({"error": str(exc), **exc.extra}, exc.status,
                                      [*exc.headers, *([(b"connection", b"close")] if close else [])])
+        except Exception:   # noqa: BLE001 - a bug: said once per request, answered 500
+            log.exception("%s %s failed", request.method, request.path[:120])
+            self.refused["internal_error"] += 1
+            response = Response.json({"error": "internal error; see the watcher's log"}, 500,
+                                     [(b"connection", b"close")])
         finally:
             self.budget.release(request)
         await _send(send, response)

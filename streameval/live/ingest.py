@@ -139,15 +139,15 @@ class IngestRoutes:
         if offset is None:
             stored = self.spool.append_raw(parts[3], bytes(body), meta)
             return _Answer(Response.json({"accepted": stored.accepted}))
-            try:
-                at = int(offset)
-            except ValueError:
-                raise Refused(400, f"offset {offset[:40]!r} is not a byte offset", "bad_offset") from None
-            if at < 0:
-                raise Refused(400, "offset must be 0 or more", "bad_offset")
-            stored = self.spool.append_at(parts[3], at, bytes(body), meta)
-            if stored.duplicates:
-                self.duplicates["lines"] += 1
+        try:
+            at = int(offset)
+        except ValueError:
+            raise Refused(400, f"offset {offset[:40]!r} is not a byte offset", "bad_offset") from None
+        if at < 0:
+            raise Refused(400, "offset must be 0 or more", "bad_offset")
+        stored = self.spool.append_at(parts[3], at, bytes(body), meta)
+        if stored.duplicates:
+            self.duplicates["lines"] += 1
         return _Answer(Response.json({"accepted": stored.accepted, "offset": stored.offset}))
 
     def _claude_hook(self, body: bytearray, meta: dict) -> _Answer:

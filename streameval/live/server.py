@@ -65,8 +65,14 @@ class HttpServer:
             app, http=guarded(app.guard), lifespan="off", loop="asyncio", log_config=None,
             access_log=False, server_header=False, date_header=False,
             timeout_keep_alive=int(app.limits.header_timeout) or 1,
-            timeout_graceful_shutdown=1, ws="none")
+            timeout_graceful_shutdown=1, ws="none",
+            # the client address is the socket's: a pushed X-Forwarded-For must not
+            # move a client out of its per-address limits
+            proxy_headers=False)
         self._server = uvicorn.Server(config)
+        # hostile clients are counted (streameval_http_refused_total), not logged one
+        # line per connection
+        logging.getLogger("uvicorn.error").setLevel(logging.ERROR)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, name="http", daemon=True)

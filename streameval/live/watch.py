@@ -147,6 +147,12 @@ class Watcher:
                 found += 1
         return found
 
+    def _hidden(self, path: Path) -> bool:
+        root = str(self.cfg.root)
+        text = str(path)
+        rel = text[len(root):] if text.startswith(root) else text
+        return "/." in rel[: rel.rfind("/")] if "/" in rel else False
+
     def follow(self, path: Path) -> TraceFollower:
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
@@ -184,6 +190,8 @@ class Watcher:
     def changed(self, path: Path, deleted: bool = False, now: float | None = None,
                 notify: bool = True) -> None:
         now = time.time() if now is None else now
+        if self._hidden(path):
+            return   # as the walk: a hidden directory's files (a spool's staging) are not traces
         if path.name in PATCH_NAMES:
             self._patch_changed(path)
             return

@@ -9,7 +9,7 @@ import socket
 import urllib.request
 
 from streameval.live.guard import Limits
-from streameval.live.ingest import ingest_routes
+from streameval.live.ingest import SPOOL_NAME, ingest_routes  # noqa: F401 (the tests' too)
 from streameval.live.server import serve
 
 

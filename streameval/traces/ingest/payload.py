@@ -29,8 +29,8 @@ def loads(data: bytes | bytearray | memoryview | str, max_depth: int = MAX_DEPTH
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if "recursion" in str(exc).lower():
-            raise PayloadError(f"JSON nested deeper than {max_depth} levels", "too_deep") from None
+        if "depth" in str(exc).lower() or "recursion" in str(exc).lower():
+            raise PayloadError(f"JSON nested deeper than the depth limit ({max_depth})", "too_deep") from None
         raise PayloadError(f"not JSON: {exc}", "not_json") from None
     check_depth(value, max_depth)
     return value
@@ -45,10 +45,10 @@ def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > max_depth:
-            raise PayloadError(f"JSON nested deeper than {max_depth} levels", "too_deep")
+            raise PayloadError(f"JSON nested deeper than the depth limit ({max_depth})", "too_deep")
         children = node.values() if isinstance(node, dict) else node
         for child in children:
             if isinstance(child, (dict, list)) and child:
                 stack.append((child, depth + 1))
             elif isinstance(child, (dict, list)) and depth + 1 > max_depth:
-                raise PayloadError(f"JSON nested deeper than {max_depth} levels", "too_deep")
+                raise PayloadError(f"JSON nested deeper than the depth limit ({max_depth})", "too_deep")
