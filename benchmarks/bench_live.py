@@ -315,7 +315,7 @@ class BackgroundWatcher:
         import anyio
         from anyio.from_thread import start_blocking_portal
 
-        from streameval.live.watch import run_watcher
+        from streameval.live.loop import run_watcher
 
         self._cm = start_blocking_portal()
         self.portal = self._cm.__enter__()

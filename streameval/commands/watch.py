@@ -25,8 +25,9 @@ from streameval.commands.options import (
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
 from streameval.live.ingest import IngestRoutes, ingest_routes
+from streameval.live.loop import run_until_signal
 from streameval.live.server import serve
-from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until_signal
+from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES
 from streameval.traces.formats import adapter_class, detect_format
-from streameval.traces.identity import identify, patch_beside
+from streameval.traces.identity import identify, patch_beside, trace_name
 from streameval.traces.tail import READ_CHUNK, FileTail
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,9 @@ class TraceFollower:
                  predictions: dict[str, str] | None = None,
                  max_line: int = 64 << 20, root: Path | None = None):
         self.path = Path(path)
+        #: where the trace was first seen: its runs' keys, name and run ids stay those of
+        #: this path when the file is moved (``move``); ``path`` is where it is now
+        self.key_path = self.path
         self.root = root   # the watched directory: traces are named relative to it
         self.table = table
         self.res = res
@@ -77,6 +80,10 @@ class TraceFollower:
         self._head: list[tuple[bytes, int]] = []
         self.last_growth = time.time()
         self.identity: RunIdentity = identify(self.path, instance, root=root)
+        #: where the trace now lives, relative to the root, once it was moved
+        self.moved_to: str | None = None
+        #: (device, inode) the watcher found it as
+        self.file_key: tuple[int, int] | None = None
         #: run key -> digest of the last record written for it (checkpointed)
         self.written: dict[str, str] = {}
         self.restoring = False           # re-reading after a restart: lines not re-counted
@@ -94,7 +101,7 @@ class TraceFollower:
     def _factory(self, trace_instance: str | None, session_id: str | None) -> RunSession:
         n = len(self.reader.sessions) if self.reader is not None else 0
         ident = run_identity(self.identity, trace_instance, n, self.res,
-                             explicit=self.instance is not None, trace=self.path,
+                             explicit=self.instance is not None, trace=self.key_path,
                              session_id=session_id)
         # two traces never share a label set (copies of one session, one meta.json run id)
         ident.run_id = self.table.run_ids.claim(ident.run_id, ident.trace, ident.instance_id)
@@ -103,7 +110,7 @@ class TraceFollower:
         else:
             session = make_session(self.res, ident, self.fmt or "",
                                    include_sidechain=self.include_sidechain)
-        key = run_key(self.path, n)
+        key = run_key(self.key_path, n)
         if session.error is not None:
             self.table.unscored(key, ident, session.error)
         self.table.add(LiveRun(key=key, session=session))
@@ -133,7 +140,7 @@ class TraceFollower:
     def run_keys(self) -> list[str]:
         if self.reader is None:
             return []
-        return [run_key(self.path, i) for i in range(len(self.reader.sessions))]
+        return [run_key(self.key_path, i) for i in range(len(self.reader.sessions))]
 
     def live_runs(self) -> list[LiveRun]:
         runs = self.table.runs
@@ -153,6 +160,21 @@ class TraceFollower:
         self.reader = None
         self._head = []
 
+    def current_identity(self) -> RunIdentity:
+        """The identity meta.json now gives, under the name first given."""
+        return identify(self.path, self.instance, root=self.root, named=self.key_path)
+
+    def move(self, path: Path, named: Path | None = None) -> None:
+        """The file is now at ``path`` (renamed, or its directory was): its runs go on,
+        under the keys, names and run ids first given (``named``: the name a restored
+        follower was first given, from the checkpoint)."""
+        if named is not None:
+            self.key_path = Path(named)
+        self.path = Path(path)
+        self.tail.path = str(self.path)
+        self.moved_to = None if self.path == self.key_path else trace_name(self.path, self.root)
+        self.identity = self.current_identity()
+
     # ------------------------------------------------------------------ polling
     def restart(self, event: str) -> None:
         """Start the trace again from its first byte (re-opened, re-identified)."""
@@ -166,7 +188,7 @@ class TraceFollower:
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
         self.unknown_format = False  # the new content may well be a trace
         self.format_error = None
-        self.identity = identify(self.path, self.instance, root=self.root)
+        self.identity = self.current_identity()
 
     def poll(self, now: float | None = None) -> int:
         """Process what was appended; returns the number of lines handled.
@@ -409,6 +431,8 @@ class TraceFollower:
             if s.final_patch is None and now - run.finished_at < patch_grace:
                 continue
             record = s.record()
+            if self.moved_to is not None:
+                record["trace_moved_to"] = self.moved_to   # run_id and trace as first given
             digest = record_digest(record)
             run.checked_version = s.version
             if self.written.get(run.key) == digest or digest in already:

@@ -66,7 +66,12 @@ def read_checkpoint(path: Path, root: Path) -> Checkpoint:
         if os.path.commonpath([real_root, os.path.realpath(name)]) != real_root:
             log.warning("checkpoint %s names %s, outside %s; ignored", path, name, root)
             continue
-        out.files[Path(name)] = {"inode": pos["inode"], "written": dict(written)}
+        entry = {"inode": pos["inode"], "written": dict(written)}
+        named = pos.get("named")
+        if isinstance(named, str) and os.path.commonpath(
+                [real_root, os.path.realpath(named)]) == real_root:
+            entry["named"] = named   # a moved trace keeps the name first given
+        out.files[Path(name)] = entry
     return out
 
 

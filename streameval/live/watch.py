@@ -37,7 +37,7 @@ from streameval.live.outputs import CHECKPOINT_VERSION, read_checkpoint
 from streameval.live.table import RunTable
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
-from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
+from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, walk_files
 from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,14 @@ def _counting_clamps(method: Callable) -> Callable:
     return wrapper
 
 
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _kind(path: Path) -> str:
     """"file", "missing", or "hidden": there but not visible now (a directory that lost
     its search permission, a symlink loop), which is neither followed nor taken for
@@ -114,6 +122,10 @@ class Watcher:
         self.res = res
         self.table = table or RunTable(keep_finished_seconds=cfg.keep_finished)
         self.followers: dict[Path, TraceFollower] = {}
+        #: (device, inode) -> follower: a file found at a new path is the run it was
+        self._by_file: dict[tuple[int, int], TraceFollower] = {}
+        #: first path -> follower of a trace since moved (abort actions find it there)
+        self.moved: dict[Path, TraceFollower] = {}
         self.predictions: dict[str, str] = {}
         self._pred_tail = None
         self._last_checkpoint = 0.0
@@ -153,14 +165,54 @@ class Watcher:
         rel = text[len(root):] if text.startswith(root) else text
         return "/." in rel[: rel.rfind("/")] if "/" in rel else False
 
-    def follow(self, path: Path) -> TraceFollower:
+    def follow(self, path: Path, named: Path | None = None) -> TraceFollower:
+        """Follow the trace at ``path``; when it is a file already followed under another
+        path that no longer holds it (renamed, or its directory was), that follower
+        moves with it: one run, its name and run id as first given."""
+        key = _file_key(path)
+        known = self._by_file.get(key) if key is not None else None
+        if known is not None and known.path != path and _file_key(known.path) != key:
+            return self._move(known, path)
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
                           predictions=self.predictions, root=self.cfg.root)
+        if named is not None and Path(named) != path:
+            self._note_move(f, path, named)
         f.lag_since = self.started_at
+        f.file_key = key
         self.followers[path] = f
+        if key is not None:
+            self._by_file[key] = f
         self.table.stats.events["appeared"] += 1
         return f
+
+    def _move(self, f: TraceFollower, path: Path) -> TraceFollower:
+        old = f.path
+        del self.followers[old]
+        self._note_move(f, path)
+        self.followers[path] = f
+        self.table.stats.events["moved"] += 1
+        log.info("%s moved to %s: its runs go on as %s", old, path, f.key_path)
+        return f
+
+    def _note_move(self, f: TraceFollower, path: Path, named: Path | None = None) -> None:
+        f.move(path, named)
+        if f.key_path != f.path:
+            self.moved[f.key_path] = f
+        else:
+            self.moved.pop(f.key_path, None)
+
+    def _forget(self, f: TraceFollower) -> None:
+        """Drop a follower and every index that names it."""
+        self.followers.pop(f.path, None)
+        self.moved.pop(f.key_path, None)
+        if self._by_file.get(f.file_key) is f:
+            del self._by_file[f.file_key]
+
+    def trace_of(self, key_path: Path) -> Path:
+        """Where the trace first seen at ``key_path`` is now."""
+        f = self.moved.get(key_path)
+        return f.path if f is not None else key_path
 
     # ------------------------------------------------------------------ pushed runs
     def processed_up_to(self, path: Path) -> int:
@@ -183,7 +235,9 @@ class Watcher:
         """One watchfiles batch of (path, deleted): listeners (abort policies, which
         look at every run) are told once per batch, not once per file."""
         now = time.time() if now is None else now
-        for path, deleted in changes:
+        # what appeared first: a rename is (deleted, added) in one batch, and the file
+        # found at its new path takes its run along before the old path is given up
+        for path, deleted in sorted(changes, key=lambda change: bool(change[1])):
             self.changed(Path(path), deleted=deleted, now=now, notify=False)
         self._after_batch()
 
@@ -212,24 +266,33 @@ class Watcher:
                 self._deleted(f, now)
             return
         if f is None:
-            if not self.is_trace(path) or _kind(path) != "file":
+            kind = _kind(path)
+            if kind == "other" and not deleted and os.path.isdir(path):
+                self._dir_appeared(path, now)   # a run directory moved or copied in
+                return
+            if not self.is_trace(path) or kind != "file":
                 return
             f = self.follow(path)
         f.poll(now)
         if notify:
             self._after_batch()
 
+    def _dir_appeared(self, directory: Path, now: float) -> None:
+        for p in walk_files(directory):
+            if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
+                self.follow(p).poll(now)
+
     def _deleted(self, f: TraceFollower, now: float) -> None:
         self.table.stats.events["deleted"] += 1
         f.finish("deleted", now)
         self._write_due(f, now, force=True)
-        del self.followers[f.path]
+        self._forget(f)
 
     def _meta_changed(self, meta_path: Path, now: float) -> None:
         """A meta.json written after its trace renames the run: replay of the
         finished file would use it, so the trace is scored again under it."""
         for f in list(self.followers.values()):
-            if f.path.parent == meta_path.parent and f.identity != identify(f.path, f.instance, root=f.root):
+            if f.path.parent == meta_path.parent and f.identity != f.current_identity():
                 f.restart("reidentified")
                 f.poll(now)
 
@@ -369,7 +432,8 @@ class Watcher:
             return
         files = {}
         for path, f in self.followers.items():
-            files[str(path)] = {**f.tail.position(), "written": f.written}
+            files[str(path)] = {**f.tail.position(), "written": f.written,
+                                **({"named": str(f.key_path)} if f.key_path != path else {})}
         data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
                 "journals": {name: save() for name, (save, _load) in self.journals.items()},
                 "saved_at": time.time()}
@@ -398,7 +462,7 @@ class Watcher:
                 st = path.stat()
             except OSError:
                 continue
-            f = self.follow(path)
+            f = self.follow(path, named=pos.get("named"))
             if st.st_ino == pos["inode"]:
                 f.written = pos["written"]
             f.restoring = True
@@ -422,105 +486,3 @@ class Watcher:
 
     def close(self) -> None:
         self.save_checkpoint()
-
-
-# ---------------------------------------------------------------------- async loop
-
-
-async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
-    """Follow changes until ``stop`` (an anyio.Event) is set."""
-    import anyio
-
-    stop = stop or anyio.Event()
-    w.restore_checkpoint()
-    w.poll_predictions()
-    w.scan()
-    w.poll_all()
-    if task_status is not None:
-        task_status.started()
-
-    async def ticker() -> None:
-        while not stop.is_set():
-            w.tick()
-            with anyio.move_on_after(w.cfg.tick_interval):
-                await stop.wait()
-
-    async def events() -> None:
-        await watch_events(w, stop)
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker)
-            tg.start_soon(events)
-            await stop.wait()
-            tg.cancel_scope.cancel()
-    finally:
-        w.close()
-
-
-async def watch_events(w: Watcher, stop) -> None:
-    """Hand file events to ``w`` until ``stop``. The watch set leaves out what would
-    stop watchfiles (``watchset``); when a watch fails anyway (a directory made
-    unreadable, a link added later), the failure is logged once, and the set is made
-    again a moment later: the watcher never stops watching."""
-    import anyio
-    import watchfiles
-
-    from streameval.live.watchset import watch_set
-
-    reported: set[Path] = set()
-    failures: set[str] = set()
-    extra = [w.cfg.predictions.parent] if w.cfg.predictions is not None else []
-    while not stop.is_set():
-        ws = await anyio.to_thread.run_sync(watch_set, w.cfg.root, reported)
-        failed = anyio.Event()
-
-        async def watch(paths: list[Path], recursive: bool, failed=failed) -> None:
-            try:
-                async for changes in watchfiles.awatch(
-                        *paths, debounce=w.cfg.debounce_ms, step=w.cfg.step_ms, stop_event=stop,
-                        watch_filter=None, force_polling=w.cfg.force_polling or None,
-                        poll_delay_ms=100, yield_on_timeout=False, recursive=recursive):
-                    w.handle_changes([(p, change == watchfiles.Change.deleted) for change, p in changes])
-            except Exception as exc:   # noqa: BLE001 - the Rust watcher's errors are plain
-                if str(exc) not in failures:
-                    failures.add(str(exc))
-                    log.warning("watch: %s; watching again without it (the rescan every "
-                                "%.0f s still finds files)", exc, w.cfg.rescan_interval)
-                failed.set()
-
-        async with anyio.create_task_group() as tg:
-            for paths, recursive in ((ws.recursive + extra, True), (ws.flat, False)):
-                if paths:
-                    tg.start_soon(watch, paths, recursive)
-
-            async def until_failed(failed=failed) -> None:
-                await failed.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(until_failed)
-            await stop.wait()
-            tg.cancel_scope.cancel()
-        if failed.is_set() and not stop.is_set():
-            with anyio.move_on_after(max(1.0, w.cfg.rescan_interval)):
-                await stop.wait()
-
-
-async def run_until_signal(w: Watcher) -> None:
-    """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed)."""
-    import signal
-
-    import anyio
-
-    stop = anyio.Event()
-
-    async def on_signal() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for _ in signals:
-                stop.set()
-                return
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(on_signal)
-        await run_watcher(w, stop)
-        tg.cancel_scope.cancel()

@@ -100,7 +100,8 @@ def run_id_from_path(rel: str) -> str:
 
 
 def identify(trace: Path, instance: str | None = None,
-             problems: list[str] | None = None, root: Path | None = None) -> RunIdentity:
+             problems: list[str] | None = None, root: Path | None = None,
+             named: Path | None = None) -> RunIdentity:
     """The identity of the run whose trace is ``trace``, found under ``root``.
 
     Instance: ``meta.json``, else ``--instance``, else the directory name (the trace's
@@ -108,8 +109,11 @@ def identify(trace: Path, instance: str | None = None,
     else (``run_identity``) the trace's session id, else the path below ``root``.
     ``problems`` (when given) collects human-readable notes such as a malformed
     meta.json, which callers count and log; identification itself never fails.
+    ``named``: the path the run was first seen at (a trace moved since keeps the name
+    and run id it was given); meta.json is read beside ``trace``, where it is now.
     """
     trace = Path(trace)
+    name_path = Path(named) if named is not None else trace
     try:
         meta = read_meta(trace) or {}
     except MetaError as exc:
@@ -117,8 +121,8 @@ def identify(trace: Path, instance: str | None = None,
             problems.append(str(exc))
         log.warning("%s; falling back to --instance or the directory name", exc)
         meta = {}
-    dir_name = trace.parent.name or trace.stem
-    rel = trace_name(trace, root)
+    dir_name = name_path.parent.name or name_path.stem
+    rel = trace_name(name_path, root)
     given = _str_or(meta.get("run_id"), "")
     pid = sane.pid(meta.get("pid"))
     noted_at = None
