@@ -247,7 +247,7 @@ class Watcher:
         if self._hidden(path):
             return   # as the walk: a hidden directory's files (a spool's staging) are not traces
         if path.name in PATCH_NAMES:
-            self._patch_changed(path)
+            self._patch_changed(path, now)
             return
         if path.name == META_NAME:
             self._meta_changed(path, now)
@@ -296,10 +296,28 @@ class Watcher:
                 f.restart("reidentified")
                 f.poll(now)
 
-    def _patch_changed(self, patch_path: Path) -> None:
-        for f in self.followers.values():
-            if f.path.parent == patch_path.parent and f.land_patch():
+    def _patch_changed(self, patch_path: Path, now: float) -> None:
+        """A patch beside a trace: its runs get it, also runs that left memory (their
+        file is read again, with the patch): a record written without EditLoc is owed
+        its correction whenever the patch lands, across restarts too."""
+        for p in self._traces_in(patch_path.parent):
+            f = self.followers.get(p)
+            if f is None or f.reader is None:
+                f = f or self.follow(p)
+                if f.reader is None and f.closed:
+                    f.restart("reopened")
+                f.poll(now)
                 self.table.stats.events["patch_landed"] += 1
+            elif f.land_patch():
+                self.table.stats.events["patch_landed"] += 1
+
+    def _traces_in(self, directory: Path) -> list[Path]:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return []
+        return [directory / n for n in names
+                if self.is_trace(directory / n) and _kind(directory / n) == "file"]
 
     @_counting_clamps
     def poll_all(self, now: float | None = None) -> None:
