@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 
 from streameval.errors import Reason, TraceFormatError
@@ -167,6 +167,16 @@ class TraceFollower:
         """
         self.reader = None
         self._head = []
+
+    @property
+    def lines_counted(self) -> int:
+        """Lines of this file counted in the watcher's statistics so far."""
+        return self._counted
+
+    def counted_before(self, lines: int) -> None:
+        """The file passed through before with ``lines`` counted: read again, they are
+        not counted again."""
+        self._counted = max(self._counted, lines)
 
     def current_identity(self) -> RunIdentity:
         """The identity meta.json now gives, under the name first given."""
@@ -426,7 +436,7 @@ class TraceFollower:
         return s is not None and s.ended
 
     def due_records(self, now: float, patch_grace: float,
-                    write: Callable[[dict], None], already: set[str] | frozenset = frozenset()) -> int:
+                    write: Callable[[dict], None], already: Container[str] = frozenset()) -> int:
         """Write the record of every finished run whose patch landed or whose grace passed.
 
         A record already written is written again only when it changed (a patch that
