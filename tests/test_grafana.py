@@ -161,7 +161,7 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
     from prom import PrometheusServer
 
     from streameval.live.abort.engine import AbortEngine, attach, parse_policies
-    from streameval.live.exporter import serve
+    from streameval.live.server import serve
     from streameval.live.watch import WatchConfig, Watcher
     from streameval.runs.resources import load_resources
 

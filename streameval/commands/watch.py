@@ -26,10 +26,11 @@ from streameval.commands.options import (
 )
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
-from streameval.live.exporter import serve
-from streameval.live.ingest import IngestApp, ingest_app
+from streameval.live.ingest import IngestRoutes, ingest_routes
+from streameval.live.loop import run_until_signal
 from streameval.live.otel_feed import attach as attach_otel
-from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until_signal
+from streameval.live.server import serve
+from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,7 +56,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="runs kept in memory at most: past it, the oldest finished runs whose "
                         "record is written leave first (default 10000)")
     p.add_argument("--checkpoint", type=Path, metavar="FILE",
-                   help="state file for resuming after a restart")
+                   help="state file for resuming after a restart (default: STATE_DIR/checkpoint.json "
+                        "with --state-dir, else OUT.checkpoint.json beside --out)")
+    p.add_argument("--state-dir", type=Path, metavar="DIR",
+                   help="directory for the watcher's own state (the checkpoint)")
+    p.add_argument("--no-checkpoint", action="store_true",
+                   help="keep no checkpoint: a restart re-reads every trace and still writes "
+                        "no record twice (--out is read), but keeps no promise of a late patch "
+                        "for runs that left memory, nor of abort decisions")
     p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
                    help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
@@ -73,9 +81,24 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
         root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
         port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
-        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=args.checkpoint,
+        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=default_checkpoint(args),
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
         include_sidechain=args.include_sidechain, force_polling=args.poll)
+
+
+def default_checkpoint(args: argparse.Namespace) -> Path | None:
+    """The checkpoint: ``--checkpoint``, else in ``--state-dir``, else beside ``--out``;
+    None with ``--no-checkpoint`` or nowhere to keep it (no --out: no record is owed)."""
+    if args.no_checkpoint:
+        return None
+    if args.checkpoint is not None:
+        return args.checkpoint
+    if args.state_dir is not None:
+        args.state_dir.mkdir(parents=True, exist_ok=True)
+        return args.state_dir / "checkpoint.json"
+    if args.out is not None:
+        return args.out.with_name(args.out.name + ".checkpoint.json")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
         return 2
     cfg = config_from_args(args)
+    # the HTTP server's threads (a scrape, a hook's answer) get the interpreter within
+    # 1 ms of asking while the watcher scores, not 5 (benchmarks/README.md, ingest)
+    sys.setswitchinterval(0.001)
     res = resources(args)   # UsageError naming the gold or repository that cannot be used
     w = Watcher(cfg, res)
     try:
@@ -94,12 +120,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
     try:
-        ingest = _ingest_app(args, w)
+        ingest = _ingest_routes(args, w)
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
-        server, _registry, port = serve(w.table, cfg.host, cfg.port,
-                                        wrap=ingest.mount if ingest is not None else None)
+        server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=ingest)
     except UsageError:
         if engine is not None:
             engine.close()
@@ -150,8 +175,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
-    """The ingest app for ``watcher``, or None without ``--ingest``; UsageError when a
+def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes | None:
+    """The ingest routes for ``watcher``, or None without ``--ingest``; UsageError when a
     non-loopback server would take pushes without a token."""
     if not args.ingest:
         return None
@@ -160,4 +185,4 @@ def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
         raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
                          f"or set {config.INGEST_TOKEN_ENV} (anyone who can reach the port "
                          "could push runs)")
-    return ingest_app(watcher, token, args.ingest_max_runs)
+    return ingest_routes(watcher, token, args.ingest_max_runs)

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
-from streameval.live.exporter import serve
-from streameval.live.watch import WatchConfig, Watcher, run_watcher
+from streameval.live.loop import run_watcher
+from streameval.live.server import serve
+from streameval.live.watch import WatchConfig, Watcher
 from streameval.model import GRANULARITIES
 from streameval.playback.player import play
 from streameval.reading.describe import describe_call

@@ -462,7 +462,7 @@ def test_abort_file_appears_while_the_real_watch_loop_runs(env):
     import anyio
     from anyio.from_thread import start_blocking_portal
 
-    from streameval.live.watch import run_watcher
+    from streameval.live.loop import run_watcher
 
     s, runs, res = env
     trace = trace_in(runs, s)

@@ -9,8 +9,9 @@ from anyio.from_thread import start_blocking_portal
 from claude_run import APP, UTIL, Claude, append, make_setup
 from prom import PrometheusServer
 
-from streameval.live.exporter import serve
-from streameval.live.watch import WatchConfig, Watcher, run_watcher
+from streameval.live.loop import run_watcher
+from streameval.live.server import serve
+from streameval.live.watch import WatchConfig, Watcher
 from streameval.runs.resources import load_resources
 
 pytestmark = pytest.mark.prometheus

@@ -30,7 +30,7 @@ def _spooled(tmp_path: Path, records, times: int = 1) -> list[dict]:
     spool = Spool(tmp_path / "ingest")
     for _ in range(times):
         for run in otlp.runs(records):
-            spool.append(run.source, run.session_id, run.lines,
+            spool.append(run.source, run.session_id, run.entries,
                          {"agent": run.agent, "fidelity": run.fidelity,
                           "instance_id": "example__inventory-1"})
     res = load_resources(str(EXAMPLE / "gold.jsonl"), None, str(EXAMPLE / "repo"))

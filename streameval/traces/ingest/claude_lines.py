@@ -18,6 +18,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from streameval.traces.ingest.keys import USAGE_ID
+
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -93,7 +95,7 @@ def usage_line(session_id: str, source: str, usage: dict[str, int], *, model: st
     line with no content, its ``message.usage`` and ``model``, and ``usageSource`` (where
     the numbers came from, which the record states), ``costUSD`` and ``usageCumulative``
     (run totals, not one request's)."""
-    message: dict[str, Any] = {"id": f"push-usage-{request_id}" if request_id else None,
+    message: dict[str, Any] = {"id": f"{USAGE_ID}{request_id}" if request_id else None,
                                "role": "assistant", "content": [],
                                "usage": {k: int(usage.get(k) or 0) for k in _USAGE_KEYS}}
     if message["id"] is None:
