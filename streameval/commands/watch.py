@@ -19,6 +19,7 @@ from streameval.commands.options import (
     add_server,
     add_sources,
     non_negative_float,
+    non_negative_int,
     positive_float,
     positive_int,
     resources,
@@ -26,6 +27,7 @@ from streameval.commands.options import (
 )
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
+from streameval.live.exporter import PER_RUN_SERIES
 from streameval.live.ingest import IngestRoutes, ingest_routes
 from streameval.live.loop import run_until_signal
 from streameval.live.otel_feed import attach as attach_otel
@@ -55,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-runs", type=positive_int, default=10_000, metavar="N",
                    help="runs kept in memory at most: past it, the oldest finished runs whose "
                         "record is written leave first (default 10000)")
+    p.add_argument("--per-run-series", type=non_negative_int, default=PER_RUN_SERIES, metavar="N",
+                   help="runs whose per-run series /metrics exports at most, newest active first "
+                        f"(default {PER_RUN_SERIES}; 0: none); the fleet series cover every run")
     p.add_argument("--checkpoint", type=Path, metavar="FILE",
                    help="state file for resuming after a restart (default: STATE_DIR/checkpoint.json "
                         "with --state-dir, else OUT.checkpoint.json beside --out)")
@@ -124,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
-        server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=ingest)
+        server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=ingest,
+                                        per_run_series=args.per_run_series)
     except UsageError:
         if engine is not None:
             engine.close()

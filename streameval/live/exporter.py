@@ -20,15 +20,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from streameval.live import fleet
+from streameval.live.fleet import Fleet, FleetEntry, fleet_entry
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.scoring.snapshot import RunSnapshot, token_counts
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
-#: characters of a label value exported (run_id, instance_id, agent, model)
+#: characters of a label value exported (run_id, instance_id, agent, model, experiment)
 MAX_LABEL = 200
 LOCK_WAIT = 0.05    # seconds a scrape waits for the table lock before serving cached rows
+#: runs whose per-run series are exported at most (``watch --per-run-series``)
+PER_RUN_SERIES = 1000
 
 # family name -> help; kept in one place so the README table can be generated from it
 HELP: dict[str, str] = {
@@ -72,6 +76,7 @@ HELP: dict[str, str] = {
     "streameval_backlog_bytes": "Bytes written to followed traces and not yet processed (a catch-up in progress).",
     "streameval_aborts_total": "Early-abort decisions by policy and action.",
     "streameval_abort_actions_total": "What abort actions did, by action and outcome (webhook: delivered, failed, dropped; file: written, exists, failed; signal: signalled, refused, no_pid, ...).",
+    **fleet.HELP,
 }
 
 
@@ -109,20 +114,36 @@ Row = tuple[str, tuple[str, ...], float]
 class Exported:
     """A run as its last scrape exported it: kept on its ``LiveRun`` (it leaves with the
     run), reused while ``sig`` says nothing moved. ``text`` is its samples as exposition
-    lines, one string per family of ``RUN_FAMILIES``, made at the first render."""
+    lines, one string per family of ``RUN_FAMILIES``, made at the first render;
+    ``fleet`` is what the fleet families fold of it."""
 
     sig: tuple
     base: tuple[str, ...]
     rows: list[Row]
+    fleet: FleetEntry
     text: tuple[str, ...] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.fleet.values is not None
 
 
 def _signature(run: LiveRun) -> tuple:
     """What a run's exported numbers depend on: its session (a restart from byte 0
     makes a new one), the session's version (bumped by every event and patch), its
-    state and end reason."""
+    state and end reason, and the abort policies that decided on it."""
     s = run.session
-    return (id(s), s.version, run.finished_at is not None, s.end_reason)
+    return (id(s), s.version, run.finished_at is not None, s.end_reason, len(run.aborted))
+
+
+def export(run: LiveRun) -> Exported:
+    """The run's export, from a snapshot taken now (the table lock held)."""
+    sig = _signature(run)
+    snap = run.session.snapshot()
+    base = _base(snap)
+    group = (base[2], base[3], label_value(snap.identity.experiment or ""))
+    return Exported(sig, base, _run_rows(run, snap),
+                    fleet_entry(snap, group, run.finished, run.aborted))
 
 
 def _help(name: str, kind: str) -> str:
@@ -232,24 +253,67 @@ class _Families:
         return self.families
 
 
+def newest_first(pairs: list[tuple[LiveRun, Exported]], limit: int
+                 ) -> tuple[list[Exported], Counter]:
+    """The runs whose per-run series are exported, in the order given, and how many
+    of each state are not: at most ``limit``, active runs first, the most recently
+    seen first, then the most recently finished. Active runs are the ones a dashboard
+    and the per-run alerts follow; a finished run's numbers are also in its record
+    and in the fleet means."""
+    dropped: Counter = Counter()
+    if len(pairs) <= limit:
+        return [e for _run, e in pairs], dropped
+
+    ranks = [(e.finished, -((run.finished_at or 0.0) if e.finished else run.first_seen))
+             for run, e in pairs]
+    keep = set(sorted(range(len(pairs)), key=ranks.__getitem__)[:limit])
+    kept = []
+    for i, (_run, e) in enumerate(pairs):
+        if i in keep:
+            kept.append(e)
+        else:
+            dropped["finished" if e.finished else "active"] += 1
+    return kept, dropped
+
+
+def _cap_families(limit: int, dropped: Counter) -> list:
+    from prometheus_client.core import GaugeMetricFamily
+
+    name = "streameval_per_run_series_dropped_runs"
+    fam = GaugeMetricFamily(name, HELP[name], labels=["state"])
+    for state in ("active", "finished"):
+        fam.add_metric([state], dropped[state])
+    return [GaugeMetricFamily("streameval_per_run_series_limit",
+                              HELP["streameval_per_run_series_limit"], value=limit), fam]
+
+
 class RunsCollector:
     """Builds every streameval family from a ``RunTable`` at scrape time."""
 
-    def __init__(self, table: RunTable):
+    def __init__(self, table: RunTable, per_run_series: int = PER_RUN_SERIES,
+                 fleet_groups: int = fleet.MAX_GROUPS):
+        if per_run_series < 0:
+            raise ValueError("per_run_series must be >= 0")
         self.table = table
+        self.per_run_series = per_run_series
+        self.fleet = Fleet(fleet_groups)
 
     def describe(self) -> list:
         # Returning no descriptions keeps registration from calling collect() early.
         return []
 
     def _gather(self) -> tuple[list[Exported], list]:
-        """Per-run rows and the process-wide families, read under the lock."""
-        runs, states = self._gather_runs()
+        """The runs whose per-run series are exported (``per_run_series`` of them at
+        most), and the process-wide and fleet families (over every run in memory)."""
+        pairs, states = self._gather_runs()
+        kept, dropped = newest_first(pairs, self.per_run_series)
         # the lock was busy for the runs: the counters are read without waiting again
         with _held(self.table.lock, 0.0 if states["stale"] else LOCK_WAIT):
-            return runs, self._process_families(states)
+            process = self._process_families(states)
+        return kept, [*process, *self.fleet.families(e.fleet for _run, e in pairs),
+                      *_cap_families(self.per_run_series, dropped)]
 
-    def _gather_runs(self) -> tuple[list[Exported], Counter]:
+    def _gather_runs(self) -> tuple[list[tuple[LiveRun, Exported]], Counter]:
         """Every run's rows, incrementally: a run whose session has not moved since the
         last scrape (its version and state) is served from that scrape's rows without
         the lock or a snapshot, so a scrape costs what changed, not what is exported.
@@ -263,14 +327,14 @@ class RunsCollector:
         lock = self.table.lock
         # a copy of the dict's values is one step under the GIL: no lock needed
         table = list(self.table.runs.values())
-        out: list[Exported] = []
+        out: list[tuple[LiveRun, Exported]] = []
         states: Counter = Counter()
         changed: list = []
         for run in table:
             states["finished" if run.finished else "active"] += 1
             cached = run.exported
             if cached is not None and cached.sig == _signature(run):
-                out.append(cached)
+                out.append((run, cached))
             else:
                 changed.append(run)
         wait = LOCK_WAIT
@@ -280,14 +344,12 @@ class RunsCollector:
             with _held(lock, wait) as fresh:
                 for run in changed[start:start + GATHER_SLICE]:
                     if fresh:
-                        sig = _signature(run)
-                        snap = run.session.snapshot()
-                        run.exported = Exported(sig, _base(snap), _run_rows(run, snap))
+                        run.exported = export(run)
                     elif run.exported is None:
                         continue   # never exported yet: it appears at the next scrape
                     else:
                         states["stale"] += 1
-                    out.append(run.exported)
+                    out.append((run, run.exported))
             if not fresh:
                 wait = 0.0
         return out, states

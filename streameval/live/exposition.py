@@ -66,12 +66,10 @@ def run_text(run: Exported) -> tuple[str, ...]:
 def prerender(run) -> None:
     """A run whose record was just written (the table lock held): its series rendered
     now, by the watcher, so the scrapes that follow only join strings."""
-    from streameval.live.exporter import _base, _run_rows, _signature
+    from streameval.live.exporter import _signature, export
 
-    sig = _signature(run)
-    if run.exported is None or run.exported.sig != sig:
-        snap = run.session.snapshot()
-        run.exported = Exported(sig, _base(snap), _run_rows(run, snap))
+    if run.exported is None or run.exported.sig != _signature(run):
+        run.exported = export(run)
     run_text(run.exported)
 
 

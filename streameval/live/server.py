@@ -107,13 +107,16 @@ class HttpServer:
 
 
 def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=None,
-          ingest=None, limits=None):
+          ingest=None, limits=None, per_run_series: int | None = None,
+          fleet_groups: int | None = None):
     """Serve ``/metrics`` for ``table`` (and the ingest routes of ``ingest``, an
     ``IngestRoutes``); returns (server, registry, port).
 
     ``port=0`` picks a free port (tests); the bound port is returned so the caller can
     print the URL it really serves on. Binds 127.0.0.1 unless told otherwise. The
     server's ``app`` takes more routes (``App.route``) while it runs.
+    ``per_run_series`` and ``fleet_groups`` bound the series (``exporter``'s defaults
+    when None).
     """
     from prometheus_client import CollectorRegistry
 
@@ -122,7 +125,9 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
 
     own = registry is None
     registry = registry if registry is not None else CollectorRegistry()
-    collector = RunsCollector(table)
+    bounds = {k: v for k, v in (("per_run_series", per_run_series),
+                                ("fleet_groups", fleet_groups)) if v is not None}
+    collector = RunsCollector(table, **bounds)
     registry.register(collector)
     app = App(limits, refused=table.stats.http_refused)
     app.route("/metrics", MetricsRoute(app, registry, collector if own else None))
