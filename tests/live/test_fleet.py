@@ -337,3 +337,52 @@ def test_a_label_set_keeps_its_place_until_its_runs_leave(tmp_path):
         assert len(first & second) == 2
     finally:
         server.close()
+
+
+# ---------------------------------------------------------------------- the option
+
+
+def test_watch_takes_per_run_series_and_serves_with_it(tmp_path):
+    """``streameval watch --per-run-series 1``, as a user starts it: the cap reaches
+    the served /metrics; a negative cap is a usage error."""
+    import subprocess
+    import sys
+    import time
+
+    from streameval.commands.main import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["watch", str(tmp_path), "--per-run-series", "-1"])
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    for name in ("A", "B"):
+        write_run(runs, name, **G1, reads=[("src/app.py", 1, 20)])
+    log = tmp_path / "watch.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "streameval", "watch", str(runs),
+                                 "--gold", str(s.gold), "--repo", str(s.repo), "--port", "0",
+                                 "--no-checkpoint", "--per-run-series", "1"],
+                                stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        m: dict = {}
+        for _ in range(600):   # until both runs are scored and finished (or 60 s)
+            text = log.read_text(errors="replace")
+            if proc.poll() is not None:
+                pytest.fail(f"watch exited: {text}")
+            if "serving metrics on http://" in text:
+                port = int(text.split("serving metrics on http://")[1].split(":")[1].split("/")[0])
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                    m = {}
+                    for fam in text_string_to_metric_families(r.read().decode()):
+                        for sample in fam.samples:
+                            m.setdefault(sample.name, []).append((sample.labels, sample.value))
+                if one(m, "streameval_fleet_runs", **G1, state="finished") == 2:
+                    break
+            time.sleep(0.1)
+        assert one(m, "streameval_fleet_runs", **G1, state="finished") == 2
+        assert one(m, "streameval_per_run_series_limit") == 1
+        assert one(m, "streameval_per_run_series_dropped_runs", state="finished") == 1
+        assert len(run_ids(m)) == 1
+    finally:
+        proc.terminate()
+        proc.wait(30)
