@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.live import fleet
-from streameval.live.fleet import Fleet, FleetEntry, fleet_entry
+from streameval.live.fleet import Fleet, FleetEntry, FleetNumbers, fleet_entry
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.scoring.snapshot import RunSnapshot, token_counts
@@ -259,7 +259,8 @@ def newest_first(pairs: list[tuple[LiveRun, Exported]], limit: int
     of each state are not: at most ``limit``, active runs first, the most recently
     seen first, then the most recently finished. Active runs are the ones a dashboard
     and the per-run alerts follow; a finished run's numbers are also in its record
-    and in the fleet means."""
+    and in the fleet means. A run left out lets its rendered text go (~7 KB a run,
+    made again if it comes back)."""
     dropped: Counter = Counter()
     if len(pairs) <= limit:
         return [e for _run, e in pairs], dropped
@@ -272,6 +273,7 @@ def newest_first(pairs: list[tuple[LiveRun, Exported]], limit: int
         if i in keep:
             kept.append(e)
         else:
+            e.text = None
             dropped["finished" if e.finished else "active"] += 1
     return kept, dropped
 
@@ -302,16 +304,17 @@ class RunsCollector:
         # Returning no descriptions keeps registration from calling collect() early.
         return []
 
-    def _gather(self) -> tuple[list[Exported], list]:
+    def _gather(self) -> tuple[list[Exported], FleetNumbers, list]:
         """The runs whose per-run series are exported (``per_run_series`` of them at
-        most), and the process-wide and fleet families (over every run in memory)."""
+        most), the fleet over every run in memory, and the process-wide families."""
         pairs, states = self._gather_runs()
         kept, dropped = newest_first(pairs, self.per_run_series)
+        fleet_now = self.fleet.numbers(e.fleet for _run, e in pairs)
         # the lock was busy for the runs: the counters are read without waiting again
         with _held(self.table.lock, 0.0 if states["stale"] else LOCK_WAIT):
             process = self._process_families(states)
-        return kept, [*process, *self.fleet.families(e.fleet for _run, e in pairs),
-                      *_cap_families(self.per_run_series, dropped)]
+        return kept, fleet_now, [*process, *fleet_now.scalar_families(),
+                                 *_cap_families(self.per_run_series, dropped)]
 
     def _gather_runs(self) -> tuple[list[tuple[LiveRun, Exported]], Counter]:
         """Every run's rows, incrementally: a run whose session has not moved since the
@@ -405,11 +408,12 @@ class RunsCollector:
                 hits, misses]
 
     def collect(self) -> Iterator[Any]:
-        runs, process = self._gather()
+        runs, fleet_now, process = self._gather()
         fam = _families()
         for run in runs:
             labels = list(run.base)
             for name, extra, value in run.rows:
                 fam[name].add_metric(labels + list(extra), value)
         yield from fam.values()
+        yield from fleet_now.families()
         yield from process

@@ -143,8 +143,54 @@ class _Sums:
             self.aborted.update(entry.aborted)
 
 
+#: the labelled fleet families in exposition order: (name, the label beside the group's)
+FLEET_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("streameval_fleet_runs", "state"),
+    ("streameval_fleet_mean", "metric"),
+    ("streameval_fleet_mean_runs", "metric"),
+    ("streameval_fleet_aborted_runs", "policy"),
+)
+#: one sample: (agent, model, experiment, the family's own label), value
+Sample = tuple[tuple[str, str, str, str], float]
+
+
+@dataclass(slots=True)
+class FleetNumbers:
+    """One scrape's fleet: the labelled families' samples (rendered as text by
+    ``exposition``, or as prometheus_client families by ``families``) and the counts
+    that say how bounded they are."""
+
+    samples: dict[str, list[Sample]]
+    groups: int
+    limit: int
+    folded_runs: int
+    folded_groups: int
+
+    def families(self) -> list:
+        """The labelled families, for prometheus_client's encoders."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        out = []
+        for name, extra in FLEET_FAMILIES:
+            fam = GaugeMetricFamily(name, HELP[name], labels=[*GROUP_LABELS, extra])
+            for labels, value in self.samples[name]:
+                fam.add_metric(list(labels), value)
+            out.append(fam)
+        return out
+
+    def scalar_families(self) -> list:
+        """The label-set limit and what it folded, as unlabelled gauges."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        return [GaugeMetricFamily(name, HELP[name], value=value) for name, value in (
+            ("streameval_fleet_groups", self.groups),
+            ("streameval_fleet_groups_limit", self.limit),
+            ("streameval_fleet_folded_runs", self.folded_runs),
+            ("streameval_fleet_folded_groups", self.folded_groups))]
+
+
 class Fleet:
-    """Folds the runs' entries into the fleet families, keeping which label sets are
+    """Folds the runs' entries into the fleet's numbers, keeping which label sets are
     exported from one scrape to the next (a label set does not flip in and out of
     ``other`` while its runs are in memory)."""
 
@@ -157,12 +203,24 @@ class Fleet:
         # two scrapes (two formats) may fold at once
         self._lock = threading.Lock()
 
-    def families(self, entries: Iterable[FleetEntry]) -> list:
-        """The fleet families of the runs whose entries are given (every run in memory)."""
+    def numbers(self, entries: Iterable[FleetEntry]) -> FleetNumbers:
+        """The fleet of the runs whose entries are given (every run in memory)."""
         with self._lock:
             sums, folded_runs, folded_groups = self._fold(list(entries))
-        return _families(sums, self.max_groups, len(sums) - (OTHER_GROUP in sums),
-                         folded_runs, folded_groups)
+        samples: dict[str, list[Sample]] = {name: [] for name, _extra in FLEET_FAMILIES}
+        runs, mean, count, aborted = (samples[name] for name, _extra in FLEET_FAMILIES)
+        for (agent, model, experiment), s in sums.items():
+            runs.append(((agent, model, experiment, "active"), float(s.active)))
+            runs.append(((agent, model, experiment, "finished"), float(s.finished)))
+            for m, (value, n) in zip(FLEET_METRICS, _means(s.rows), strict=True):
+                key = (agent, model, experiment, m.name)
+                count.append((key, float(n)))
+                if value is not None:
+                    mean.append((key, value))
+            for policy, n in sorted((s.aborted or {}).items()):
+                aborted.append(((agent, model, experiment, policy), float(n)))
+        return FleetNumbers(samples, len(sums) - (OTHER_GROUP in sums), self.max_groups,
+                            folded_runs, folded_groups)
 
     def _fold(self, entries: list[FleetEntry]) -> tuple[dict[Group, _Sums], int, int]:
         present: dict[Group, None] = dict.fromkeys(e.group for e in entries)
@@ -200,35 +258,3 @@ def _means(rows: list[tuple[float | None, ...]] | None) -> list[tuple[float | No
         vals = [v for v in col if v is not None]
         out.append((math.fsum(vals) / len(vals), len(vals)) if vals else (None, 0))
     return out
-
-
-def _families(sums: dict[Group, _Sums], limit: int, groups: int, folded_runs: int,
-              folded_groups: int) -> list:
-    from prometheus_client.core import GaugeMetricFamily
-
-    def fam(name: str, extra: tuple[str, ...] = ()) -> GaugeMetricFamily:
-        return GaugeMetricFamily(name, HELP[name], labels=[*GROUP_LABELS, *extra])
-
-    runs = fam("streameval_fleet_runs", ("state",))
-    mean = fam("streameval_fleet_mean", ("metric",))
-    count = fam("streameval_fleet_mean_runs", ("metric",))
-    aborted = fam("streameval_fleet_aborted_runs", ("policy",))
-    for group, s in sums.items():
-        labels = list(group)
-        runs.add_metric([*labels, "active"], s.active)
-        runs.add_metric([*labels, "finished"], s.finished)
-        for m, (value, n) in zip(FLEET_METRICS, _means(s.rows)):
-            count.add_metric([*labels, m.name], n)
-            if value is not None:
-                mean.add_metric([*labels, m.name], value)
-        for policy, n in sorted((s.aborted or {}).items()):
-            aborted.add_metric([*labels, policy], n)
-    return [runs, mean, count, aborted,
-            GaugeMetricFamily("streameval_fleet_groups", HELP["streameval_fleet_groups"],
-                              value=groups),
-            GaugeMetricFamily("streameval_fleet_groups_limit",
-                              HELP["streameval_fleet_groups_limit"], value=limit),
-            GaugeMetricFamily("streameval_fleet_folded_runs", HELP["streameval_fleet_folded_runs"],
-                              value=folded_runs),
-            GaugeMetricFamily("streameval_fleet_folded_groups",
-                              HELP["streameval_fleet_folded_groups"], value=folded_groups)]

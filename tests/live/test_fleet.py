@@ -265,22 +265,40 @@ def test_the_default_cap_exports_every_run_of_a_small_table(five):
     assert one(m, "streameval_per_run_series_dropped_runs", state="active") == 0
 
 
-def test_a_capped_scrape_is_the_bytes_prometheus_client_writes(five):
-    """The served fast path and prometheus_client's encoders agree under the cap."""
+@pytest.mark.parametrize("groups", [1, 5])
+def test_a_capped_scrape_is_the_bytes_prometheus_client_writes(tmp_path, groups):
+    """The served fast path (per-run and fleet text) and prometheus_client's encoders
+    agree under the caps, for label values that need escaping, in both formats."""
     from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_om
 
     from streameval.live.exporter import RunsCollector
 
+    runs = tmp_path / "runs"
+    odd = {"agent": "ägent", "model": 'm"q\\b', "experiment": "line\nbreak {x=\"1\"}"}
+    write_run(runs, "act1", **odd, reads=[("src/app.py", 1, 20)], end=False)
+    write_run(runs, "fin1", **odd, reads=[("src/util.py", 1, 3)])
+    write_run(runs, "fin2", **G2, reads=[("src/app.py", 1, 20), ("src/util.py", 1, 3)])
+    w = start(tmp_path, runs, policy=True)
     reg = CollectorRegistry()
-    reg.register(RunsCollector(five.table, per_run_series=2, fleet_groups=1))
-    server, _r, port = serve(five.table, "127.0.0.1", 0, per_run_series=2, fleet_groups=1)
+    reg.register(RunsCollector(w.table, per_run_series=2, fleet_groups=groups))
+    server, _r, port = serve(w.table, "127.0.0.1", 0, per_run_series=2, fleet_groups=groups)
+    url = f"http://127.0.0.1:{port}/metrics"
+    om_req = urllib.request.Request(url, headers={
+        "Accept": "application/openmetrics-text; version=1.0.0"})
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        with urllib.request.urlopen(url, timeout=10) as r:
             served = r.read()
+        with urllib.request.urlopen(om_req, timeout=10) as r:
+            om = r.read()
     finally:
         server.close()
     assert served == generate_latest(reg)
-    assert b'streameval_fleet_folded_runs 2.0' in served
+    assert om == generate_om(reg)
+    # the newline became "?", quotes and backslashes escaped
+    assert b'experiment="line?break {x=\\"1\\"}"' in served
+    assert (b"streameval_fleet_folded_runs 1.0" if groups == 1 else
+            b"streameval_fleet_folded_runs 0.0") in served
 
 
 # ---------------------------------------------------------------------- bounded label sets
