@@ -19,6 +19,7 @@ limit, folding the rest into ``other``.
     python benchmarks/bench_fleet.py --json fleet.json
     python benchmarks/bench_fleet.py --rogue-every 10 --json fleet-rogue.json
     git archive main | tar -x -C /tmp/main && python benchmarks/bench_fleet.py --src /tmp/main
+    python benchmarks/bench_fleet.py --micro   # the fold, the fleet's text, the cap, alone
 
 Loopback only; stops at ``--runs`` or after ``--max-seconds``.
 """
@@ -189,6 +190,44 @@ def summary(rows: list[dict]) -> dict:
     return out
 
 
+def micro(runs: int = 10_000, rogue_every: int = 0, repeat: int = 7) -> dict:
+    """What the fleet and the cap cost one scrape, alone (median of ``repeat``): ``runs``
+    finished runs' entries folded, the fleet's text written, the cap's ranking."""
+    import random
+    import statistics
+    from types import SimpleNamespace
+
+    from prometheus_client.exposition import generate_latest
+
+    from streameval.live.exporter import Exported, _Families, newest_first
+    from streameval.live.exposition import fleet_text
+    from streameval.live.fleet import FLEET_METRICS, Fleet, FleetEntry
+
+    rng = random.Random(1)
+    entries = [FleetEntry(tuple(labels(i, rogue_every).values()), ("steps-3",),
+                          tuple(rng.random() for _ in FLEET_METRICS)) for i in range(runs)]
+    pairs = [(SimpleNamespace(first_seen=rng.random(), finished_at=rng.random()),
+              Exported((), (), [], e)) for e in entries]
+    fleet = Fleet()
+
+    def ms(fn) -> float:
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1000)
+        return round(statistics.median(times), 1)
+
+    numbers = fleet.numbers(entries)
+    return {"runs": runs, "rogue_every": rogue_every, "label_sets": numbers.groups,
+            "fleet_samples": sum(len(v) for v in numbers.samples.values()),
+            "fold_ms": ms(lambda: fleet.numbers(entries)),
+            "text_ms": ms(lambda: fleet_text(numbers, False)),
+            # the same bytes through prometheus_client (the collect() path)
+            "encoders_ms": ms(lambda: generate_latest(_Families(numbers.families()))),
+            "cap_ms": ms(lambda: newest_first(pairs, 1000))}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=5000)
@@ -201,10 +240,19 @@ def main() -> None:
     p.add_argument("--src", type=Path,
                    help="run the watcher of another source tree (e.g. `git archive main` "
                         "unpacked) with this interpreter: the same load, for comparison")
+    p.add_argument("--micro", action="store_true",
+                   help="only time the fleet's fold, its text and the cap on 10,000 runs "
+                        "(in this process, no watcher)")
     p.add_argument("--json", type=Path)
     p.add_argument("watch_args", nargs="*", help="more watch options, after --")
     args = p.parse_args()
-    results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}}
+    if args.micro:
+        print(json.dumps(machine()))
+        for rogue in (0, 10):
+            print(json.dumps(micro(rogue_every=rogue)), flush=True)
+        return
+    results = {"machine": machine(),
+               "args": vars(args) | {"json": str(args.json), "src": str(args.src or "")}}
     print(json.dumps(results["machine"]), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         work = Path(tmp)
