@@ -19,6 +19,7 @@ from streameval.model import GRANULARITIES
 from streameval.playback.player import play
 from streameval.reading.describe import describe_call
 from streameval.runs.resources import Resources
+from streameval.scoring.record import Record
 
 
 def default_linger(linger: float | None) -> float | None:
@@ -32,10 +33,11 @@ def default_linger(linger: float | None) -> float | None:
 def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
             speed: float = 1.0, linger: float | None = 0.0, out: Path | None = None,
             into: Path | None = None, listeners: list[Callable] = (),
-            announce=print) -> int:
+            announce=print) -> list[Record]:
     """Play ``traces`` into a watched directory; serve metrics until done (+ ``linger``).
 
-    ``linger=None`` keeps serving until interrupted. Returns the number of runs scored.
+    ``linger=None`` keeps serving until interrupted. Returns the runs' final records
+    (error records included: the caller's exit code says whether all were scored).
     """
     import anyio
 
@@ -47,6 +49,7 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
                           patch_grace=2.0, rescan_interval=1.0)
         w = Watcher(cfg, res)
         w.listeners.extend(listeners)
+        records: list[Record] = []
         server, _reg, bound = serve(w.table, host, port)
         announce(f"metrics on http://{host}:{bound}/metrics "
                  f"(playing {len(traces)} run(s) at {speed:g}x)")
@@ -63,7 +66,7 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
                 for f in w.followers.values():
                     f.finish("end")
                 w.tick()
-                summarize(w, announce)
+                records.extend(summarize(w, announce))
                 if linger is None:
                     announce("serving until Ctrl-C")
                     await anyio.sleep_forever()
@@ -76,17 +79,20 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
             pass
         finally:
             server.close()
-        return len(w.table.runs)
+        return records
 
 
 async def _watch(w, stop, *, task_status) -> None:
     await run_watcher(w, stop, task_status=task_status)
 
 
-def summarize(w, announce=print) -> None:
+def summarize(w, announce=print) -> list[Record]:
+    """One line per run's final record, announced; the records returned."""
+    records: list[Record] = []
     with w.table.lock:
         for run in w.table.runs.values():
             rec = run.session.record()
+            records.append(rec)
             if "error" in rec:
                 announce(f"final: {rec['instance_id']}: {rec['error']}")
                 continue
@@ -94,6 +100,7 @@ def summarize(w, announce=print) -> None:
             el = rec.get("editloc")
             tail = f"  editloc {el['recall']:.2f}" if el else ""
             announce(f"final: {rec['run_id']}: {rec['num_steps']} steps; coverage {cov}{tail}")
+    return records
 
 
 class LiveTable:
