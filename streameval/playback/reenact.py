@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
+from streameval.errors import RUN_FLAGS
 from streameval.live.exporter import serve
 from streameval.live.watch import WatchConfig, Watcher, run_watcher
 from streameval.model import GRANULARITIES
@@ -99,17 +100,26 @@ def summarize(w, announce=print) -> list[Record]:
             cov = "  ".join(f"{g} {rec['final'][g]['coverage']:.2f}" for g in GRANULARITIES)
             el = rec.get("editloc")
             tail = f"  editloc {el['recall']:.2f}" if el else ""
+            flags = sorted(k for k in rec.get("problems", {}) if k in RUN_FLAGS)
+            tail += f"  flagged: {', '.join(flags)}" if flags else ""
             announce(f"final: {rec['run_id']}: {rec['num_steps']} steps; coverage {cov}{tail}")
     return records
 
 
+#: the footnote of the first ``1.00*``: an empty prediction's precision is no score
+EMPTY_NOTE = ("  * nothing read at the line level yet: precision 1.00 by convention "
+              "(docs/metrics.md §3), not a good score")
+
+
 class LiveTable:
-    """Prints one line per new tool call: coverage by granularity as it grows."""
+    """Prints one line per new tool call: coverage by granularity as it grows, and the
+    line precision, marked ``*`` while the run has read no line (1.00 by convention)."""
 
     def __init__(self, out=sys.stdout):
         self.out = out
         self.seen: dict[str, int] = {}
         self._headed = False
+        self._noted = False
 
     def _head(self) -> None:
         # printed with the first row, after the "metrics on ..." line
@@ -129,9 +139,14 @@ class LiveTable:
                     self._head()
                 grans = snap.scores.granularities
                 cov = "".join(f"{grans[g].coverage:>8.2f}" for g in GRANULARITIES)
+                line = grans["line"]
+                empty = line.pred_size == 0
+                prec = f"{line.precision:>10.2f}*" if empty else f"{line.precision:>11.2f}"
                 print(f"{snap.run_id[:17]:<18}{snap.num_steps:>5}{n:>6}  {cov}"
-                      f"{grans['line'].precision:>11.2f}  {_last_call(snap.last_call)}",
-                      file=self.out, flush=True)
+                      f"{prec}  {_last_call(snap.last_call)}", file=self.out, flush=True)
+                if empty and not self._noted:
+                    self._noted = True
+                    print(EMPTY_NOTE, file=self.out, flush=True)
 
 
 
