@@ -22,7 +22,7 @@ from streameval.runs.evaluate import land_file_patch, make_session, run_identity
 from streameval.runs.reader import TraceReader
 from streameval.scoring.session import RunSession
 from streameval.sources.repocache import open_repo
-from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.files import iter_marked_lines, open_adapter
 from streameval.traces.identity import identify, patch_beside
 
 
@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
     reader = TraceReader(adapter, _session_factory(args, res, fmt, printer, plain))
     lines = 0
     try:
-        for line, lineno in iter_lines(args.trace):
+        for line, lineno, cut in iter_marked_lines(args.trace):
             lines = lineno
-            reader.feed_line(line, lineno)
+            reader.feed_line(line, lineno, unterminated=cut)
     except OSError as exc:
         print(f"streameval inspect: {args.trace}: {exc}", file=sys.stderr)
         return 2

@@ -413,8 +413,9 @@ class TraceFollower:
                 return
             if self.reader is not None and not self.closed:
                 if self.tail.pending:
-                    for line, lineno in self.tail.poll(final=True).lines:
-                        self.reader.feed_line(line, lineno)
+                    batch = self.tail.poll(final=True)   # its last line may be cut
+                    for line, lineno in batch.lines:
+                        self.reader.feed_line(line, lineno, unterminated=lineno == batch.cut)
                 if not self.document:
                     self.reader.close()
                 elif not self.restoring:   # the bad lines of the document's last read
@@ -454,6 +455,8 @@ class TraceFollower:
             record = s.record()
             if self.moved_to is not None:
                 record["trace_moved_to"] = self.moved_to   # run_id and trace as first given
+            if "error" in record:   # decided at the run's end (a cut trace...): counted
+                self.table.unscored(run.key, s.identity, record["error"])
             digest = record_digest(record)
             run.checked_version = s.version
             if self.written.get(run.key) == digest or digest in already:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
+from streameval.errors import RUN_FLAGS
 from streameval.live.loop import run_watcher
 from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
@@ -20,6 +21,7 @@ from streameval.model import GRANULARITIES
 from streameval.playback.player import play
 from streameval.reading.describe import describe_call
 from streameval.runs.resources import Resources
+from streameval.scoring.record import Record
 
 
 def default_linger(linger: float | None) -> float | None:
@@ -33,10 +35,11 @@ def default_linger(linger: float | None) -> float | None:
 def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
             speed: float = 1.0, linger: float | None = 0.0, out: Path | None = None,
             into: Path | None = None, listeners: list[Callable] = (),
-            announce=print) -> int:
+            announce=print) -> list[Record]:
     """Play ``traces`` into a watched directory; serve metrics until done (+ ``linger``).
 
-    ``linger=None`` keeps serving until interrupted. Returns the number of runs scored.
+    ``linger=None`` keeps serving until interrupted. Returns the runs' final records
+    (error records included: the caller's exit code says whether all were scored).
     """
     import anyio
 
@@ -48,6 +51,7 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
                           patch_grace=2.0, rescan_interval=1.0)
         w = Watcher(cfg, res)
         w.listeners.extend(listeners)
+        records: list[Record] = []
         server, _reg, bound = serve(w.table, host, port)
         announce(f"metrics on http://{host}:{bound}/metrics "
                  f"(playing {len(traces)} run(s) at {speed:g}x)")
@@ -64,7 +68,7 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
                 for f in w.followers.values():
                     f.finish("end")
                 w.tick()
-                summarize(w, announce)
+                records.extend(summarize(w, announce))
                 if linger is None:
                     announce("serving until Ctrl-C")
                     await anyio.sleep_forever()
@@ -77,33 +81,46 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
             pass
         finally:
             server.close()
-        return len(w.table.runs)
+        return records
 
 
 async def _watch(w, stop, *, task_status) -> None:
     await run_watcher(w, stop, task_status=task_status)
 
 
-def summarize(w, announce=print) -> None:
+def summarize(w, announce=print) -> list[Record]:
+    """One line per run's final record, announced; the records returned."""
+    records: list[Record] = []
     with w.table.lock:
         for run in w.table.runs.values():
             rec = run.session.record()
+            records.append(rec)
             if "error" in rec:
                 announce(f"final: {rec['instance_id']}: {rec['error']}")
                 continue
             cov = "  ".join(f"{g} {rec['final'][g]['coverage']:.2f}" for g in GRANULARITIES)
             el = rec.get("editloc")
             tail = f"  editloc {el['recall']:.2f}" if el else ""
+            flags = sorted(k for k in rec.get("problems", {}) if k in RUN_FLAGS)
+            tail += f"  flagged: {', '.join(flags)}" if flags else ""
             announce(f"final: {rec['run_id']}: {rec['num_steps']} steps; coverage {cov}{tail}")
+    return records
+
+
+#: the footnote of the first ``1.00*``: an empty prediction's precision is no score
+EMPTY_NOTE = ("  * nothing read at the line level yet: precision 1.00 by convention "
+              "(docs/metrics.md §3), not a good score")
 
 
 class LiveTable:
-    """Prints one line per new tool call: coverage by granularity as it grows."""
+    """Prints one line per new tool call: coverage by granularity as it grows, and the
+    line precision, marked ``*`` while the run has read no line (1.00 by convention)."""
 
     def __init__(self, out=sys.stdout):
         self.out = out
         self.seen: dict[str, int] = {}
         self._headed = False
+        self._noted = False
 
     def _head(self) -> None:
         # printed with the first row, after the "metrics on ..." line
@@ -123,9 +140,14 @@ class LiveTable:
                     self._head()
                 grans = snap.scores.granularities
                 cov = "".join(f"{grans[g].coverage:>8.2f}" for g in GRANULARITIES)
+                line = grans["line"]
+                empty = line.pred_size == 0
+                prec = f"{line.precision:>10.2f}*" if empty else f"{line.precision:>11.2f}"
                 print(f"{snap.run_id[:17]:<18}{snap.num_steps:>5}{n:>6}  {cov}"
-                      f"{grans['line'].precision:>11.2f}  {_last_call(snap.last_call)}",
-                      file=self.out, flush=True)
+                      f"{prec}  {_last_call(snap.last_call)}", file=self.out, flush=True)
+                if empty and not self._noted:
+                    self._noted = True
+                    print(EMPTY_NOTE, file=self.out, flush=True)
 
 
 

@@ -16,7 +16,7 @@ from streameval.runs.reader import TraceReader
 from streameval.runs.resources import Resources
 from streameval.scoring.record import Record, error_record
 from streameval.scoring.session import RunSession
-from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.files import iter_marked_lines, open_adapter
 from streameval.traces.formats import states_context
 from streameval.traces.identity import identify, instance_candidates, patch_beside
 
@@ -73,6 +73,7 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
             f"{identity.instance_id!r}; {hint}"), **kw)
     try:
         view = res.repos.view_for(gold)
+        res.repos.check_gold(gold, view)
     except (RepoError, StreamevalError) as exc:
         return RunSession(identity, gold, fmt=fmt, error=f"{exc.reason.value}: {exc}", **kw)
     return RunSession(identity, gold, view, res.symbols, fmt=fmt, texts=res.texts, **kw)
@@ -101,8 +102,8 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
         return make_session(res, ident, name)
 
     reader = TraceReader(adapter, factory)
-    for line, lineno in iter_lines(path):
-        reader.feed_line(line, lineno)
+    for line, lineno, cut in iter_marked_lines(path):
+        reader.feed_line(line, lineno, unterminated=cut)
     sessions = reader.close()
     land_file_patch(sessions, side_patch)
     return [s.record() for s in sessions]
