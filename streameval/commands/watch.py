@@ -26,6 +26,7 @@ from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
 from streameval.live.ingest import IngestRoutes, ingest_routes
 from streameval.live.loop import run_until_signal
+from streameval.live.pages import mount_live_page
 from streameval.live.server import serve
 from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher
 
@@ -96,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
         if engine is not None:
             engine.close()
         raise
+    mount_live_page(server.app, w)
     print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
-          f"(watching {cfg.root})", flush=True)
+          f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
     try:
         anyio.run(run_until_signal, w)
     except KeyboardInterrupt:

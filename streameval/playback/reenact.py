@@ -14,6 +14,7 @@ from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.live.loop import run_watcher
+from streameval.live.pages import mount_live_page
 from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 from streameval.model import GRANULARITIES
@@ -49,7 +50,8 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
         w = Watcher(cfg, res)
         w.listeners.extend(listeners)
         server, _reg, bound = serve(w.table, host, port)
-        announce(f"metrics on http://{host}:{bound}/metrics "
+        mount_live_page(server.app, w)
+        announce(f"metrics on http://{host}:{bound}/metrics, the page on http://{host}:{bound}/ "
                  f"(playing {len(traces)} run(s) at {speed:g}x)")
 
         async def main() -> None:
