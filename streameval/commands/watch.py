@@ -53,7 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="runs kept in memory at most: past it, the oldest finished runs whose "
                         "record is written leave first (default 10000)")
     p.add_argument("--checkpoint", type=Path, metavar="FILE",
-                   help="state file for resuming after a restart")
+                   help="state file for resuming after a restart (default: STATE_DIR/checkpoint.json "
+                        "with --state-dir, else OUT.checkpoint.json beside --out)")
+    p.add_argument("--state-dir", type=Path, metavar="DIR",
+                   help="directory for the watcher's own state (the checkpoint)")
+    p.add_argument("--no-checkpoint", action="store_true",
+                   help="keep no checkpoint: a restart re-reads every trace and still writes "
+                        "no record twice (--out is read), but keeps no promise of a late patch "
+                        "for runs that left memory, nor of abort decisions")
     p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
                    help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
@@ -70,9 +77,24 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
         root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
         port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
-        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=args.checkpoint,
+        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=default_checkpoint(args),
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
         include_sidechain=args.include_sidechain, force_polling=args.poll)
+
+
+def default_checkpoint(args: argparse.Namespace) -> Path | None:
+    """The checkpoint: ``--checkpoint``, else in ``--state-dir``, else beside ``--out``;
+    None with ``--no-checkpoint`` or nowhere to keep it (no --out: no record is owed)."""
+    if args.no_checkpoint:
+        return None
+    if args.checkpoint is not None:
+        return args.checkpoint
+    if args.state_dir is not None:
+        args.state_dir.mkdir(parents=True, exist_ok=True)
+        return args.state_dir / "checkpoint.json"
+    if args.out is not None:
+        return args.out.with_name(args.out.name + ".checkpoint.json")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 
 from streameval.errors import Reason, TraceFormatError
@@ -51,6 +51,12 @@ def record_digest_of_line(line: bytes) -> str:
     return hashlib.sha1(line).hexdigest()
 
 
+def _grew_at(now: float, mtime: float | None) -> float:
+    """When the file last grew: its mtime (a file read again after a restart, or after
+    its runs left memory, has been idle since then, not since now), never the future."""
+    return now if mtime is None else min(now, mtime)
+
+
 class TraceFollower:
     """Lines of one trace file -> sessions in the run table -> records once runs end."""
 
@@ -79,6 +85,8 @@ class TraceFollower:
         self.format_error: str | None = None
         self._head: list[tuple[bytes, int]] = []
         self.last_growth = time.time()
+        #: reading what the file held when it was (re)opened: it last grew at its mtime
+        self._first_read = True
         self.identity: RunIdentity = identify(self.path, instance, root=root)
         #: where the trace now lives, relative to the root, once it was moved
         self.moved_to: str | None = None
@@ -160,6 +168,16 @@ class TraceFollower:
         self.reader = None
         self._head = []
 
+    @property
+    def lines_counted(self) -> int:
+        """Lines of this file counted in the watcher's statistics so far."""
+        return self._counted
+
+    def counted_before(self, lines: int) -> None:
+        """The file passed through before with ``lines`` counted: read again, they are
+        not counted again."""
+        self._counted = max(self._counted, lines)
+
     def current_identity(self) -> RunIdentity:
         """The identity meta.json now gives, under the name first given."""
         return identify(self.path, self.instance, root=self.root, named=self.key_path)
@@ -180,6 +198,7 @@ class TraceFollower:
         """Start the trace again from its first byte (re-opened, re-identified)."""
         self._start_over(event)
         self.tail.reset()
+        self._first_read = True
 
     def _start_over(self, event: str) -> None:
         """Forget the runs and the format: the file is read anew (the tail says from where)."""
@@ -208,6 +227,7 @@ class TraceFollower:
             total += n
             if stop or not batch.more:
                 break
+        self._first_read = False
         if fresh and self.document and self.fmt is not None and not self.closed:
             # the format was detected just now, line by line: a document adapter only
             # buffers until ``close``, so read the document whole now, or a trace that
@@ -229,7 +249,7 @@ class TraceFollower:
         if self.closed:  # a finished run's file grew again: score the whole file anew
             self.restart("reopened")
             return self.poll(now), True
-        self.last_growth = now
+        self.last_growth = _grew_at(now, batch.mtime) if self._first_read else now
         lines = batch.ordered()   # a line too long to hold is None, in its place
         # the lock per slice of lines, not per megabyte: a scrape or another file's
         # batch gets in between (and one long tool call is served stale, not waited on)
@@ -350,7 +370,8 @@ class TraceFollower:
                 self._counted = 0
             self.tail.reset()
             return self.poll(now)
-        self.last_growth = now
+        self.last_growth = _grew_at(now, batch.mtime) if self._first_read else now
+        self._first_read = False
         return self._reread_document()
 
     def _reread_document(self) -> int:
@@ -415,7 +436,7 @@ class TraceFollower:
         return s is not None and s.ended
 
     def due_records(self, now: float, patch_grace: float,
-                    write: Callable[[dict], None], already: set[str] | frozenset = frozenset()) -> int:
+                    write: Callable[[dict], None], already: Container[str] = frozenset()) -> int:
         """Write the record of every finished run whose patch landed or whose grace passed.
 
         A record already written is written again only when it changed (a patch that

@@ -122,7 +122,15 @@ class RunTable:
 
     def remove(self, key: str) -> LiveRun | None:
         with self.lock:
-            return self.runs.pop(key, None)
+            run = self.runs.pop(key, None)
+            if run is not None:
+                self._left(run)
+            return run
+
+    def _left(self, run: LiveRun) -> None:
+        """A run left the table: nothing of it stays (its run id, its unscored mark)."""
+        self.run_ids.release(run.session.identity.run_id)
+        self._unscored.discard(run.key)
 
     def expire(self, now: float | None = None, hold=None, max_runs: int | None = None) -> list[str]:
         """Drop finished runs older than ``keep_finished_seconds``, except those
@@ -135,14 +143,14 @@ class RunTable:
                    if r.finished_at is not None and now - r.finished_at > self.keep_finished_seconds
                    and not (hold is not None and hold(r))]
             for k in old:
-                del self.runs[k]
+                self._left(self.runs.pop(k))
             over = len(self.runs) - max_runs if max_runs is not None else 0
             if over > 0:
                 done = sorted((r.finished_at, k) for k, r in self.runs.items()
                               if r.finished_at is not None and not (hold is not None and hold(r)))
                 evicted = [k for _, k in done[:over]]
                 for k in evicted:
-                    del self.runs[k]
+                    self._left(self.runs.pop(k))
                 self.stats.events["evicted"] += len(evicted)
                 if len(evicted) < over and not self._over_warned:
                     self._over_warned = True

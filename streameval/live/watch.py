@@ -33,7 +33,8 @@ from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
 from streameval.fileio import append_whole, cut_torn_tail, write_atomic
 from streameval.live.follow import TraceFollower, record_digest_of_line
-from streameval.live.outputs import CHECKPOINT_VERSION, read_checkpoint
+from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
+from streameval.live.passed import Passed, Rescans
 from streameval.live.table import RunTable
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
@@ -126,13 +127,16 @@ class Watcher:
         self._by_file: dict[tuple[int, int], TraceFollower] = {}
         #: first path -> follower of a trace since moved (abort actions find it there)
         self.moved: dict[Path, TraceFollower] = {}
+        #: files whose runs left memory, while a rescan may come across them
+        self.passed = Passed()
+        self.rescans = Rescans(cfg.rescan_interval)
         self.predictions: dict[str, str] = {}
         self._pred_tail = None
         self._last_checkpoint = 0.0
         self.started_at = time.time()
-        self._last_rescan = 0.0
-        #: digests of records already in --out (read at restore): never written twice
-        self.out_digests: set[str] = set()
+        #: digests of records in --out (all read at restore, then the recent ones):
+        #: a record is never written twice
+        self.out_digests = Digests(keep=max(10_000, 4 * cfg.max_runs))
         self.listeners: list = []   # called with the watcher after each processed batch
         self.tick_hooks: list = []  # called with (watcher, now) at every tick (abort policies)
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
@@ -151,12 +155,28 @@ class Watcher:
 
     @_counting_clamps
     def scan(self) -> int:
-        """Find trace files not yet followed (start-up and periodic safety net)."""
+        """Find trace files not yet followed (start-up and periodic safety net). After
+        the first walk, only files changed or made since the previous one began are
+        looked at, and those that passed through unchanged are skipped (``passed``)."""
         found = 0
+        self.rescans.begin(time.time())
+        horizon = self.rescans.horizon
         for p in walk_files(self.cfg.root):
-            if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
-                self.follow(p)
-                found += 1
+            if p in self.followers or not self.is_trace(p):
+                continue
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue   # gone since the walk listed it
+            if not stat.S_ISREG(st.st_mode) or self.passed.unchanged(st):
+                continue
+            if horizon is not None and max(st.st_mtime, st.st_ctime) < horizon:
+                continue
+            self.follow(p)
+            found += 1
+        self.rescans.end()
+        if self.rescans.horizon is not None:
+            self.passed.prune(self.rescans.horizon)
         return found
 
     def _hidden(self, path: Path) -> bool:
@@ -180,6 +200,7 @@ class Watcher:
             self._note_move(f, path, named)
         f.lag_since = self.started_at
         f.file_key = key
+        f.counted_before(self.passed.lines(key))
         self.followers[path] = f
         if key is not None:
             self._by_file[key] = f
@@ -247,7 +268,7 @@ class Watcher:
         if self._hidden(path):
             return   # as the walk: a hidden directory's files (a spool's staging) are not traces
         if path.name in PATCH_NAMES:
-            self._patch_changed(path)
+            self._patch_changed(path, now)
             return
         if path.name == META_NAME:
             self._meta_changed(path, now)
@@ -270,12 +291,18 @@ class Watcher:
             if kind == "other" and not deleted and os.path.isdir(path):
                 self._dir_appeared(path, now)   # a run directory moved or copied in
                 return
-            if not self.is_trace(path) or kind != "file":
+            if not self.is_trace(path) or kind != "file" or self._passed_unchanged(path):
                 return
             f = self.follow(path)
         f.poll(now)
         if notify:
             self._after_batch()
+
+    def _passed_unchanged(self, path: Path) -> bool:
+        try:
+            return self.passed.unchanged(os.stat(path))
+        except OSError:
+            return False
 
     def _dir_appeared(self, directory: Path, now: float) -> None:
         for p in walk_files(directory):
@@ -296,10 +323,28 @@ class Watcher:
                 f.restart("reidentified")
                 f.poll(now)
 
-    def _patch_changed(self, patch_path: Path) -> None:
-        for f in self.followers.values():
-            if f.path.parent == patch_path.parent and f.land_patch():
+    def _patch_changed(self, patch_path: Path, now: float) -> None:
+        """A patch beside a trace: its runs get it, also runs that left memory (their
+        file is read again, with the patch): a record written without EditLoc is owed
+        its correction whenever the patch lands, across restarts too."""
+        for p in self._traces_in(patch_path.parent):
+            f = self.followers.get(p)
+            if f is None or f.reader is None:
+                f = f or self.follow(p)
+                if f.reader is None and f.closed:
+                    f.restart("reopened")
+                f.poll(now)
                 self.table.stats.events["patch_landed"] += 1
+            elif f.land_patch():
+                self.table.stats.events["patch_landed"] += 1
+
+    def _traces_in(self, directory: Path) -> list[Path]:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return []
+        return [directory / n for n in names
+                if self.is_trace(directory / n) and _kind(directory / n) == "file"]
 
     @_counting_clamps
     def poll_all(self, now: float | None = None) -> None:
@@ -373,10 +418,9 @@ class Watcher:
         # every tick, not only when something expired now: a multi-run file may close
         # (idle) after its runs already left the table
         self._release_expired()
-        if now - self._last_rescan >= self.cfg.rescan_interval:
+        if self.rescans.due(now):
             # the safety net for file events missed (e.g. lines written before
             # watchfiles started watching): find new files and poll every file
-            self._last_rescan = now
             self.scan()
             self.poll_predictions()
             self.poll_all(now)
@@ -385,11 +429,14 @@ class Watcher:
             self._last_checkpoint = now
 
     def _release_expired(self) -> None:
-        """Followers whose runs all left the table drop their sessions: with
-        thousands of finished traces, only a tail position and digests stay."""
-        for f in self.followers.values():
-            if f.closed and f.reader is not None and not f.live_runs():
-                f.release()
+        """Followers whose runs all left the table (records written) are forgotten:
+        nothing of a run that passed through stays but a line in ``passed`` while a
+        rescan may still come across its file."""
+        done = [f for f in self.followers.values() if f.closed and not f.live_runs()]
+        for f in done:
+            f.release()
+            self.passed.remember(f.file_key, str(f.path), f.lines_counted)
+            self._forget(f)
 
     def _write_due(self, f: TraceFollower, now: float, force: bool = False,
                    save: bool = True) -> int:
@@ -415,6 +462,7 @@ class Watcher:
         line = record_line(record)
         try:
             append_whole(self.cfg.out, line)
+            self.out_digests.add(record_digest_of_line(line))
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
             if not self._out_failing:   # once per outage, not at every tick's retry
@@ -482,7 +530,7 @@ class Watcher:
         with open(self.cfg.out, "rb") as fh:
             for line in fh:
                 if line.endswith(b"\n"):
-                    self.out_digests.add(record_digest_of_line(line))
+                    self.out_digests.restored(record_digest_of_line(line))
 
     def close(self) -> None:
         self.save_checkpoint()

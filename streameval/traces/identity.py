@@ -152,6 +152,7 @@ class RunIds:
     def __init__(self) -> None:
         self._owner: dict[str, tuple[str, str]] = {}   # run id -> (trace, instance)
         self._given: dict[tuple[str, str, str], str] = {}
+        self._asked: dict[str, tuple[str, str, str]] = {}   # id given -> what asked for it
 
     def claim(self, run_id: str, trace: str | None, instance_id: str) -> str:
         key = (run_id, trace or "", instance_id)
@@ -165,7 +166,22 @@ class RunIds:
             got = f"{run_id}~{digest.hexdigest()[:6]}"
             self._owner.setdefault(got, key[1:])
         self._given[key] = got
+        self._asked[got] = key
         return got
+
+    def release(self, run_id: str) -> None:
+        """The run that was given ``run_id`` left memory: the id is free again (a run
+        passing through leaves no entry; read again later, it asks anew)."""
+        key = self._asked.pop(run_id, None)
+        if key is None:
+            return
+        self._given.pop(key, None)
+        for rid in (key[0], run_id):
+            if self._owner.get(rid) == key[1:]:
+                del self._owner[rid]
+
+    def __len__(self) -> int:
+        return len(self._given)
 
 
 def instance_candidates(trace: Path) -> list[str]:
