@@ -33,6 +33,7 @@ from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
 from streameval.fileio import append_whole, cut_torn_tail, write_atomic
 from streameval.live.follow import TraceFollower, record_digest_of_line
+from streameval.live.narrate import Narration
 from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
 from streameval.live.passed import Passed, Rescans
 from streameval.live.table import RunTable
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_GLOBS = ("trace.jsonl", "*.traj.json", "*.traj", "*.checkpoints.jsonl",
                  "output.jsonl", "rollout-*.jsonl", "events.jsonl", "trajectory.json")
+#: names followed when their content turns out to be a known format (a Claude Code
+#: session ``<uuid>.jsonl``); files that are not get one debug line. ``--glob`` replaces
+#: both tuples: given patterns are traces, whatever their content.
+SNIFF_GLOBS = ("*.jsonl", "*.json")
 
 
 def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:
@@ -73,6 +78,7 @@ class WatchConfig:
     checkpoint_interval: float = 5.0
     fmt: str | None = None
     include_sidechain: bool = False
+    sniff: tuple[str, ...] = SNIFF_GLOBS
     rescan_interval: float = 5.0
     tick_interval: float = 0.2
     force_polling: bool = False
@@ -142,6 +148,12 @@ class Watcher:
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
         #: decisions acted on); ``load`` must accept anything, the file may be edited
         self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+        #: what the watcher says and the counts of its exit summary (live/narrate.py)
+        self.narration = Narration()
+        #: sniffed files found to be no trace: path -> (device, inode, size) then
+        self.not_traces: dict[Path, tuple[int, int, int]] = {}
+        self._own_files = {Path(p).resolve() for p in (cfg.out, cfg.checkpoint, cfg.predictions)
+                           if p is not None}
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -151,7 +163,35 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        return is_trace(path, self.cfg.globs)
+        return is_trace(path, self.cfg.globs) or self._sniffed(path)
+
+    # -------- files followed for their content (SNIFF_GLOBS), and those that were not
+    def _sniffed(self, path: Path) -> bool:
+        """A name of ``cfg.sniff`` not of ``cfg.globs``, not the watcher's own files, and
+        not a file already found to be no trace (unless replaced or cut since)."""
+        if not self.cfg.sniff or not is_trace(path, self.cfg.sniff):
+            return False
+        if path in self._own_files:
+            return False
+        seen = self.not_traces.get(path)
+        if seen is None:
+            return True
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) == seen[:2] and st.st_size >= seen[2]:
+            return False   # the same file, grown at most: its head is what it was
+        del self.not_traces[path]
+        return True
+
+    def _not_trace(self, f: TraceFollower) -> None:
+        try:
+            st = os.stat(f.path)
+            self.not_traces[f.path] = (st.st_dev, st.st_ino, st.st_size)
+        except OSError:
+            pass
+        self._forget(f)
 
     @_counting_clamps
     def scan(self) -> int:
@@ -200,6 +240,9 @@ class Watcher:
             self._note_move(f, path, named)
         f.lag_since = self.started_at
         f.file_key = key
+        f.narration = self.narration
+        f.tentative = not is_trace(path, self.cfg.globs)
+        f.on_not_trace = self._not_trace
         f.counted_before(self.passed.lines(key))
         self.followers[path] = f
         if key is not None:
@@ -385,6 +428,7 @@ class Watcher:
                 for run in list(self.table.runs.values()):
                     if run.session.identity.instance_id == iid:
                         if run.session.set_patch(patch, "predictions"):
+                            self.narration.patch_landed(run.session, "predictions file")
                             self.table.stats.events["patch_landed"] += 1
 
     # ------------------------------------------------------------------ ticking
@@ -463,6 +507,7 @@ class Watcher:
         try:
             append_whole(self.cfg.out, line)
             self.out_digests.add(record_digest_of_line(line))
+            self.narration.record_written(record, self.cfg.out)
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
             if not self._out_failing:   # once per outage, not at every tick's retry

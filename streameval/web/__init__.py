@@ -9,7 +9,7 @@ The live page (``live/page.py``) serves them as they are under the HTML shell of
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 __all__ = ["SCRIPTS", "STYLES", "asset", "names"]
@@ -26,7 +26,7 @@ def names() -> tuple[str, ...]:
     return (*SCRIPTS, *STYLES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def asset(name: str) -> tuple[bytes, str]:
     """(bytes, content type) of the asset ``name``; KeyError for any other name."""
     if name not in names():
