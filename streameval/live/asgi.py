@@ -120,26 +120,34 @@ class Request:
         buf = bytearray(length)
         got = 0
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.app.limits.body_deadline(length)
+        seconds = self.app.limits.body_deadline(length)
+        task = asyncio.current_task()
+        late = [False]
+
+        def too_late() -> None:
+            late[0] = True
+            if task is not None:
+                task.cancel()
+
+        timer = loop.call_later(seconds, too_late)   # one timer for the whole body
         more = True
-        while more:
-            left = deadline - loop.time()
-            try:
-                if left <= 0:
-                    raise asyncio.TimeoutError
-                message = await asyncio.wait_for(self._receive(), left)
-            except asyncio.TimeoutError:
-                raise Refused(408, f"body not received within "
-                                   f"{self.app.limits.body_deadline(length):.0f} s",
-                              "body_timeout") from None
-            if message["type"] == "http.disconnect":
-                raise Refused(400, "client went away mid-body", "disconnected")
-            chunk = message.get("body", b"")
-            if got + len(chunk) > length:
-                raise Refused(400, "body longer than its Content-Length", "bad_length")
-            buf[got:got + len(chunk)] = chunk
-            got += len(chunk)
-            more = message.get("more_body", False)
+        try:
+            while more:
+                message = await self._receive()
+                if message["type"] == "http.disconnect":
+                    raise Refused(400, "client went away mid-body", "disconnected")
+                chunk = message.get("body", b"")
+                if got + len(chunk) > length:
+                    raise Refused(400, "body longer than its Content-Length", "bad_length")
+                buf[got:got + len(chunk)] = chunk
+                got += len(chunk)
+                more = message.get("more_body", False)
+        except asyncio.CancelledError:
+            if not late[0]:
+                raise
+            raise Refused(408, f"body not received within {seconds:.0f} s", "body_timeout") from None
+        finally:
+            timer.cancel()
         if got != length:
             raise Refused(400, "body shorter than its Content-Length", "bad_length")
         return buf

@@ -286,12 +286,18 @@ class Watcher:
         return f.tail.offset - f.tail.pending if f is not None else -1
 
     def steer_reason(self, path: Path) -> str | None:
-        """Why a policy stopped a run of ``path``, for a hook-connected agent."""
+        """Why a policy stopped a run of ``path``, for a hook-connected agent. Read
+        without the table lock (a dict lookup and an attribute, atomic under the GIL):
+        a hook's answer never waits behind the watcher scoring a long tool call."""
         f = self.followers.get(path)
         if f is None:
             return None
-        with self.table.lock:
-            return next((r.steer for r in f.live_runs() if r.steer), None)
+        runs = self.table.runs
+        for key in f.run_keys():
+            run = runs.get(key)
+            if run is not None and run.steer:
+                return run.steer
+        return None
 
     # ------------------------------------------------------------------ changes
     @_counting_clamps
@@ -348,6 +354,8 @@ class Watcher:
             return False
 
     def _dir_appeared(self, directory: Path, now: float) -> None:
+        if directory.name.startswith("."):
+            return   # hidden, as the walk has it (the spool's staging)
         for p in walk_files(directory):
             if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
                 self.follow(p).poll(now)
