@@ -10,7 +10,7 @@
   function ticks(n) {
     if (n <= 1) return [1];
     const raw = n / 6, pow = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 5, 10].map(function (m) { return m * pow; }).find(function (s) { return s >= raw; });
+    const step = Math.max(1, [1, 2, 5, 10].map(function (m) { return m * pow; }).find(function (s) { return s >= raw; }));
     const out = [1];
     for (let t = step; t < n; t += step) if (t > 1) out.push(t);
     out.push(n);
