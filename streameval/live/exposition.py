@@ -63,6 +63,18 @@ def run_text(run: Exported) -> tuple[str, ...]:
     return run.text
 
 
+def prerender(run) -> None:
+    """A run whose record was just written (the table lock held): its series rendered
+    now, by the watcher, so the scrapes that follow only join strings."""
+    from streameval.live.exporter import _base, _run_rows, _signature
+
+    sig = _signature(run)
+    if run.exported is None or run.exported.sig != sig:
+        snap = run.session.snapshot()
+        run.exported = Exported(sig, _base(snap), _run_rows(run, snap))
+    run_text(run.exported)
+
+
 def render(collector: RunsCollector, encoder: Callable[[Any], bytes], openmetrics: bool) -> bytes:
     """The bytes ``encoder(registry)`` would give for a registry holding only
     ``collector``; the process-wide families go through ``encoder`` itself."""

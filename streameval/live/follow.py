@@ -502,6 +502,7 @@ class TraceFollower:
                 break
             self.written[run.key] = digest
             run.record_written = True
+            self.table.settled(run)
             if self.closed or self.fmt in RUN_PER_LINE:
                 run.session.release_reading()   # no line will reach it again
             n += 1

@@ -118,7 +118,7 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
     from prometheus_client import CollectorRegistry
 
     from streameval.live.exporter import RunsCollector
-    from streameval.live.exposition import MetricsRoute
+    from streameval.live.exposition import MetricsRoute, prerender
 
     own = registry is None
     registry = registry if registry is not None else CollectorRegistry()
@@ -126,6 +126,8 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
     registry.register(collector)
     app = App(limits, refused=table.stats.http_refused)
     app.route("/metrics", MetricsRoute(app, registry, collector if own else None))
+    if own:
+        table.on_settled.append(prerender)
     if ingest is not None:
         ingest.mount(app)
     try:

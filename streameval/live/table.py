@@ -98,6 +98,9 @@ class RunTable:
         self.keep_finished_seconds = keep_finished_seconds
         self.caches: list[tuple[str, Any]] = []  # (name, object with .hits/.misses)
         self.on_add: list = []  # called with each new run (abort policies track it)
+        #: called with a run whose record was just written, under the lock (the
+        #: exporter renders its series then, once, instead of at the next scrape)
+        self.on_settled: list = []
 
         self.run_ids = RunIds()   # no two runs share a run id (their label sets)
         self._unscored: set[str] = set()
@@ -118,6 +121,10 @@ class RunTable:
         with self.lock:
             self.runs[run.key] = run
         for hook in self.on_add:
+            hook(run)
+
+    def settled(self, run: LiveRun) -> None:
+        for hook in self.on_settled:
             hook(run)
 
     def remove(self, key: str) -> LiveRun | None:
