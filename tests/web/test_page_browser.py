@@ -276,3 +276,54 @@ def test_screenshots_of_the_example_runs(tmp_path, page):
         assert page.problems() == []
     finally:
         w.stop()
+
+
+def curves(tab) -> dict[str, str]:
+    return dict(tab.eval_on_selector_all(
+        "polyline.series", "ls => ls.map(l => [l.dataset.granularity, l.getAttribute('points')])"))
+
+
+def test_view_html_opens_from_a_file_with_the_live_page_curves(tmp_path, page):
+    """`view --html` of replay's records, opened from disk with no server, draws the very
+    curves the live page draws for the same runs."""
+    import shutil
+
+    ex = ROOT / "examples"
+    runs = tmp_path / "runs"
+    shutil.copytree(ex / "backtest" / "late-find-1", runs / "late-find-1")
+    shutil.copytree(ex / "runs" / "example-run-1", runs / "example-run-1")
+    sources = ["--gold", str(ex / "gold.jsonl"), "--repo", str(ex / "repo")]
+    w = Streameval("watch", str(runs), *sources, "--patch-grace", "0", cwd=tmp_path)
+    live = {}
+    try:
+        for run_id in ("example-run-1", "late-find-1"):
+            wait_for_run(w, run_id)
+            page.tab.goto(f"{w.base}/runs/{run_id}")
+            page.tab.wait_for_function(
+                "() => document.querySelector('polyline[data-granularity=line]')?.dataset.points === '12'")
+            live[run_id] = curves(page.tab)
+    finally:
+        w.stop()
+    from streameval.commands.main import main
+
+    records = tmp_path / "records.jsonl"
+    assert main(["replay", str(runs), *sources, "--out", str(records), "--quiet"]) == 0
+    html = tmp_path / "report.html"
+    assert main(["view", str(records), *sources, "--traces", str(runs), "--html", str(html)]) == 0
+    requests: list[str] = []
+    page.tab.on("request", lambda r: requests.append(r.url))
+    page.tab.goto(html.as_uri())
+    page.tab.wait_for_function("() => document.querySelectorAll('#fleet tbody tr').length === 2")
+    assert page.tab.text_content("#status") == "recorded runs"
+    for run_id in ("example-run-1", "late-find-1"):
+        page.tab.click(f"text={run_id}")
+        page.tab.wait_for_function(
+            f"() => document.querySelector('#run-id')?.textContent === '{run_id}' && "
+            "document.querySelector('polyline[data-granularity=line]')")
+        assert curves(page.tab) == live[run_id]
+        assert page.tab.eval_on_selector_all("section.strip", "s => s.length") == 2
+        assert page.tab.eval_on_selector_all("tr.call", "r => r.length") > 0
+        page.tab.click("text=← all runs")
+        page.tab.wait_for_selector("#fleet tbody tr")
+    assert all(u.startswith("file://") for u in requests), requests   # no server, no network
+    assert page.problems() == []
