@@ -218,7 +218,7 @@ class TraceFollower:
     def _start_over(self, event: str) -> None:
         """Forget the runs and the format: the file is read anew (the tail says from where)."""
         self.table.stats.events[event] += 1
-        self._tell("reread", self.path, event)
+        self._tell("reread", self.path, event, quiet=self.document)
         self._drop_runs()
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
         self.unknown_format = False  # the new content may well be a trace

@@ -106,7 +106,8 @@ class Narration:
             self._say_started(run.session)
         snap = run.session.snapshot()
         why = {"end": "the trace says it ended", "idle": "no growth for the idle timeout",
-               "deleted": "its trace was deleted"}.get(reason, reason)
+               "deleted": "its trace was deleted",
+               "played": "its recording was played to the end"}.get(reason, reason)
         log.info("run %s ended (%s%s): %d tool calls, %d steps", snap.run_id, why,
                  f": {snap.end_reason}" if snap.end_reason and reason == "end" else "",
                  snap.tool_calls, snap.num_steps)
@@ -121,11 +122,14 @@ class Narration:
         log.info("run %s: patch landed (%s); EditLoc is now final", session.identity.run_id, source)
 
     # ------------------------------------------------------------------ files
-    def reread(self, path: Path, event: str) -> None:
+    def reread(self, path: Path, event: str, quiet: bool = False) -> None:
+        """A file read again from its first byte; at DEBUG for a whole-document trace,
+        which its agent saves again after every step (that is how it grows)."""
         if event not in REREAD:
             return
         self.rereads[event] += 1
-        log.info("%s %s: read again from its first byte", path, REREAD[event])
+        log.log(logging.DEBUG if quiet else logging.INFO, "%s %s: read again from its first byte",
+                path, REREAD[event])
 
     def not_a_trace(self, path: Path, why: str) -> None:
         self.not_traces += 1
