@@ -120,6 +120,10 @@ class RunJournal:
         self.files: dict[str, FileTrail] = {}
         #: call rows given up after the run finished (``forget_calls``)
         self.calls_forgotten = False
+        #: the last call's step number (None: it was no step) and coverage after it
+        #: (None: not a step, or the run is not scored)
+        self.last_step: int | None = None
+        self.last_coverage: tuple[float, ...] | None = None
 
     # ------------------------------------------------------------------ listening
     def __call__(self, session: Any, outcome: Any, call: ToolCall) -> None:
@@ -134,6 +138,7 @@ class RunJournal:
                 self._extend_curve(step, coverage)
             self._credit(outcome.step, step)
         self._trail(outcome, step)
+        self.last_step, self.last_coverage = step, coverage
         if len(self.calls) < self.max_calls and not self.calls_forgotten:
             self.calls.append(_row(self.n, step, outcome, call, coverage))
         else:
