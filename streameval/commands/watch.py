@@ -129,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
             engine.close()
         raise
     mount_live_page(server.app, w)
-    print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
-          f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
     try:   # Ctrl-C at any moment from here on still ends with the summary
+        print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
+              f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
         if not args.quiet:
             print(f"streameval watch: {start_line(cfg, res, args.gold)}", flush=True)
         anyio.run(run_until_signal, w)

@@ -6,7 +6,7 @@
   const embedded = document.getElementById("se-data");
   SE.mode = embedded ? "file" : "live";
 
-  SE.href = function (route) {
+  SE.pathTo = function (route) {
     const path = route.run !== undefined ? "/runs/" + encodeURIComponent(route.run) : "/";
     return SE.mode === "file" ? "#" + path : path;
   };
@@ -23,7 +23,7 @@
     const main = document.getElementById("main");
     const statusEl = document.getElementById("status");
     const status = function (text) { statusEl.textContent = text; };
-    document.getElementById("home").setAttribute("href", SE.href({}));
+    document.getElementById("home").setAttribute("href", SE.pathTo({}));
     let view = null;
     const show = function () {
       if (view) view.stop();

@@ -54,7 +54,7 @@ window.SE = window.SE || {};
   // A link inside the page: the route is ours, a run id in it is percent-encoded.
   SE.link = function (route, text, props) {
     const a = SE.el("a", props, text);
-    a.setAttribute("href", SE.href(route));
+    a.setAttribute("href", SE.pathTo(route));
     return a;
   };
 

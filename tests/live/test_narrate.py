@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -174,16 +175,36 @@ def _watch(runs: Path, s, *flags: str) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline()
 
 
+def _until_running(first: str, run_id: str) -> None:
+    """Until the watcher's loop has scanned and listed ``run_id`` (its signal handling is
+    set up once the loop runs; a hang guard, not a speed assertion)."""
+    base = first[first.index("http://"):].split("/metrics")[0]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/api/runs", timeout=10) as r:
+                if run_id in {row["id"] for row in json.loads(r.read())["runs"]}:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the watcher never listed its run")
+
+
 @pytest.mark.slow
 def test_the_command_prints_its_start_line_and_summary_and_q_silences_them(tmp_path):
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
     runs.mkdir()
+    d = run_dir(runs, "r1", {"instance_id": s.instance, "run_id": "r1"})
+    c = Claude()
+    append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 20))
     for flags, quiet in (((), False), (("-q",), True)):
         proc, first = _watch(runs, s, *flags)
         assert "serving metrics on http://127.0.0.1:" in first and "the page on" in first
         if not quiet:
             assert proc.stdout.readline().startswith(f"streameval watch: watching {runs.resolve()}: gold: 1 row(s)")
+        _until_running(first, "r1")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
@@ -191,4 +212,5 @@ def test_the_command_prints_its_start_line_and_summary_and_q_silences_them(tmp_p
             assert out == "" and err == ""
         else:
             assert out.startswith("streameval watch: stopped; ran ")
-            assert "records written: 0 (no --out)" in out
+            assert "runs: 1 started" in out and "records written: 0 (no --out)" in out
+            assert "INFO streameval.watch: run r1 started: claude trace" in err

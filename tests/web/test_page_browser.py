@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from claude_run import APP, UTIL, WORKSPACE, Claude, append, make_setup
-from served import ROOT, Streameval, watch
+from web_process import ROOT, Streameval, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
