@@ -84,3 +84,30 @@ def test_view_usage_errors(tmp_path, capsys):
     records = replay(EX / "runs", tmp_path / "r.jsonl")
     assert main(["view", str(records), "--svg", str(tmp_path / "x.svg"), "--run", "nobody"]) == 2
     assert "no run 'nobody'" in capsys.readouterr().err
+
+
+def test_view_serves_the_page_over_the_records(tmp_path):
+    """Served: the same routes and policy as the watcher's page, the records' numbers."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    records = replay(EX / "backtest", tmp_path / "r.jsonl")
+    proc = subprocess.Popen([sys.executable, "-m", "streameval", "view", str(records), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        base = first[first.index("http://"):].split("/ ")[0]
+        with urllib.request.urlopen(base + "/api/runs", timeout=30) as r:
+            fleet = json.loads(r.read())
+            assert "script-src 'self'" in r.headers["Content-Security-Policy"]
+        assert [row["id"] for row in fleet["runs"]] == ["late-find-1", "runaway-1"]
+        with urllib.request.urlopen(base + "/api/runs/late-find-1", timeout=30) as r:
+            detail = json.loads(r.read())
+        assert detail["curve"]["n"] == 12 and detail["run"]["state"] == "finished"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
