@@ -79,7 +79,12 @@ class CallTable:
             if key != self._last and (len(self.calls) > 1 or session.trace_info.instance_id):
                 # a file holding several runs (OpenHands output.jsonl) names each one
                 print(f"---- run {session.identity.instance_id}", file=self.out)
-            self._print(outcome, call, journal.last_step, journal.last_coverage)
+            cov = None
+            if journal.last_step is not None and self.coverage:
+                scores = session.snapshot().scores   # the coverage after this step
+                if scores is not None:
+                    cov = tuple(scores.last_step_coverage.get(g, 0.0) for g in GRANULARITIES)
+            self._print(outcome, call, journal.last_step, cov)
         self._last = key
 
     def _describe(self, r) -> str:

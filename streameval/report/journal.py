@@ -1,27 +1,26 @@
 """What a run's tool calls showed, kept call by call: the memory behind the run page and
 ``inspect``'s per-step column.
 
-A ``RunSnapshot`` is a run at one moment, O(1) in its length; the page and ``inspect``
-also need what happened *along the way*: the coverage after every step, which base
-lines of each file were first credited at which step, what each call was credited
+A ``RunSnapshot`` is a run at one moment, O(1) in its length, and the record holds the
+per-step curve; the page and ``inspect`` also need what happened *along the way*: which
+base lines of each file were first credited at which step, what each call was credited
 with. A ``RunJournal`` is a session listener (``RunSession.listeners``) that keeps
-exactly that, as plain values, while the session scores the calls. It reads only the
-call's outcome and the session's snapshot, so it sees the numbers every other reader
-sees.
+exactly that, as plain values, while the session scores the calls. It reads the call's
+outcome and the session's step count, nothing else: a few microseconds a call, however
+long the run (the numbers are read from the snapshot and the record when shown).
 
 Memory is bounded per run: at most ``max_calls`` call rows (later calls are counted,
 not kept), at most ``MAX_WINDOWS`` uncredited windows per file, line sets kept as
-merged intervals, and the curve as four floats per step.
+merged intervals.
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.intervals import IntervalSet
-from streameval.model import GRANULARITIES, ToolCall
+from streameval.model import ToolCall
 from streameval.reading.describe import describe_call
 
 #: call rows a journal keeps per run; later calls are only counted (``dropped``)
@@ -62,9 +61,6 @@ class CallRow:
     listed_names: tuple[str, ...]
     edits: tuple[str, ...]
     problems: tuple[tuple[str, str], ...]
-    #: per-step coverage (GRANULARITIES order) after this call, when it was a step of
-    #: a scored run
-    coverage: tuple[float, ...] | None
 
 
 @dataclass(slots=True)
@@ -115,40 +111,25 @@ class RunJournal:
         #: calls seen beyond ``max_calls`` (counted, not kept)
         self.dropped = 0
         self.n = 0
-        #: per-step coverage, GRANULARITIES order, flattened (4 floats per step)
-        self._curve = array("d")
         self.files: dict[str, FileTrail] = {}
         #: call rows given up after the run finished (``forget_calls``)
         self.calls_forgotten = False
-        #: the last call's step number (None: it was no step) and coverage after it
-        #: (None: not a step, or the run is not scored)
+        #: the last call's step number (None: it was no step)
         self.last_step: int | None = None
-        self.last_coverage: tuple[float, ...] | None = None
 
     # ------------------------------------------------------------------ listening
     def __call__(self, session: Any, outcome: Any, call: ToolCall) -> None:
         self.n += 1
         step = None
-        coverage = None
         if outcome.step is not None:
-            snap = session.snapshot()
-            step = snap.num_steps
-            if snap.scores is not None:
-                coverage = tuple(snap.scores.last_step_coverage.get(g, 0.0) for g in GRANULARITIES)
-                self._extend_curve(step, coverage)
+            step = session.num_steps   # the session added the step before telling us
             self._credit(outcome.step, step)
         self._trail(outcome, step)
-        self.last_step, self.last_coverage = step, coverage
+        self.last_step = step
         if len(self.calls) < self.max_calls and not self.calls_forgotten:
-            self.calls.append(_row(self.n, step, outcome, call, coverage))
+            self.calls.append(_row(self.n, step, outcome, call))
         else:
             self.dropped += 1
-
-    def _extend_curve(self, step: int, coverage: tuple[float, ...]) -> None:
-        # a step added without a call of its own (a stated context) leaves a gap: the
-        # curve is then incomplete, and readers fall back to the record's (``complete``)
-        if len(self._curve) // len(GRANULARITIES) == step - 1:
-            self._curve.extend(coverage)
 
     def _credit(self, step_value: Any, step: int) -> None:
         for path, ranges in step_value.spans.items():
@@ -177,16 +158,6 @@ class RunJournal:
             if len(trail.edited_at) < MAX_WINDOWS:
                 trail.edited_at.append(self.n)
 
-    # ------------------------------------------------------------------ reading
-    def curve(self) -> list[tuple[float, ...]]:
-        """Per-step coverage so far, one tuple per step (GRANULARITIES order)."""
-        k = len(GRANULARITIES)
-        c = self._curve
-        return [tuple(c[i:i + k]) for i in range(0, len(c), k)]
-
-    def curve_length(self) -> int:
-        return len(self._curve) // len(GRANULARITIES)
-
     def forget_calls(self) -> None:
         """Drop the call rows (a finished run among many): the curve and the file
         trails stay; the page says the rows are gone and where to find them."""
@@ -194,8 +165,7 @@ class RunJournal:
         self.calls_forgotten = True
 
 
-def _row(n: int, step: int | None, outcome: Any, call: ToolCall,
-         coverage: tuple[float, ...] | None) -> CallRow:
+def _row(n: int, step: int | None, outcome: Any, call: ToolCall) -> CallRow:
     listed = [r for r in outcome.reads if r.listing]
     names = tuple((r.repo_path or r.trace_path) for r in listed[:MAX_LISTED])
     reads = tuple(
@@ -207,4 +177,4 @@ def _row(n: int, step: int | None, outcome: Any, call: ToolCall,
                      for reason, msg in outcome.problems)
     return CallRow(n, step, str(call.tool)[:MAX_TEXT], outcome.category,
                    describe_call(call, MAX_TEXT), reads, len(listed), names,
-                   tuple(outcome.edits), problems, coverage)
+                   tuple(outcome.edits), problems)

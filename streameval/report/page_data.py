@@ -157,11 +157,13 @@ def _curve(points: Sequence[tuple[float, ...]]) -> dict[str, Any]:
             "points": [[i + 1, *points[i]] for i in picked]}
 
 
-def _call(row: CallRow) -> dict[str, Any]:
+def _call(row: CallRow, curve: Sequence[tuple[float, ...]]) -> dict[str, Any]:
+    step = row.step
     return {
-        "n": row.n, "step": row.step, "tool": row.tool, "category": row.category,
+        "n": row.n, "step": step, "tool": row.tool, "category": row.category,
         "input": row.text,
-        "coverage": list(row.coverage) if row.coverage is not None else None,
+        # the per-step coverage after this step: the curve's (the record's) point
+        "coverage": list(curve[step - 1]) if step is not None and step <= len(curve) else None,
         "reads": [{"file": r.file, "in_repo": r.in_repo, "current": [list(w) for w in r.current],
                    "base": [list(w) for w in r.base], "agent": r.agent,
                    "unaligned": r.unaligned, "by_text": r.by_text} for r in row.reads],
@@ -171,14 +173,14 @@ def _call(row: CallRow) -> dict[str, Any]:
     }
 
 
-def calls_page(journal: RunJournal | None, start: int = 0,
-               size: int = CALLS_PAGE) -> dict[str, Any]:
+def calls_page(journal: RunJournal | None, curve: Sequence[tuple[float, ...]] = (),
+               start: int = 0, size: int = CALLS_PAGE) -> dict[str, Any]:
     """``size`` call rows from the ``start``-th (0-based) and how many there are."""
     if journal is None:
         return {"rows": [], "from": 0, "kept": 0, "total": None, "forgotten": False}
     kept = len(journal.calls)
     start = max(0, min(start, max(kept - 1, 0)))
-    return {"rows": [_call(r) for r in journal.calls[start:start + size]], "from": start,
+    return {"rows": [_call(r, curve) for r in journal.calls[start:start + size]], "from": start,
             "kept": kept, "total": journal.n, "forgotten": journal.calls_forgotten}
 
 
@@ -192,6 +194,6 @@ def run_detail(row: dict[str, Any], curve: Sequence[tuple[float, ...]],
         "run": row,
         "curve": _curve(curve),
         "gold": gold_files(gold, journal, file_lines, edited) if gold is not None else None,
-        "calls": calls_page(journal, calls_from),
+        "calls": calls_page(journal, curve, calls_from),
         "notes": list(notes),
     }

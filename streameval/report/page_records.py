@@ -175,7 +175,7 @@ class RecordsPages:
         detail = session_detail(session, journal, self.res, LiveState(True, True),
                                 calls_from=0, row=row)
         detail["curve"] = run_detail(row, curve, None, None, {}, {})["curve"]
-        detail["calls"] = {**detail["calls"], "rows": [*_all_calls(journal)]}
+        detail["calls"] = {**detail["calls"], "rows": _all_calls(journal, curve)}
         moved = _differs(rec, now[pick]) if pick < len(now) else None
         if moved is not None:
             detail["notes"].append(f"the trace scores differently today ({moved}): the numbers "
@@ -183,5 +183,5 @@ class RecordsPages:
         return detail
 
 
-def _all_calls(journal: RunJournal) -> list[dict]:
-    return calls_page(journal, 0, len(journal.calls) or 1)["rows"]
+def _all_calls(journal: RunJournal, curve: list[tuple[float, ...]]) -> list[dict]:
+    return calls_page(journal, curve, 0, len(journal.calls) or 1)["rows"]

@@ -1,11 +1,10 @@
 """The one place the page reads a scoring session: a run's detail, live or re-scored.
 
-Everything else the page shows comes from values (``RunSnapshot``, ``Record``,
-``RunJournal``). Three things a run page needs are in no such value, and are read here
-only: the per-step curve when the journal missed a step (a stated context adds a step
-without a call: the record's ``trajectory`` then), and the patch whose lines the gold
-strips mark as edited (the landed one, else the edits seen so far). The gold row and
-the files' lengths come from ``Resources``, as the session got them.
+Everything the page shows comes from values: the ``RunSnapshot``, the ``Record`` (its
+``trajectory`` is the per-step curve), the ``RunJournal``. One thing a run page needs is
+in no such value, and is read here only: the patch whose lines the gold strips mark as
+edited (the landed one, else the edits seen so far). The gold row and the files'
+lengths come from ``Resources``, as the session got them.
 
 Callers hold whatever lock guards the session (the watcher's table lock): a repository
 is read here (file lengths), and its ``git cat-file`` is shared with the watcher.
@@ -47,9 +46,9 @@ def session_detail(session: Any, journal: RunJournal | None, res: Resources | No
     snap = session.snapshot()
     row = row if row is not None else fleet_row(snap, live)
     notes: list[str] = []
-    curve: list[tuple[float, ...]] = journal.curve() if journal is not None else []
-    if snap.scores is not None and len(curve) != snap.num_steps:
-        rec = session.record()
+    curve: list[tuple[float, ...]] = []
+    if snap.scores is not None and snap.error is None:
+        rec = session.record()   # O(steps): built when the page asks and the run moved
         curve = record_curve(rec) if "error" not in rec else curve
     gold = res.lookup(snap.instance_id) if res is not None else None
     patch = session.final_patch

@@ -15,7 +15,7 @@ import pytest
 
 from streameval.model import GRANULARITIES
 from streameval.report.journal import RunJournal
-from streameval.report.page_data import LiveState, fleet_row, record_row
+from streameval.report.page_data import LiveState, calls_page, fleet_row, record_curve, record_row
 from streameval.report.page_html import self_contained, shell
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
@@ -38,19 +38,22 @@ def example():
     return record, found[0][0], found[0][1]
 
 
-def test_the_journal_curve_is_the_record_trajectory(example):
-    record, _session, journal = example
-    assert journal.curve() == [tuple(s["coverage"][g] for g in GRANULARITIES)
-                               for s in record["trajectory"]["steps"]]
+def test_each_step_of_the_journal_is_the_records_step(example):
+    record, session, journal = example
     steps = [row for row in journal.calls if row.step is not None]
     assert [row.step for row in steps] == list(range(1, record["num_steps"] + 1))
-    for row in steps:
-        want = record["trajectory"]["steps"][row.step - 1]["coverage"]
-        assert row.coverage == tuple(want[g] for g in GRANULARITIES)
     assert journal.n == record["tool_calls"] == len(journal.calls)
+    # the page's call rows carry the record's coverage after each step
+    rows = calls_page(journal, record_curve(record), 0, 100)["rows"]
+    for row in rows:
+        if row["step"] is not None:
+            want = record["trajectory"]["steps"][row["step"] - 1]["coverage"]
+            assert row["coverage"] == [want[g] for g in GRANULARITIES]
+        else:
+            assert row["coverage"] is None
 
 
-def test_a_journal_keeps_at_most_max_calls_rows_and_still_the_whole_curve(example):
+def test_a_journal_keeps_at_most_max_calls_rows(example):
     record = example[0]
     res = load_resources(str(EX / "gold.jsonl"), None, str(EX / "repo"))
     small = RunJournal(max_calls=3)
@@ -58,7 +61,7 @@ def test_a_journal_keeps_at_most_max_calls_rows_and_still_the_whole_curve(exampl
                    on_session=lambda s: s.listeners.append(small))
     assert [row.n for row in small.calls] == [1, 2, 3]
     assert small.n == record["tool_calls"] and small.dropped == small.n - 3
-    assert small.curve_length() == record["num_steps"]
+    assert small.files["inventory/billing.py"].credited.total == 88   # the trails go on
 
 
 def test_a_fleet_row_is_the_snapshot(example):
