@@ -17,7 +17,7 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
 ``lines``   trace lines, open loop at ``--line-rate`` lines/s, in requests of 50 lines
     (25 tool calls) with their byte offset, over 200 runs.
 ``memory``  8 bodies of 8 MiB at once, from 8 addresses: OTLP JSON (Codex tool results
-    of 4 KiB outputs), then 4 M one-character lines. Figure: the watcher's peak RSS
+    of 256-byte outputs: ~13,000 records a body), then 4 M one-character lines. Figure: the watcher's peak RSS
     (VmHWM, reset before) and its RSS after.
 
     python benchmarks/bench_ingest.py                      # new and base, every phase
@@ -213,7 +213,7 @@ def phase_lines(impl, work: Path, args) -> dict:
 
 
 def _otlp_body(n: int, size: int) -> bytes:
-    out = "x" * 4096
+    out = "x" * 256   # a short tool output: many records (objects) per MiB, the costly case
     records = []
     i = 0
     body = b""
@@ -225,10 +225,10 @@ def _otlp_body(n: int, size: int) -> bytes:
                             ("arguments", json.dumps({"cmd": f"cat lib/typing.py # {i}"})),
                             ("output", out), ("event.timestamp", "2026-11-24T01:05:28.426Z"))]})
         i += 1
-        if i % 200 == 0:
+        if i % 500 == 0:
             body = json.dumps({"resourceLogs": [{"resource": {"attributes": []}, "scopeLogs": [
                 {"scope": {}, "logRecords": records}]}]}).encode()
-            if len(body) > size - 200 * 4400:
+            if len(body) > size - 500 * 700:
                 return body
 
 

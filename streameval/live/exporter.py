@@ -55,7 +55,7 @@ HELP: dict[str, str] = {
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
-    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed.",
+    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed, moved.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_stale_runs": "Runs this scrape served from the previous one: a long batch held the table lock.",

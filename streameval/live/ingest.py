@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ log = logging.getLogger(__name__)
 
 #: the spool folder inside the watched directory (its files are traces like any other)
 SPOOL_NAME = "ingest"
+#: a body this big is decoded by at most ``HEAVY_AT_ONCE`` threads at a time: decoded,
+#: 8 MiB of OTLP JSON is some 40 MB of objects, and eight at once would be 320 MB
+HEAVY = 1 << 20
+HEAVY_AT_ONCE = 2
 
 
 @dataclass
@@ -64,6 +69,7 @@ class IngestRoutes:
         #: route -> entries already stored (retries)
         self.duplicates: Counter = duplicates if duplicates is not None else Counter()
         self.app: App | None = None
+        self._heavy = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 
     @property
     def processed(self) -> Callable[[Path], int] | None:
@@ -117,6 +123,12 @@ class IngestRoutes:
 
     # ------------------------------------------------------------------ storing (ingest threads)
     def _store(self, route: str, path: str, request: Request, body: bytearray) -> _Answer:
+        if len(body) < HEAVY:
+            return self._store_now(route, path, request, body)
+        with self._heavy:
+            return self._store_now(route, path, request, body)
+
+    def _store_now(self, route: str, path: str, request: Request, body: bytearray) -> _Answer:
         query = request.query
         meta = {k: query[k] for k in ("instance_id", "agent", "model") if k in query}
         try:
@@ -137,7 +149,7 @@ class IngestRoutes:
             raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md", "not_found")
         meta = {**meta, "fidelity": "full"}
         if offset is None:
-            stored = self.spool.append_raw(parts[3], bytes(body), meta)
+            stored = self.spool.append_raw(parts[3], body, meta)
             return _Answer(Response.json({"accepted": stored.accepted}))
         try:
             at = int(offset)
@@ -145,7 +157,7 @@ class IngestRoutes:
             raise Refused(400, f"offset {offset[:40]!r} is not a byte offset", "bad_offset") from None
         if at < 0:
             raise Refused(400, "offset must be 0 or more", "bad_offset")
-        stored = self.spool.append_at(parts[3], at, bytes(body), meta)
+        stored = self.spool.append_at(parts[3], at, body, meta)
         if stored.duplicates:
             self.duplicates["lines"] += 1
         return _Answer(Response.json({"accepted": stored.accepted, "offset": stored.offset}))
@@ -196,7 +208,7 @@ class IngestRoutes:
 
     def _otlp(self, body: bytearray, content_type: str, meta: dict) -> _Answer:
         try:
-            records = otlp.decode(bytes(body), content_type)
+            records = otlp.decode(body, content_type)
         except otlp.OtlpError as exc:
             raise Refused(415 if exc.reason == "content_type" else 400, str(exc), exc.reason) from None
         rejected: Counter = Counter()

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_LINE = 64 << 20  # bytes; a longer line is skipped and reported
-READ_CHUNK = 1 << 20
+READ_CHUNK = 256 << 10
 #: bytes at the start and just before the read offset compared at every poll
 ANCHOR = 4096
 

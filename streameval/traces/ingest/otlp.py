@@ -46,7 +46,7 @@ class PushedRun:
         return [ln for e in self.entries for ln in e.lines]
 
 
-def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
+def decode(body: bytes | bytearray, content_type: str) -> list[tuple[dict, dict]]:
     """(resource attributes, log record attributes) of every log record in the body."""
     if "protobuf" in content_type:
         data = _from_protobuf(body)
@@ -86,7 +86,7 @@ def _from_protobuf(body: bytes) -> dict:
         raise OtlpError("protobuf OTLP needs opentelemetry-proto installed") from None
     request = ExportLogsServiceRequest()
     try:
-        request.ParseFromString(body)
+        request.ParseFromString(bytes(body))
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
         raise OtlpError(f"not an OTLP protobuf message: {exc}") from None
     data = MessageToDict(request)

@@ -159,7 +159,7 @@ class Spool:
             return Stored(self.trace_path(source, run_id), sum(
                 1 for e in fresh for ln in e.lines if ln.strip()), dup)
 
-    def append_raw(self, run_id: str, body: bytes, meta: dict) -> Stored:
+    def append_raw(self, run_id: str, body: bytes | bytearray, meta: dict) -> Stored:
         """Raw lines without an offset: whole lines are stored (blank ones dropped, a
         last line without newline ended); a retry is stored again."""
         data = normalize_lines(body)
@@ -167,7 +167,7 @@ class Spool:
             self._write(run, data, meta)
             return Stored(self.trace_path("lines", run_id), data.count(b"\n"), 0, run.size)
 
-    def append_at(self, run_id: str, offset: int, data: bytes, meta: dict) -> Stored:
+    def append_at(self, run_id: str, offset: int, data: bytes | bytearray, meta: dict) -> Stored:
         """Raw bytes at ``offset`` of the client's file: the run's trace is that file,
         byte for byte. Bytes already stored are acknowledged, not stored again (they
         must be the same bytes: 409 otherwise); a gap is a 409 naming the offset to
@@ -179,12 +179,13 @@ class Spool:
                 raise SpoolError(f"offset {offset} is past the {size} bytes stored; "
                                  f"send from offset {size}", 409, size)
             overlap = min(size - offset, len(data))
-            if overlap and _read_at(path, offset, overlap) != data[:overlap]:
+            if overlap and _read_at(path, offset, overlap) != memoryview(data)[:overlap]:
                 raise SpoolError(f"the bytes at offset {offset} differ from those stored "
                                  "for this run", 409, run.size)
-            new = data[overlap:]
+            new = memoryview(data)[overlap:] if overlap else data
             self._write(run, new, meta)
-            return Stored(path, new.count(b"\n"), 1 if overlap and not new else 0, run.size)
+            return Stored(path, bytes(new).count(b"\n") if overlap else new.count(b"\n"),
+                          1 if overlap and not len(new) else 0, run.size)
 
     def end(self, source: str, run_id: str) -> None:
         """The run ended (SessionEnd): it no longer counts as open."""
@@ -365,13 +366,12 @@ _CR_BEFORE_NL = re.compile(rb"\r+\n")
 _BLANK_LINE = re.compile(rb"(?m)^[ \t\x0b\x0c\r]*\n")
 
 
-def normalize_lines(body: bytes) -> bytes:
+def normalize_lines(body: bytes | bytearray) -> bytes:
     """Whole lines of ``body``: ``\\r`` before a newline dropped, blank lines dropped,
     a last line ended. Two regular-expression passes over the bytes, never a list of
     lines (4 M one-character lines would be 4 M objects)."""
-    if not body.endswith(b"\n"):
-        body += b"\n"
-    return _BLANK_LINE.sub(b"", _CR_BEFORE_NL.sub(b"\n", body))
+    data = body if body.endswith(b"\n") else bytes(body) + b"\n"
+    return bytes(_BLANK_LINE.sub(b"", _CR_BEFORE_NL.sub(b"\n", data)))
 
 
 def _meta_bytes(run_id: str, meta: dict) -> bytes:
