@@ -336,19 +336,20 @@ def test_undetectable_file_is_an_error_record_format_option_overrides(batch, tmp
 
 
 def test_progress_line_only_when_enabled():
+    """On a terminal a redrawn line; quiet, nothing (the rest: tests/report/test_progress.py)."""
     import io
 
     from streameval.report.progress import Progress
 
     stream = io.StringIO()
-    progress = Progress(2, enabled=True, stream=stream)
+    progress = Progress(2, tty=True, stream=stream)
     progress.update(0)
     progress.update(1)
     progress.close()
     assert stream.getvalue().startswith("\r")
-    assert "2/2 instances, 1 errors" in stream.getvalue()
+    assert "2/2 instances (100%), 1 errors" in stream.getvalue()
     silent = io.StringIO()
-    quiet = Progress(2, enabled=False, stream=silent)
+    quiet = Progress(2, tty=True, quiet=True, stream=silent)
     quiet.update(0)
     quiet.close()
     assert silent.getvalue() == ""

@@ -24,7 +24,7 @@ from streameval.commands.options import (
     positive_float,
     positive_int,
 )
-from streameval.playback.reenact import LiveTable, default_linger, reenact
+from streameval.playback.reenact import LiveTable, default_linger, reenact, traces_of
 from streameval.report import tables as report
 from streameval.report.columns import write_parquet
 from streameval.report.gate import GateError, Threshold, fail_under, parse_thresholds
@@ -37,7 +37,6 @@ from streameval.runs.batch import (
     Sources,
     collect_jobs,
     evaluate_jobs,
-    iter_trace_files,
     select_jobs,
 )
 from streameval.scoring.record import record_line
@@ -151,10 +150,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
     """``--live``: agent traces are played into a watched directory (see live/reenact)."""
 
-    traces: list[Path] = []
-    for item in args.inputs:
-        p = Path(item)
-        traces.extend(iter_trace_files(p) if p.is_dir() else [p])
+    traces = traces_of(args.inputs)   # named as replay names them: the same run ids
     if not traces:
         print("streameval replay --live: no trace files in " + " ".join(args.inputs),
               file=sys.stderr)
@@ -170,7 +166,7 @@ def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
 
 def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
                out: IO[bytes]) -> int:
-    progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
+    progress = Progress(len(jobs), tty=sys.stderr.isatty(), quiet=args.quiet)
     emitter = otlp_options.emitter(args)   # UsageError before any work
     kept: list[dict[str, Any]] = []
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id

@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import RUN_FLAGS
 from streameval.live.loop import run_watcher
+from streameval.live.pages import mount_live_page
 from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 from streameval.model import GRANULARITIES
 from streameval.playback.player import play
 from streameval.reading.describe import describe_call
+from streameval.runs.batch import iter_trace_files
 from streameval.runs.resources import Resources
 from streameval.scoring.record import Record
+from streameval.traces.identity import trace_name
 
 
 def default_linger(linger: float | None) -> float | None:
@@ -32,15 +37,32 @@ def default_linger(linger: float | None) -> float | None:
     return None if sys.stdout.isatty() else 0.0
 
 
-def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+def traces_of(inputs: list[str | Path]) -> list[tuple[Path, str]]:
+    """The trace files of ``inputs`` (files, or directories walked as replay walks them),
+    each with its name relative to the directory given (a file given alone: its directory
+    and file name): the name replay and watch give it, so a played run keeps its run id."""
+    out: list[tuple[Path, str]] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            out.extend((f, trace_name(f, p)) for f in iter_trace_files(p))
+        else:
+            out.append((p, trace_name(p)))
+    return out
+
+
+def reenact(traces: list[Path] | list[tuple[Path, str]], res: Resources, *,
+            host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
             speed: float = 1.0, linger: float | None = 0.0, out: Path | None = None,
             into: Path | None = None, listeners: list[Callable] = (),
             announce=print) -> list[Record]:
-    """Play ``traces`` into a watched directory; serve metrics until done (+ ``linger``).
+    """Play ``traces`` (paths, or (path, name) as ``traces_of`` gives them) into a watched
+    directory; serve metrics and the page until done (+ ``linger``).
 
     ``linger=None`` keeps serving until interrupted. Returns the runs' final records
     (error records included: the caller's exit code says whether all were scored).
     """
+    named = [t if isinstance(t, tuple) else (Path(t), trace_name(Path(t))) for t in traces]
     import anyio
 
 
@@ -53,7 +75,8 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
         w.listeners.extend(listeners)
         records: list[Record] = []
         server, _reg, bound = serve(w.table, host, port)
-        announce(f"metrics on http://{host}:{bound}/metrics "
+        mount_live_page(server.app, w)
+        announce(f"metrics on http://{host}:{bound}/metrics, the page on http://{host}:{bound}/ "
                  f"(playing {len(traces)} run(s) at {speed:g}x)")
 
         async def main() -> None:
@@ -61,13 +84,18 @@ def reenact(traces: list[Path], res: Resources, *, host: str = DEFAULT_HOST, por
             async with anyio.create_task_group() as tg:
                 await tg.start(_watch, w, stop)
                 async with anyio.create_task_group() as players:
-                    for trace in traces:
-                        players.start_soon(play, trace, root, speed)
+                    for trace, name in named:
+                        players.start_soon(partial(play, trace, root, speed, name=name))
                 await anyio.sleep(0.5)  # let the last lines and patches be seen
+                w.scan()   # a file whose event has not come yet (a directory just made)
                 w.poll_all()
-                for f in w.followers.values():
-                    f.finish("end")
-                w.tick()
+                for f in list(w.followers.values()):
+                    # as an idle end: a file too short to have shown its format yet
+                    # is decided on all it holds, as replay decides it
+                    f.finish("played")
+                # every patch that comes has come: the records are owed now, those of
+                # runs without a patch too (not after a grace nobody waits for)
+                w.tick(now=time.time() + cfg.patch_grace)
                 records.extend(summarize(w, announce))
                 if linger is None:
                     announce("serving until Ctrl-C")
@@ -119,13 +147,15 @@ class LiveTable:
     def __init__(self, out=sys.stdout):
         self.out = out
         self.seen: dict[str, int] = {}
-        self._headed = False
+        #: the run column's width: run ids are shown whole (they name the run), and the
+        #: header is printed again when a longer one widens the column
+        self.width = 0
         self._noted = False
 
-    def _head(self) -> None:
+    def _head(self, width: int) -> None:
         # printed with the first row, after the "metrics on ..." line
-        self._headed = True
-        print(f"{'run':<18}{'step':>5}{'calls':>6}  " + "".join(f"{g:>8}" for g in GRANULARITIES)
+        self.width = width
+        print(f"{'run':<{width}}{'step':>5}{'calls':>6}  " + "".join(f"{g:>8}" for g in GRANULARITIES)
               + f"{'prec(line)':>11}  last tool call", file=self.out, flush=True)
 
     def __call__(self, watcher) -> None:
@@ -136,14 +166,14 @@ class LiveTable:
                 if self.seen.get(key) == n or snap.scores is None or n == 0:
                     continue
                 self.seen[key] = n
-                if not self._headed:
-                    self._head()
+                if len(snap.run_id) + 1 > self.width:
+                    self._head(max(18, len(snap.run_id) + 1))
                 grans = snap.scores.granularities
                 cov = "".join(f"{grans[g].coverage:>8.2f}" for g in GRANULARITIES)
                 line = grans["line"]
                 empty = line.pred_size == 0
                 prec = f"{line.precision:>10.2f}*" if empty else f"{line.precision:>11.2f}"
-                print(f"{snap.run_id[:17]:<18}{snap.num_steps:>5}{n:>6}  {cov}"
+                print(f"{snap.run_id:<{self.width}}{snap.num_steps:>5}{n:>6}  {cov}"
                       f"{prec}  {_last_call(snap.last_call)}", file=self.out, flush=True)
                 if empty and not self._noted:
                     self._noted = True

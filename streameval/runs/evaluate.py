@@ -7,6 +7,7 @@ why a watched trace's final record is byte-for-byte the replayed one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,9 +82,12 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
 
 def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
                    instance: str | None = None, patch: str | None = None,
-                   root: Path | None = None) -> list[Record]:
+                   root: Path | None = None,
+                   on_session: Callable[[RunSession], None] | None = None) -> list[Record]:
     """Score one recorded trace file; one record per run it holds. ``root`` is the
     directory the trace was found under (its records name the trace relative to it).
+    ``on_session`` is given each session before its first event (``streameval view``
+    attaches the page's journal there).
 
     The patch comes, in order, from ``patch`` (e.g. a predictions file), a
     ``patch.diff``/``model.patch`` beside the trace, or the trace's own final event.
@@ -99,7 +103,10 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
     def factory(trace_instance: str | None, session_id: str | None) -> RunSession:
         ident = run_identity(identity, trace_instance, len(reader.sessions), res,
                              explicit=instance is not None, trace=path, session_id=session_id)
-        return make_session(res, ident, name)
+        session = make_session(res, ident, name)
+        if on_session is not None:
+            on_session(session)
+        return session
 
     reader = TraceReader(adapter, factory)
     for line, lineno, cut in iter_marked_lines(path):
