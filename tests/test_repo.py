@@ -597,3 +597,20 @@ def test_an_instance_with_a_missing_blob_is_scored(tmp_path: Path):
     assert rec["final"]["line"]["coverage"] == 1.0     # lines need no bytes
     assert rec["final"]["span"]["gold_size"] == len(b"def a():\n    return 1\n")
     assert rec["final"]["symbol"]["gold_size"] == 1    # a's definition only
+
+
+def test_directories_of_a_commit_and_of_a_plain_folder(tmp_path) -> None:
+    """``RepoView.is_dir``: every folder some file lies under, the root too; files and
+    unknown paths are not directories."""
+    from streameval.sources.repo import directories_of
+    from streameval.sources.repodir import DirectoryRepo
+
+    assert directories_of(frozenset({"a/b/c.py", "a/d.py", "e.py"})) == {"a", "a/b"}
+    sha = make_repo(tmp_path / "git", {"a/b/c.py": "x\n", "e.py": "y\n"})[-1]
+    folder = tmp_path / "plain" / "a" / "b"
+    folder.mkdir(parents=True)
+    (folder / "c.py").write_text("x\n")
+    with GitRepo(tmp_path / "git") as repo:
+        for view in (repo.at(sha), DirectoryRepo(tmp_path / "plain").at()):
+            assert view.is_dir("") and view.is_dir("a") and view.is_dir("a/b")
+            assert not view.is_dir("a/b/c.py") and not view.is_dir("b") and not view.is_dir("e")

@@ -117,8 +117,11 @@ def test_table_labels_macro_and_micro():
     assert "instances: 6  evaluated: 3  errors: 3" in table
     lines = table.splitlines()
     file_row = next(line for line in lines if line.startswith("file "))
-    # macro coverage, micro coverage, macro precision, micro precision, macro F1, micro F1
-    assert file_row.split()[1:] == ["0.444", "0.333", "0.750", "0.571", "0.300", "0.421"]
+    # macro coverage, micro coverage, macro precision, micro precision, macro F1, micro F1,
+    # then the runs averaged and (in brackets) those flagged; c predicted no file: its
+    # precision 1.0 is averaged in, so the macro precision is marked
+    assert file_row.split()[1:] == ["0.444", "0.333", "0.750*", "0.571", "0.300", "0.421",
+                                    "3", "(0)"]
     assert any(line.startswith("macro") for line in lines)
     assert any(line.startswith("micro") for line in lines)
     assert "EditLoc over 2 instance(s)" in table
@@ -176,3 +179,33 @@ def test_parquet_columns_are_typed(tmp_path: Path):
     rows = table.to_pylist()
     assert rows[0]["tokens"] == 15 and rows[0]["cost_usd"] == 0.25
     assert rows[0]["experiment"] == "agents-md" and rows[1]["tokens"] is None
+
+
+def test_each_row_names_its_runs_the_flagged_ones_and_marks_empty_predictions():
+    """docs/replay.md, "The summary table": what a row averaged is on the row."""
+    flagged = dict(RECORDS[2], problems={"nothing_read": 1, "unparsed_command": 4})
+    outside = dict(RECORDS[0], problems={"mostly_outside_repo": 1, "path_outside_repo": 9})
+    records = [outside, RECORDS[1], flagged, *RECORDS[3:]]
+    agg = aggregate(records)
+    assert (agg["flagged"], agg["flags_by_reason"]) == (2, {"mostly_outside_repo": 1,
+                                                            "nothing_read": 1})
+    f = agg["final"]["file"]
+    assert (f["runs"], f["flagged"], f["nothing_predicted"]) == (3, 2, 1)
+    # symbols: no run predicted any, so micro precision (Σ 0 / Σ 0) is the convention too
+    assert agg["final"]["symbol"]["nothing_predicted"] == 3
+    assert agg["editloc"]["flagged"] == 1 and agg["trajectory_runs"] == {"runs": 3, "flagged": 2}
+    table = format_table(agg)
+    assert "flagged runs: 2 of 3 (mostly_outside_repo 1, nothing_read 1)" in table
+    final = table.split("trajectory")[0].splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in final
+            if line.split() and line.split()[0] in ("file", "symbol", "span")}
+    assert rows["symbol"][2:4] == ["1.000*", "1.000*"] and rows["file"][3] == "0.571"
+    assert rows["file"][-2:] == ["3", "(2)"]
+    assert table.count("* includes runs that predicted nothing there") == 1
+    assert "EditLoc over 2 instance(s) with a patch (1 flagged)" in table
+
+
+def test_no_mark_and_no_footnote_when_every_run_predicted_something():
+    records = [dict(r, final=dict(r["final"], symbol=_g(1, 2, 3))) for r in RECORDS[:2]]
+    table = format_table(aggregate(records))
+    assert "*" not in table and "flagged runs" not in table

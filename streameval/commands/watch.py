@@ -30,9 +30,12 @@ from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_f
 from streameval.live.exporter import PER_RUN_SERIES
 from streameval.live.ingest import IngestRoutes, ingest_routes
 from streameval.live.loop import run_until_signal
+from streameval.live.narrate import start_line
 from streameval.live.otel_feed import attach as attach_otel
+from streameval.live.pages import mount_live_page
+from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS
 from streameval.live.server import serve
-from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher
+from streameval.live.watch import WatchConfig, Watcher
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,8 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_server(p)
     add_format(p)
     p.add_argument("--glob", action="append", dest="globs", metavar="PATTERN",
-                   help=f"trace file name pattern, repeatable (when not given: "
-                        f"{' '.join(DEFAULT_GLOBS)})")
+                   help=f"trace file name pattern, repeatable; replaces the defaults (when "
+                        f"not given: {' '.join(DEFAULT_GLOBS)}, and any "
+                        f"{' '.join(SNIFF_GLOBS)} whose content is a known trace format)")
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="append each finished run's record here (JSONL)")
     p.add_argument("--predictions", type=Path, metavar="FILE",
@@ -73,9 +77,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
     p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="say only warnings and errors (no start line, run lines or summary)")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="log every run and file event (abort decisions and runs that cannot "
-                        "be scored are always logged)")
+                   help="also log every tool call of every run, and every file under DIR "
+                        "that is not followed (runs started and ended, records, patches and "
+                        "files read again are logged without it)")
     _add_abort_arguments(p)
     _add_ingest_arguments(p)
     otlp_options.add_otlp(p, live=True)
@@ -83,7 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> WatchConfig:
     return WatchConfig(
-        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
+        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS),
+        sniff=() if args.globs else SNIFF_GLOBS, host=args.host,
         port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
         keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=default_checkpoint(args),
@@ -109,7 +117,7 @@ def default_checkpoint(args: argparse.Namespace) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     import anyio
 
-    setup_logging(args.verbose)
+    setup_logging(args.verbose, args.quiet)
     if not args.dir.is_dir():
         print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
         return 2
@@ -135,9 +143,12 @@ def run(args: argparse.Namespace) -> int:
         if engine is not None:
             engine.close()
         raise
-    print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
-          f"(watching {cfg.root})", flush=True)
-    try:
+    mount_live_page(server.app, w)
+    try:   # Ctrl-C at any moment from here on still ends with the summary
+        print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
+              f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
+        if not args.quiet:
+            print(f"streameval watch: {start_line(cfg, res, args.gold)}", flush=True)
         anyio.run(run_until_signal, w)
     except KeyboardInterrupt:
         pass
@@ -146,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
         if engine is not None:
             engine.close()
         otlp_options.close(emitter, "watch")
+    if not args.quiet:
+        summary = w.narration.summary(w).replace("\n", "\n  ")
+        print(f"streameval watch: stopped; {summary}", flush=True)
     return 0
 
 

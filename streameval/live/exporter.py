@@ -58,6 +58,7 @@ HELP: dict[str, str] = {
     "streameval_run_info": "1 per run; labels carry the trace format and whether it finished.",
     "streameval_run_last_event_timestamp_seconds": "Trace time of the run's last event.",
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
+    "streameval_run_problems": "Problems of this run so far, by reason: per-call counts (unparsed_command, path_outside_repo, ...) and run-level ones, 1 while they hold (nothing_read, mostly_outside_repo, truncated_trace, no_calls_read; docs/metrics.md §5b).",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
     "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed, moved.",
@@ -104,6 +105,7 @@ RUN_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("streameval_run_info", "gauge", ("format", "state")),
     ("streameval_run_last_event_timestamp_seconds", "gauge", ()),
     ("streameval_run_bad_lines", "counter", ("reason",)),
+    ("streameval_run_problems", "gauge", ("reason",)),
 )
 
 #: One sample of a run: (family name, values of the family's extra labels, value).
@@ -197,6 +199,8 @@ def _run_rows(run: LiveRun, snap: RunSnapshot) -> list[Row]:
              for outcome, n in snap.shown_lines.items()]
     rows += [("streameval_run_bad_lines", (reason,), float(n))
              for reason, n in snap.bad_lines.items()]
+    rows += [("streameval_run_problems", (reason,), float(n))
+             for reason, n in snap.problems.items()]
     rows += [("streameval_tokens", (kind,), float(n))
              for kind, n in token_counts(snap.tokens).items()]
     if snap.cost_usd is not None:

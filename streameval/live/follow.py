@@ -17,6 +17,7 @@ from collections.abc import Callable, Container
 from pathlib import Path
 
 from streameval.errors import Reason, TraceFormatError
+from streameval.live.narrate import Narration
 from streameval.live.table import LiveRun, RunTable, run_key
 from streameval.model import RunIdentity
 from streameval.runs.evaluate import make_session, run_identity
@@ -102,6 +103,19 @@ class TraceFollower:
         #: watcher sets its start time (a restart without checkpoint must not report
         #: days of lag for old traces, as a checkpoint restore already does not)
         self.lag_since = 0.0
+        # -------- what the watcher says (live/narrate.py), set by the watcher
+        self.narration: Narration | None = None
+        #: followed for a sniffed name (``*.jsonl``, ``*.json``): content of no known
+        #: format makes it ``not_a_trace``, quietly (no warning, counter or record)
+        self.tentative = False
+        self.not_a_trace = False
+        #: told when the file turns out not to be a trace (the watcher drops it)
+        self.on_not_trace: Callable[[TraceFollower], None] | None = None
+
+    def _tell(self, what: str, *args, **kw) -> None:
+        """Say ``what`` happened (``Narration.<what>``) when the watcher listens."""
+        if self.narration is not None:
+            getattr(self.narration, what)(*args, **kw)
 
     # ------------------------------------------------------------------ sessions
     def _factory(self, trace_instance: str | None, session_id: str | None) -> RunSession:
@@ -120,6 +134,7 @@ class TraceFollower:
         if session.error is not None:
             self.table.unscored(key, ident, session.error)
         self.table.add(LiveRun(key=key, session=session))
+        self._tell("run_started", session, key, quiet=self.restoring)
         if n == 1:
             self._unland_file_patch(self.reader.sessions[0])
         self._land_patch(session, beside=n == 0)
@@ -201,6 +216,7 @@ class TraceFollower:
     def _start_over(self, event: str) -> None:
         """Forget the runs and the format: the file is read anew (the tail says from where)."""
         self.table.stats.events[event] += 1
+        self._tell("reread", self.path, event, quiet=self.document)
         self._drop_runs()
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
         self.run_per_line = False
@@ -320,11 +336,24 @@ class TraceFollower:
         return True
 
     def _give_up(self, exc: TraceFormatError) -> None:
+        if self.tentative:
+            self._not_a_trace("its content is no trace format streameval reads")
+            return
         if not self.unknown_format:
             self.unknown_format = True
             self.format_error = f"{exc.reason.value}: {exc}"
             self.table.stats.bad_lines[Reason.UNKNOWN_FORMAT.value] += 1
             log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
+
+    def _not_a_trace(self, why: str) -> None:
+        """A sniffed file that is no trace: dropped with one debug line."""
+        if self.not_a_trace:
+            return
+        self.unknown_format = self.not_a_trace = self.closed = True
+        self._head = []
+        self._tell("not_a_trace", self.path, why)
+        if self.on_not_trace is not None:
+            self.on_not_trace(self)
 
     def _use(self, name: str) -> None:
         cls = adapter_class(name)
@@ -345,6 +374,8 @@ class TraceFollower:
             self._use(self.forced_fmt or detect_format(head))
         except TraceFormatError as exc:
             self._give_up(exc)
+            if self.not_a_trace:
+                return
             self.reader = TraceReader(_Nothing(), self._factory)
             self.document = False
             return
@@ -410,11 +441,13 @@ class TraceFollower:
                 for run in self.live_runs():
                     if run.finished_at is None and run.session.ended:
                         run.finished_at = now
+                        self._tell("run_ended", run, reason, quiet=self.restoring)
                 return
             if self.reader is not None and not self.closed:
                 if self.tail.pending:
-                    for line, lineno in self.tail.poll(final=True).lines:
-                        self.reader.feed_line(line, lineno)
+                    batch = self.tail.poll(final=True)   # its last line may be cut
+                    for line, lineno in batch.lines:
+                        self.reader.feed_line(line, lineno, unterminated=lineno == batch.cut)
                 if not self.document:
                     self.reader.close()
                 elif not self.restoring:   # the bad lines of the document's last read
@@ -429,6 +462,7 @@ class TraceFollower:
                     # for byte, and replay knows no idle timeout
                     if run.session.end_reason is None and reason == "deleted":
                         run.session.end_reason = reason
+                    self._tell("run_ended", run, reason, quiet=self.restoring)
 
     def ended_by_trace(self) -> bool:
         """True when the format's end event has arrived for the file's last run."""
@@ -454,6 +488,8 @@ class TraceFollower:
             record = s.record()
             if self.moved_to is not None:
                 record["trace_moved_to"] = self.moved_to   # run_id and trace as first given
+            if "error" in record:   # decided at the run's end (a cut trace...): counted
+                self.table.unscored(run.key, s.identity, record["error"])
             digest = record_digest(record)
             run.checked_version = s.version
             if self.written.get(run.key) == digest or digest in already:
@@ -485,6 +521,7 @@ class TraceFollower:
             for run in self.live_runs():
                 if patch and run.session.set_patch(patch, "file"):
                     changed = True
+                    self._tell("patch_landed", run.session, "patch beside the trace")
         return changed
 
 

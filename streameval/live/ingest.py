@@ -21,19 +21,24 @@ from __future__ import annotations
 import hmac
 import logging
 import threading
-from collections import Counter
+import time
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from streameval.live.asgi import INGEST, App, Refused, Request, Response
 from streameval.live.scorewait import SCORE_WAIT, ScoreWaits
-from streameval.traces.ingest import claude_lines, otlp, payload
+from streameval.traces.ingest import claude_lines, otlp, payload, transcript
 from streameval.traces.ingest.keys import SESSION_END, hook_call_key
 from streameval.traces.ingest.spool import Entry, Spool, SpoolError, valid_name
 
 log = logging.getLogger(__name__)
 
+#: seconds after a session's last hook its transcript is read once more (``settle``)
+SETTLE = 1.0
+#: sessions remembered for that at most (the oldest are forgotten first)
+SETTLING_MAX = 10_000
 #: the spool folder inside the watched directory (its files are traces like any other)
 SPOOL_NAME = "ingest"
 #: a body this big is decoded by at most ``HEAVY_AT_ONCE`` threads at a time: decoded,
@@ -65,6 +70,13 @@ class IngestRoutes:
         self.spool = spool
         self.token = token
         self.steer = steer
+        #: where each hook-connected run's transcript was read to (its tokens), and per
+        #: session (transcript, last hook's time, totals stored): read once more after
+        #: the hooks stop (``settle``), since Claude Code writes a response's usage after
+        #: the hook of the call it asked for, and a run killed in that call sends no other
+        self.transcripts = transcript.UsageReader()
+        self._settling: OrderedDict[str, tuple[Path, float, tuple]] = OrderedDict()
+        self._transcript_lock = threading.Lock()
         self.waits = ScoreWaits(processed) if processed is not None else None
         #: (route, status) -> requests (streameval_ingest_requests_total)
         self.counts: Counter = counts if counts is not None else Counter()
@@ -191,10 +203,12 @@ class IngestRoutes:
         elif event == "SessionEnd":
             entries.append(Entry(SESSION_END, [claude_lines.end_line(sid)]))
         called = bool(entries) and event != "SessionEnd"
-        if event in ("PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
+        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
             # tokens: the hook carries none, its transcript (read only where allowed) does;
-            # a run total, so storing one twice changes nothing (it has no key)
-            usage = claude_lines.transcript_usage_lines(hook, self.transcript_roots)
+            # a run total, so storing one twice changes nothing (it has no key). PreToolUse
+            # comes after the response that asked for the call is written: a run killed in
+            # its last call still has that response's usage
+            usage = self._transcript_usage(hook)
             if usage:
                 entries.insert(0, Entry(None, usage))
         stored = self.spool.append("claude-hooks", sid, entries, meta)
@@ -216,6 +230,49 @@ class IngestRoutes:
             except OSError:
                 wait = None
         return _Answer(Response.json({}), wait)
+
+    def _transcript_usage(self, hook: dict) -> list[bytes]:
+        """The cumulative usage line of the hook's transcript (read where allowed), and
+        the session remembered for ``settle``."""
+        sid = hook["session_id"]
+        roots = transcript.default_roots() if self.transcript_roots is None else self.transcript_roots
+        path = transcript.allowed(hook.get("transcript_path"), sid, roots)
+        if path is None:
+            return []
+        with self._transcript_lock:
+            found = self.transcripts.usage_of(path, sid)
+            totals = tuple(found[0].values()) if found else ()
+            self._settling[sid] = (path, time.monotonic(), totals)
+            self._settling.move_to_end(sid)
+            while len(self._settling) > SETTLING_MAX:
+                self._settling.popitem(last=False)
+        if found is None or not any(found[0].values()):
+            return []
+        return [claude_lines.usage_line(sid, "transcript", found[0], model=found[1],
+                                        cumulative=True)]
+
+    def settle(self, _watcher=None, _now: float | None = None) -> int:
+        """Read the transcripts of sessions whose hooks went quiet ``SETTLE`` seconds ago
+        once more, and store their totals where they grew; returns how many (the
+        watcher's tick calls it)."""
+        now = time.monotonic()
+        with self._transcript_lock:
+            due = [(sid, v) for sid, v in self._settling.items() if now - v[1] >= SETTLE]
+            for sid, _v in due:
+                del self._settling[sid]
+            grown = []
+            for sid, (path, _t, before) in due:
+                found = self.transcripts.usage_of(path, sid)
+                if found is not None and tuple(found[0].values()) != before:
+                    grown.append((sid, found))
+        for sid, (usage, model) in grown:
+            line = claude_lines.usage_line(sid, "transcript", usage, model=model,
+                                           cumulative=True)
+            try:
+                self.spool.append("claude-hooks", sid, [Entry(None, [line])], {})
+            except SpoolError as exc:
+                log.warning("ingest: the settled usage of run %s not stored: %s", sid, exc)
+        return len(grown)
 
     def _otlp(self, body: bytearray, content_type: str, meta: dict) -> _Answer:
         try:
@@ -270,4 +327,5 @@ def ingest_routes(watcher, token: str | None = None, max_runs: int = 1000) -> In
                           steer=watcher.steer_reason, counts=st.ingest_requests,
                           rejected=st.ingest_rejected, duplicates=st.ingest_duplicates)
     watcher.listeners.append(lambda _w: routes.waits.notify() if routes.waits else None)
+    watcher.tick_hooks.append(routes.settle)
     return routes

@@ -15,7 +15,6 @@ twice.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import logging
 import os
@@ -33,30 +32,18 @@ from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
 from streameval.fileio import append_whole, cut_torn_tail, write_atomic
 from streameval.live.follow import TraceFollower, record_digest_of_line
+from streameval.live.narrate import Narration
 from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
 from streameval.live.passed import Passed, Rescans
+from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
 from streameval.live.table import RunTable
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
-from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, walk_files
-from streameval.traces.names import trace_patterns
-from streameval.traces.parts import is_conversation, trace_of
+from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
+from streameval.traces.parts import trace_of
 from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
-
-#: what ``watch`` follows by default: the adapters' file names (``traces.names``)
-DEFAULT_GLOBS = trace_patterns()
-
-
-def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:
-    """A file ``watch`` follows (and ``backtest`` finds): its name or path matches a
-    glob, and it is neither a side file nor a writer's temporary file."""
-    name = path.name
-    if name in SIDE_FILES or name.endswith(".tmp"):
-        return False
-    return any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(str(path), g) for g in globs)
-
 
 @dataclass(slots=True)
 class WatchConfig:
@@ -75,6 +62,7 @@ class WatchConfig:
     checkpoint_interval: float = 5.0
     fmt: str | None = None
     include_sidechain: bool = False
+    sniff: tuple[str, ...] = SNIFF_GLOBS
     rescan_interval: float = 5.0
     tick_interval: float = 0.2
     force_polling: bool = False
@@ -94,29 +82,6 @@ def _counting_clamps(method: Callable) -> Callable:
         with sane.counting(self.table.stats.clamped):
             return method(self, *args, **kw)
     return wrapper
-
-
-def _file_key(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def _kind(path: Path) -> str:
-    """"file", "missing", or "hidden": there but not visible now (a directory that lost
-    its search permission, a symlink loop), which is neither followed nor taken for
-    deleted; "other" for what is not a regular file (a FIFO, a directory)."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return "missing"
-    except OSError:
-        return "hidden"
-    if stat.S_ISDIR(st.st_mode) and is_conversation(path):
-        return "file"   # an SDK conversation directory is one trace (traces.parts)
-    return "file" if stat.S_ISREG(st.st_mode) else "other"
 
 
 class Watcher:
@@ -146,6 +111,12 @@ class Watcher:
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
         #: decisions acted on); ``load`` must accept anything, the file may be edited
         self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+        #: what the watcher says and the counts of its exit summary (live/narrate.py)
+        self.narration = Narration()
+        #: sniffed files found to be no trace: path -> (device, inode, size) then
+        self.not_traces: dict[Path, tuple[int, int, int]] = {}
+        self._own_files = {Path(p).resolve() for p in (cfg.out, cfg.checkpoint, cfg.predictions)
+                           if p is not None}
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -155,7 +126,35 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        return is_trace(path, self.cfg.globs)
+        return is_trace(path, self.cfg.globs) or self._sniffed(path)
+
+    # -------- files followed for their content (SNIFF_GLOBS), and those that were not
+    def _sniffed(self, path: Path) -> bool:
+        """A name of ``cfg.sniff`` not of ``cfg.globs``, not the watcher's own files, and
+        not a file already found to be no trace (unless replaced or cut since)."""
+        if not self.cfg.sniff or not is_trace(path, self.cfg.sniff):
+            return False
+        if path in self._own_files:
+            return False
+        seen = self.not_traces.get(path)
+        if seen is None:
+            return True
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) == seen[:2] and st.st_size >= seen[2]:
+            return False   # the same file, grown at most: its head is what it was
+        del self.not_traces[path]
+        return True
+
+    def _not_trace(self, f: TraceFollower) -> None:
+        try:
+            st = os.stat(f.path)
+            self.not_traces[f.path] = (st.st_dev, st.st_ino, st.st_size)
+        except OSError:
+            pass
+        self._forget(f)
 
     @_counting_clamps
     def scan(self) -> int:
@@ -168,7 +167,7 @@ class Watcher:
         for p in walk_files(self.cfg.root):
             owner = trace_of(p)
             if owner != p:   # part of a trace: a conversation's event, a sub-agent's file
-                if owner.is_dir() and owner not in self.followers and _kind(owner) == "file":
+                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file":
                     self.follow(owner)
                     found += 1
                 continue
@@ -199,9 +198,9 @@ class Watcher:
         """Follow the trace at ``path``; when it is a file already followed under another
         path that no longer holds it (renamed, or its directory was), that follower
         moves with it: one run, its name and run id as first given."""
-        key = _file_key(path)
+        key = file_key(path)
         known = self._by_file.get(key) if key is not None else None
-        if known is not None and known.path != path and _file_key(known.path) != key:
+        if known is not None and known.path != path and file_key(known.path) != key:
             return self._move(known, path)
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
@@ -210,6 +209,9 @@ class Watcher:
             self._note_move(f, path, named)
         f.lag_since = self.started_at
         f.file_key = key
+        f.narration = self.narration
+        f.tentative = not is_trace(path, self.cfg.globs)
+        f.on_not_trace = self._not_trace
         f.counted_before(self.passed.lines(key))
         self.followers[path] = f
         if key is not None:
@@ -301,7 +303,7 @@ class Watcher:
                 return   # a sub-agent's transcript: its session file carries its calls
             path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
-        if (deleted or f is not None) and _kind(path) == "missing":
+        if (deleted or f is not None) and path_kind(path) == "missing":
             # a "deleted" event is believed only while the file is really gone: a trace
             # renamed away and created anew gives (deleted, added) in one unordered
             # batch, and the new file's run must not be ended by the old file's event
@@ -309,7 +311,7 @@ class Watcher:
                 self._deleted(f, now)
             return
         if f is None:
-            kind = _kind(path)
+            kind = path_kind(path)
             if kind == "other" and not deleted and os.path.isdir(path):
                 self._dir_appeared(path, now)   # a run directory moved or copied in
                 return
@@ -333,10 +335,10 @@ class Watcher:
         for p in walk_files(directory):
             owner = trace_of(p)
             if owner != p:   # part of a trace (a conversation's event file)
-                if owner.is_dir() and owner not in self.followers and _kind(owner) == "file":
+                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file":
                     self.follow(owner).poll(now)
                 continue
-            if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
+            if p not in self.followers and self.is_trace(p) and path_kind(p) == "file":
                 self.follow(p).poll(now)
 
     def _deleted(self, f: TraceFollower, now: float) -> None:
@@ -374,13 +376,13 @@ class Watcher:
         except OSError:
             return []
         return [directory / n for n in names
-                if self.is_trace(directory / n) and _kind(directory / n) == "file"]
+                if self.is_trace(directory / n) and path_kind(directory / n) == "file"]
 
     @_counting_clamps
     def poll_all(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         for f in list(self.followers.values()):
-            if _kind(f.path) == "missing":
+            if path_kind(f.path) == "missing":
                 self._deleted(f, now)
             else:
                 f.poll(now)
@@ -415,6 +417,7 @@ class Watcher:
                 for run in list(self.table.runs.values()):
                     if run.session.identity.instance_id == iid:
                         if run.session.set_patch(patch, "predictions"):
+                            self.narration.patch_landed(run.session, "predictions file")
                             self.table.stats.events["patch_landed"] += 1
 
     # ------------------------------------------------------------------ ticking
@@ -493,6 +496,7 @@ class Watcher:
         try:
             append_whole(self.cfg.out, line)
             self.out_digests.add(record_digest_of_line(line))
+            self.narration.record_written(record, self.cfg.out)
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
             if not self._out_failing:   # once per outage, not at every tick's retry

@@ -43,6 +43,7 @@ class PushWatcher:
         with self._lock:
             self.w.scan()
             self.w.poll_all()
+            self.app.settle()   # the tick hook watch's ticker calls: transcripts read once more
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

@@ -309,10 +309,12 @@ def test_malformed_line_between_good_lines_is_counted_and_skipped():
     assert call.output == "text"
 
 
-def test_tool_use_without_id_is_missing_field():
+def test_tool_use_without_id_is_an_unread_action():
+    """An action seen and not read is said as such (docs/metrics.md §5b): a run of only
+    these is ``no_calls_read``, never a run that read nothing."""
     events = ClaudeAdapter().feed(assistant({"type": "tool_use", "name": "Read", "input": {}}), 3)
     (bad,) = [e for e in events if isinstance(e, BadLine)]
-    assert bad.reason == Reason.MISSING_FIELD.value
+    assert bad.reason == Reason.UNREAD_ACTION.value
 
 
 def test_result_for_unknown_call_is_ignored():

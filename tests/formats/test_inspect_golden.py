@@ -11,6 +11,7 @@ known to be wrong, the expected file keeps the RIGHT value and names the field u
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +114,7 @@ def test_inspect_subprocess_table_and_json(tmp_path: Path):
         [sys.executable, "-m", "streameval", "inspect", str(trace), "--json", str(out)],
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "  12 S Read " in proc.stdout          # the per-call table
+    assert re.search(r"^  12 S8 +Read ", proc.stdout, re.M)   # the per-call table, step 8
     assert "lines 45-64" in proc.stdout
     assert "files read   5 with lines shown, 4 more only listed" in proc.stdout
     doc = json.loads(out.read_text())
@@ -213,10 +214,11 @@ def test_repo_without_gold_maps_lines_to_base(tmp_path: Path):
     assert run["files_read"] == {"count": 1, "files": ["a.py"]}
     assert run["files_listed"]["count"] == 0            # sub, /etc/..., hosts text: no files
     assert run["files_edited"] == ["a.py"]
-    # at HEAD the file is one other line: the text shown is nowhere in it
+    # at HEAD the file is one other line: the text shown is nowhere in it, and HEAD is
+    # not the base commit, so none of it is called the agent's own (issue 19)
     assert main(["inspect", str(trace), "--quiet", "--repo", str(repo), "--json", str(out)]) == 0
     first = json.loads(out.read_text())["runs"][0]["first_reads"][0]
-    assert first["base"] == [] and first["agent"] == 4
+    assert first["base"] == [] and first["unmatched"] == 4 and "agent" not in first
 
 
 def test_bad_repo_is_a_clear_error(tmp_path: Path, capsys):

@@ -46,6 +46,9 @@ def test_demo_plays_the_example_and_serves_its_metrics(tmp_path):
     assert re.search(r"^example-run-1 .*  Grep bulk_discount$", text, re.M), text
     assert re.search(r"^example-run-1 .*  Read /workspace/inventory/README\.md$", text, re.M)
     assert text.index("metrics on") < text.index("last tool call")
+    # the first call (a Glob) read no line: its line precision is no score, and says so
+    assert re.search(r"^example-run-1\s+1\s+1\s.*\s1\.00\*  Glob ", text, re.M), text
+    assert text.count("* nothing read at the line level yet") == 1
     line_cov = re.search(r'streameval_coverage_ratio\{[^}]*granularity="line"[^}]*\} (\S+)', metrics)
     assert line_cov and float(line_cov.group(1)) == 1.0
     assert 'streameval_editloc_recall_ratio{' in metrics and 'final="true"' in metrics

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 from claude_run import watcher
+from gitrepo import gold_stub
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import Resources
@@ -36,9 +37,9 @@ def _saves(doc: dict, exit_status: str | None) -> list[bytes]:
 
 
 def _setup(tmp_path: Path, real_fixtures: Path, gold_parquet: Path):
-    empty = tmp_path / "repo"
-    empty.mkdir()
-    res = Resources(load_gold(str(gold_parquet)), RepoCache(None, str(empty)), None)
+    gold = load_gold(str(gold_parquet))
+    stub = gold_stub(tmp_path / "repo", gold, "pydata__xarray-4075")
+    res = Resources(gold, RepoCache(None, str(stub)), None)
     runs = tmp_path / "runs"
     (runs / "pydata__xarray-4075").mkdir(parents=True)
     doc = json.loads((real_fixtures / "swe-agent-traj" / TRAJ).read_text())

@@ -192,3 +192,36 @@ def test_a_scrape_does_not_wait_behind_a_long_batch(tmp_path):
     assert stale == ["streameval_stale_runs 1.0"]
     runs_rows = [ln for ln in during.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
     assert runs_rows == [ln for ln in first.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
+
+
+def test_a_runs_problems_are_a_gauge_by_reason_and_a_flag_goes_when_it_stops_holding(tmp_path):
+    """docs/metrics.md §5b: per-call problems count up; a run-level flag is 1 while it
+    holds (``nothing_read`` until the first read), so the family is a gauge."""
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    d = runs / "demo__demo-1"
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r1",
+                                             "agent": "claude-code", "model": "m"}))
+    c = Claude()
+    outside = c.read("x", "127.0.0.1 localhost\n", 1, 5)
+    use = json.loads(outside[0])
+    use["message"]["content"][0]["input"]["file_path"] = "/etc/hosts"
+    trace = d / "trace.jsonl"
+    trace.write_bytes(b"\n".join([c.init(), json.dumps(use).encode(), outside[1]]) + b"\n")
+    w = Watcher(WatchConfig(root=runs), load_resources(str(s.gold), None, str(s.repo)))
+    w.scan()
+    w.poll_all()
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    get = reg.get_sample_value
+    assert get("streameval_run_problems", {**LABELS, "reason": "nothing_read"}) == 1.0
+    assert get("streameval_run_problems", {**LABELS, "reason": "mostly_outside_repo"}) == 1.0
+    assert get("streameval_run_problems", {**LABELS, "reason": "path_outside_repo"}) == 1.0
+    with open(trace, "ab") as fh:
+        fh.write(b"\n".join([*c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 3)])
+                 + b"\n")
+    w.changed(trace)
+    assert get("streameval_run_problems", {**LABELS, "reason": "nothing_read"}) is None
+    assert get("streameval_run_problems", {**LABELS, "reason": "mostly_outside_repo"}) is None
+    assert get("streameval_run_problems", {**LABELS, "reason": "path_outside_repo"}) == 1.0

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
+from gitrepo import gold_stub
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import Resources
@@ -28,9 +29,9 @@ def out_lines(tmp_path: Path) -> list[bytes]:
 
 @pytest.fixture
 def doc_env(tmp_path, real_fixtures, gold_parquet):
-    empty = tmp_path / "emptyrepo"
-    empty.mkdir()
-    res = Resources(load_gold(str(gold_parquet)), RepoCache(None, str(empty)), None)
+    gold = load_gold(str(gold_parquet))
+    stub = gold_stub(tmp_path / "stubrepo", gold, "django__django-11603")
+    res = Resources(gold, RepoCache(None, str(stub)), None)
     runs = tmp_path / "runs"
     (runs / "a").mkdir(parents=True)
     trace = runs / "a" / MINISWE
