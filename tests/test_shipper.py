@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "live"))
 from claude_run import APP, UTIL, Claude, append, make_setup, watcher  # noqa: E402
 
 from streameval.live.ingest import SPOOL_NAME, ingest_routes  # noqa: E402

@@ -214,8 +214,7 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     import subprocess
     import sys
 
-    from claude_run import make_setup
-    from test_restart import wait_until
+    from claude_run import make_setup, wait_until
 
     from streameval.runs.resources import load_resources
 

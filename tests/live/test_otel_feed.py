@@ -15,8 +15,7 @@ import json
 import time
 
 import pytest
-from claude_run import Claude, append
-from test_abort import policy, reads, trace_in
+from claude_run import Claude, append, policy, reads, trace_in
 
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 from streameval.live.ingest import ingest_routes

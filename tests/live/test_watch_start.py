@@ -12,8 +12,7 @@ import sys
 
 import orjson
 import pytest
-from claude_run import APP, Claude, append, make_setup
-from test_restart import wait_until
+from claude_run import APP, Claude, append, make_setup, wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv")
 

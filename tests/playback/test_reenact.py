@@ -7,8 +7,8 @@ import io
 import json
 import re
 
+from claude_run import APP, UTIL, Claude, append, started
 from gitrepo import make_repo
-from live.claude_run import APP, UTIL, Claude, append, started
 
 from streameval.playback.reenact import EMPTY_NOTE, LiveTable, summarize
 from streameval.runs.resources import load_resources

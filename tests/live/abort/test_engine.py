@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from claude_run import APP, UTIL, Claude, append
+from claude_run import Claude, append, policy, reads, trace_in
+from fixture_paths import ROOT
 
 from streameval.live.abort.engine import (
     ABORT_NAME,
@@ -24,9 +25,6 @@ from streameval.live.abort.engine import (
 )
 from streameval.live.watch import WatchConfig, Watcher
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 # ---------------------------------------------------------------------- helpers
 
 
@@ -35,22 +33,6 @@ def start(runs: Path, res, toml: str, dry_run: bool = False) -> tuple[Watcher, A
     w = Watcher(cfg, res)
     engine = attach(w, AbortEngine(parse_policies(toml, "test.toml"), dry_run=dry_run))
     return w, engine
-
-
-def trace_in(runs: Path, s, name: str = "r1", **meta) -> Path:
-    d = runs / name
-    d.mkdir()
-    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": name,
-                                             "agent": "claude-code", "model": "m", **meta}))
-    return d / "trace.jsonl"
-
-
-def reads(c: Claude, *specs: tuple[str, int, int]) -> list[bytes]:
-    out: list[bytes] = []
-    for path, a, b in specs:
-        text = APP if path == "src/app.py" else UTIL
-        out.extend(c.read(path, text, a, b - a + 1))
-    return out
 
 
 def claude_trace(runs: Path, s, *specs: tuple[str, int, int], result: bool = False) -> Path:
@@ -70,11 +52,6 @@ def run_once(w: Watcher):
 
 def decisions(engine: AbortEngine, policy: str | None = None) -> list:
     return [d for d in engine.decisions if policy is None or d.policy == policy]
-
-
-def policy(name: str, kind: str, action: str = "file", **kw) -> str:
-    body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in kw.items())
-    return f'[[policy]]\nname = "{name}"\nkind = "{kind}"\naction = "{action}"\n{body}\n'
 
 
 # ---------------------------------------------------------------------- policies

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+from fixture_paths import ROOT
 
 from streameval.commands.main import main
 from streameval.live.abort.backtest import backtest_trace, find_traces, summarize
@@ -22,7 +22,6 @@ from streameval.live.watch import WatchConfig, Watcher
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
 
-ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
 
 POLICIES = """

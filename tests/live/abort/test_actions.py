@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from claude_run import Claude, append
-from test_abort import policy, reads, trace_in
+from claude_run import Claude, append, policy, reads, trace_in
 
 from streameval.live.abort.actions import process_started_at, send_signal
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies

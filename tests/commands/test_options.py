@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 import socket
-from pathlib import Path
 
 import pytest
+from fixture_paths import ROOT
 
 from streameval.commands.main import COMMANDS, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
 GOLD, REPO, PREDS = str(EX / "gold.jsonl"), str(EX / "repo"), str(EX / "predictions.jsonl")
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
-from test_restart import wait_until
+from claude_run import APP, UTIL, Claude, make_setup, wait_until
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources

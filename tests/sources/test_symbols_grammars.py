@@ -5,9 +5,9 @@ into today's tree-sitter runtime. Where the bundle is installed it is the defaul
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+from fixture_paths import EXAMPLES, FIXTURES
 
 from streameval.sources import symbols
 from streameval.sources.symbols import (
@@ -17,8 +17,7 @@ from streameval.sources.symbols import (
     parse_definitions,
 )
 
-HERE = Path(__file__).resolve().parent
-JQ = (HERE / "fixtures" / "symbols" / "jq__jv_print__jv_dump_term.c").read_bytes()
+JQ = (FIXTURES / "symbols" / "jq__jv_print__jv_dump_term.c").read_bytes()
 
 bundle = pytest.mark.skipif(
     symbols._bundle_path() is None and sys.version_info >= (3, 13),
@@ -48,7 +47,7 @@ def test_the_bundle_is_the_default_and_every_record_names_it(tmp_path):
     from streameval.commands.main import main
 
     out = tmp_path / "r.jsonl"
-    ex = HERE.parent / "examples"
+    ex = EXAMPLES
     for choice, expect in ((None, "contextbench"), ("official", "official")):
         extra = ["--grammars", choice] if choice else []
         assert main(["replay", str(ex / "predictions.jsonl"), "--gold", str(ex / "gold.jsonl"),

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from fixture_paths import ROOT
 from gitrepo import make_repo
 
 from streameval.commands.main import main
 from streameval.model import Step
 from streameval.runs.batch import shard_of
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 NOTES = "".join(f"l{n:02d}\n" for n in range(1, 11))  # 10 lines of 4 bytes

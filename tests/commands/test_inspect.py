@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_paths import EXAMPLES, REAL
 
 from streameval.commands.main import main
 from streameval.traces.parts import is_conversation
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected_inspect"
-from fixture_paths import REAL  # noqa: E402
 
 FIELDS = ("tool_calls", "sidechain_calls", "steps", "categories", "files_read",
           "files_listed", "first_reads")
@@ -148,7 +148,7 @@ def test_with_gold_and_repo_scores_like_replay(tmp_path: Path):
     from streameval.sources.repocache import RepoCache
     from streameval.sources.symbols import SymbolIndex
 
-    ex = HERE.parent.parent / "examples"
+    ex = EXAMPLES
     trace = ex / "runs" / "example-run-1" / "trace.jsonl"
     out = tmp_path / "summary.json"
     assert main(["inspect", str(trace), "--quiet", "--gold", str(ex / "gold.jsonl"),

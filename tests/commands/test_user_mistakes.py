@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from claude_run import APP, UTIL, WORKSPACE, Claude, append, make_setup, started
 from gitrepo import gold_stub, make_repo
-from live.claude_run import APP, UTIL, WORKSPACE, Claude, append, make_setup, started
 
 from streameval.commands.main import main
 from streameval.runs.evaluate import evaluate_trace

@@ -12,8 +12,7 @@ import time
 import urllib.request
 
 import orjson
-from claude_run import APP, UTIL, Claude, append, make_setup, watcher
-from test_restart import wait_until
+from claude_run import APP, UTIL, Claude, append, make_setup, wait_until, watcher
 
 
 def _steps(port: int, run_id: str) -> float:

@@ -15,8 +15,7 @@ import time
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
-from test_restart import wait_until
+from claude_run import APP, UTIL, Claude, make_setup, wait_until
 
 PATCH = "--- a/src/app.py\n+++ b/src/app.py\n@@ -7,1 +7,1 @@\n-def f3(x):\n+def f3(y):\n"
 

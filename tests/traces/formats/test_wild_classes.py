@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixture_paths import REAL
+from fixture_paths import REAL, ROOT
 from gitrepo import make_repo
 
 from streameval.commands.main import main
@@ -23,7 +23,7 @@ from streameval.reading.infer import infer
 from streameval.runs.batch import iter_trace_files
 from streameval.traces.files import iter_lines, open_adapter
 
-EXPECTED = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "wild" /
+EXPECTED = json.loads((ROOT / "benchmarks" / "wild" /
                        "expected.json").read_text())
 
 

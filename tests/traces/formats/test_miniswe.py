@@ -1,7 +1,7 @@
 """mini-swe-agent ``.traj.json``: golden summaries of the real fixtures, and the edge cases.
 
 The expected files were derived from the raw traces with jq, not from this adapter
-(``tests/formats/expected/VERIFIED.md``).
+(``tests/traces/formats/expected/VERIFIED.md``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
+from claude_run import APP, UTIL, Claude, make_setup, wait_until
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
@@ -33,15 +33,6 @@ def start_watch(tmp: Path, runs: Path, s) -> subprocess.Popen:
                or proc.poll() is not None, what="watch to start")
     assert proc.poll() is None, err.read_text()
     return proc
-
-
-def wait_until(pred, timeout=30.0, what=""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def checkpoint_offset(cp: Path, trace: Path) -> int:

@@ -8,6 +8,7 @@ adapter, inference and state, not stand-ins.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +100,36 @@ def started(runs: Path, res, tmp_path: Path, **kw):
     w.scan()
     w.poll_all()
     return w
+
+
+# ---------------------------------------------------------------------- shared by the live tests
+
+
+def wait_until(pred, timeout=30.0, what=""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def trace_in(runs: Path, s, name: str = "r1", **meta) -> Path:
+    d = runs / name
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": name,
+                                             "agent": "claude-code", "model": "m", **meta}))
+    return d / "trace.jsonl"
+
+
+def reads(c: Claude, *specs: tuple[str, int, int]) -> list[bytes]:
+    out: list[bytes] = []
+    for path, a, b in specs:
+        text = APP if path == "src/app.py" else UTIL
+        out.extend(c.read(path, text, a, b - a + 1))
+    return out
+
+
+def policy(name: str, kind: str, action: str = "file", **kw) -> str:
+    body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in kw.items())
+    return f'[[policy]]\nname = "{name}"\nkind = "{kind}"\naction = "{action}"\n{body}\n'

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_paths import ROOT
 
 from streameval.live.abort.backtest import backtest_trace, summarize
 from streameval.live.abort.engine import AbortEngine, parse_policies
@@ -23,7 +24,6 @@ from streameval.live.abort.savings import UsagePoint, crossing_point, saving
 from streameval.runs.resources import load_resources
 from streameval.scoring.snapshot import UsageSoFar
 
-ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
 
 

@@ -1,5 +1,5 @@
 """Gemini CLI sessions (``session-*.json``): the real session's golden summary (derived by
-jq, ``tests/formats/expected/VERIFIED.md``), detection, the shell answer's sections, the
+jq, ``tests/traces/formats/expected/VERIFIED.md``), detection, the shell answer's sections, the
 project root from ``projectHash``, and what Gemini's own file tools showed."""
 
 from __future__ import annotations

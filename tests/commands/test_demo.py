@@ -8,14 +8,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import orjson
+from fixture_paths import ROOT
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_demo_plays_the_example_and_serves_its_metrics(tmp_path):

@@ -1,6 +1,6 @@
 """SWE-agent ``.traj`` and ContextBench ``.checkpoints.jsonl``: golden summaries and edge cases.
 
-Expected files come from jq over the raw traces (``tests/formats/expected/VERIFIED.md``).
+Expected files come from jq over the raw traces (``tests/traces/formats/expected/VERIFIED.md``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OpenHands ``output.jsonl`` (one instance per line): golden summary and framing.
 
-Expected file comes from jq over the raw trace (``tests/formats/expected/VERIFIED.md``).
+Expected file comes from jq over the raw trace (``tests/traces/formats/expected/VERIFIED.md``).
 """
 
 from __future__ import annotations

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import orjson
 import pytest
+from fixture_paths import EXAMPLES
 
 from streameval.commands.main import main
 from streameval.model import RunIdentity
 from streameval.traces.identity import identify
 from streameval.traces.labels import LabelError, LabelRules, PathTemplate, parse_label
 
-EX = Path(__file__).resolve().parent.parent / "examples"
+EX = EXAMPLES
 
 
 def test_parse_label():

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import orjson
+from fixture_paths import ROOT
 
 from streameval.commands.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
 
 
