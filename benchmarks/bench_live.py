@@ -315,7 +315,7 @@ class BackgroundWatcher:
         import anyio
         from anyio.from_thread import start_blocking_portal
 
-        from streameval.live.watch import run_watcher
+        from streameval.live.loop import run_watcher
 
         self._cm = start_blocking_portal()
         self.portal = self._cm.__enter__()
@@ -430,7 +430,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def phase_latency(args, work: Path, rate: float) -> dict:
-    from streameval.live.exporter import serve
+    from streameval.live.server import serve
 
     repo, gold = make_setup(work)
     runs = work / "runs"

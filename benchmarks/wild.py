@@ -78,9 +78,9 @@ def zero_call_with_actions(m: Measure) -> bool:
     return m.actions > 0 and (m.detected is None or m.calls == 0)
 
 
-def aggregate(results: list[tuple[Trace, Measure]]) -> "OrderedDict[str, dict]":
+def aggregate(results: list[tuple[Trace, Measure]]) -> OrderedDict[str, dict]:
     """Per-source totals (keyed by source, in manifest order) plus ``TOTAL``."""
-    out: "OrderedDict[str, dict]" = OrderedDict()
+    out: OrderedDict[str, dict] = OrderedDict()
     for t, m in results:
         for key in (t.source, "TOTAL"):
             a = out.setdefault(key, {
@@ -116,7 +116,7 @@ def _short(c: Counter, n: int = 3) -> str:
     return ", ".join(f"{k} {v}" for k, v in c.most_common(n)) or "-"
 
 
-def print_table(agg: "OrderedDict[str, dict]", out) -> None:
+def print_table(agg: OrderedDict[str, dict], out) -> None:
     head = (f"{'source':<28} {'files':>5} {'det':>5} {'calls':>6} {'reads':>6} {'unk':>4} "
             f"{'unpar':>5} {'crash':>5} {'0call':>5}  problems (top 3)")
     print(head, file=out)
@@ -129,7 +129,7 @@ def print_table(agg: "OrderedDict[str, dict]", out) -> None:
               f"{a['zero_call_actions']:>5}  {_short(a['problems'])}", file=out)
 
 
-def to_json(agg: "OrderedDict[str, dict]", results, missing, elapsed: float) -> dict:
+def to_json(agg: OrderedDict[str, dict], results, missing, elapsed: float) -> dict:
     def plain(a: dict) -> dict:
         return {k: (dict(v.most_common()) if isinstance(v, Counter) else v) for k, v in a.items()}
     return {

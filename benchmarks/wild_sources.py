@@ -99,7 +99,7 @@ def ls_tree(gdir: Path, commit: str) -> list[tuple[str, str, int]]:
 
 def expand(rows: list[Row], mirrors: Path) -> list[Trace]:
     """Every trace the manifest names, in manifest order (exclusions applied)."""
-    traces: "OrderedDict[tuple[str, str], Trace]" = OrderedDict()
+    traces: OrderedDict[tuple[str, str], Trace] = OrderedDict()
     trees: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
     for row in rows:
         key = (row.repo, row.commit)

@@ -275,7 +275,114 @@ def evaluator() -> dict:
                      panels, [JOB])
 
 
-DASHBOARDS = {"overview.json": overview, "run.json": per_run, "evaluator.json": evaluator}
+# ---------------------------------------------------------------------- the fleet
+
+FLEET = 'agent=~"$agent", model=~"$model", experiment=~"$experiment"'
+FLEET_AGENT = query_var("agent", "Agent", "label_values(streameval_fleet_runs, agent)")
+FLEET_MODEL = query_var("model", "Model",
+                        'label_values(streameval_fleet_runs{agent=~"$agent"}, model)')
+EXPERIMENT = query_var("experiment", "Experiment",
+                       'label_values(streameval_fleet_runs{agent=~"$agent", model=~"$model"}, '
+                       "experiment)")
+BY_SET = "agent, model, experiment"
+
+
+def fleet_sum(metric: str, by: str = "") -> str:
+    """The sum of ``metric`` over the finished runs of each ``by`` group (that have it):
+    each exported mean times the runs it is over."""
+    sel = f'{{metric="{metric}", {FLEET}}}'
+    grp = f" by ({by})" if by else ""
+    return f"sum{grp} (streameval_fleet_mean{sel} * streameval_fleet_mean_runs{sel})"
+
+
+def pooled(metric: str, by: str = "") -> str:
+    """The mean of ``metric`` over the finished runs of each ``by`` group: the exported
+    means weighted by the runs each is over, so label sets (and watchers) pool into the
+    mean of their runs, not a mean of means."""
+    grp = f" by ({by})" if by else ""
+    return (f"{fleet_sum(metric, by)}"
+            f' / sum{grp} (streameval_fleet_mean_runs{{metric="{metric}", {FLEET}}})')
+
+
+def fleet() -> dict:
+    f, g = FLEET, "${granularity}"
+    per_set = "{{agent}} / {{model}} / {{experiment}}"
+    panels = [
+        stat("Active runs", [target(f'sum(streameval_fleet_runs{{state="active", {f}}})', "active")],
+             w=4, description="Runs in memory whose trace is still growing."),
+        stat("Finished runs", [target(f'sum(streameval_fleet_runs{{state="finished", {f}}})', "finished")],
+             w=4, description="Finished runs in memory (within --keep-finished and --max-runs): "
+                              "the runs every mean on this dashboard is over."),
+        stat(f"Mean final F1 ({g})", [target(pooled(f"{g}.f1"), "F1")], w=4, ratio=True,
+             description="F1 of the final context, over the finished runs selected."),
+        stat("Runs aborted", [target(f"sum(streameval_fleet_aborted_runs{{{f}}})", "runs")], w=4,
+             description="Runs in memory an abort policy decided on (dry runs included). "
+                         "No data: no policy decided."),
+        stat("Runs without per-run series", [target("sum(streameval_per_run_series_dropped_runs)", "runs")],
+             w=4, description="Runs past watch --per-run-series: counted here and in every "
+                              "fleet number, absent from the Overview and Run dashboards."),
+        stat("Runs folded into other", [target("sum(streameval_fleet_folded_runs)", "runs")], w=4,
+             description="Runs of label sets past the fleet's limit (streameval_fleet_groups_limit, "
+                         "100 per watcher), counted under agent, model and experiment \"other\"."),
+        ts(f"Mean final coverage by model ({g})", [target(pooled(f"{g}.coverage", "model"), "{{model}}")],
+           ratio=True, description="Coverage |G∩P|/|G| of the final context, mean over the "
+                                   "finished runs of each model (docs/metrics.md §3)."),
+        ts(f"Mean final F1 by model ({g})", [target(pooled(f"{g}.f1", "model"), "{{model}}")],
+           ratio=True, description="F1 = 2PR/(P+R) of the final context, mean over finished runs."),
+        bars(f"Mean AUC-coverage by label set ({g})",
+             [target(pooled(f"{g}.auc", BY_SET), per_set, instant=True)], ratio=True,
+             description="Mean per-step coverage, mean over the finished runs of each agent, "
+                         "model and experiment."),
+        bars("File localisation by model",
+             [target(pooled("file.mrr", "model"), "{{model}} MRR", instant=True),
+              target(pooled("file.ndcg@10", "model"), "{{model}} nDCG@10", instant=True),
+              target(pooled("file.recall@5", "model"), "{{model}} Recall@5", instant=True)],
+             ratio=True, description="How early the gold files were read (docs/metrics.md §7b)."),
+        ts("Tokens per finished run by model", [target(pooled("tokens", "model"), "{{model}}")],
+           unit="short", description="Over the finished runs whose trace states usage "
+                                     "(a run without it is left out, not counted as 0)."),
+        ts("Cost per finished run by model", [target(pooled("cost_usd", "model"), "{{model}}")],
+           unit="currencyUSD", description="Over the finished runs whose trace states a cost."),
+        bars("Cost of the finished runs in memory by model",
+             [target(fleet_sum("cost_usd", "model"), "{{model}}", instant=True)], w=8,
+             unit="currencyUSD", description="Mean cost times the finished runs it is over."),
+        bars("Steps to the first gold file read by model",
+             [target(pooled("first_gold_file_step", "model"), "{{model}}", instant=True)], w=8,
+             description="Mean over the finished runs that read a gold file."),
+        bars("Runs aborted by policy",
+             [target(f"sum by (policy) (streameval_fleet_aborted_runs{{{f}}})", "{{policy}}",
+                     instant=True)], w=8),
+        ts("Runs by model and state",
+           [target(f"sum by (model, state) (streameval_fleet_runs{{{f}}})", "{{model}} {{state}}")]),
+        ts("Series budget",
+           [target("max(streameval_per_run_series_limit)", "per-run series limit (runs)"),
+            target("sum by (state) (streameval_per_run_series_dropped_runs)", "dropped {{state}}"),
+            target("sum(streameval_fleet_groups)", "label sets"),
+            target("max(streameval_fleet_groups_limit)", "label set limit")],
+           description="What bounds /metrics: runs with per-run series at most, the runs past "
+                       "it, and the fleet's label sets against their limit."),
+        table(f"Label sets ({g})",
+              [target(f'sum by ({BY_SET}) (streameval_fleet_runs{{state="finished", {f}}})', instant=True),
+               target(pooled(f"{g}.coverage", BY_SET), instant=True),
+               target(pooled(f"{g}.f1", BY_SET), instant=True),
+               target(pooled(f"{g}.auc", BY_SET), instant=True),
+               target(pooled("tokens", BY_SET), instant=True),
+               target(pooled("cost_usd", BY_SET), instant=True)],
+              description="Finished runs (A), mean final coverage (B), F1 (C), AUC (D), tokens "
+                          "(E) and cost (F) per agent, model and experiment."),
+    ]
+    for p in panels:
+        if p["type"] == "table":
+            for t in p["targets"]:
+                t["format"] = "table"
+    return dashboard("streameval-fleet", "streameval / Fleet",
+                     "Every agent, model and experiment at once, in a bounded number of series: "
+                     "runs, mean final coverage and F1, AUC, localisation, tokens, cost, aborts.",
+                     panels, [FLEET_AGENT, FLEET_MODEL, EXPERIMENT, GRAN])
+
+
+DASHBOARDS = {"overview.json": overview, "run.json": per_run, "evaluator.json": evaluator,
+              "fleet.json": fleet}
 
 
 def render() -> dict[str, str]:

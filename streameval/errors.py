@@ -22,6 +22,8 @@ class Reason(str, Enum):
     PARTIAL_LINE = "partial_line"
     UNKNOWN_FORMAT = "unknown_format"  # a watched file no adapter recognises
     BAD_PREDICTION = "bad_prediction"  # a --predictions line without instance_id
+    #: an action the adapter saw (a tool call, a command) but could not turn into a call
+    UNREAD_ACTION = "unread_action"
     # reads and edits
     UNKNOWN_TOOL = "unknown_tool"
     PATH_OUTSIDE_REPO = "path_outside_repo"
@@ -38,6 +40,19 @@ class Reason(str, Enum):
     NO_CONTEXT_EXTRACTED = "no_context_extracted"
     INTERNAL_ERROR = "internal_error"  # a bug met while evaluating; the batch goes on
     WORKER_LOST = "worker_lost"  # replay --engine ray: its worker failed twice; the batch goes on
+    # runs whose numbers would be meaningless (error records, docs/metrics.md §5b)
+    GOLD_NOT_IN_REPO = "gold_not_in_repo"  # no gold file is in the repository tried
+    TRUNCATED_TRACE = "truncated_trace"  # the trace ends mid-document or mid-line
+    NO_CALLS_READ = "no_calls_read"  # the trace holds actions, none read as a call
+    # runs scored, but whose numbers say less than they seem (flags, docs/metrics.md §5b)
+    NOTHING_READ = "nothing_read"  # the final context is empty: precision 1.0 by convention
+    MOSTLY_OUTSIDE_REPO = "mostly_outside_repo"  # most paths read name no repository file
+
+
+#: The problems that question a whole run's numbers rather than one call's: a run has
+#: each at most once, and tables count the runs that carry any (docs/metrics.md §5b).
+RUN_FLAGS: frozenset[str] = frozenset({Reason.NOTHING_READ.value,
+                                       Reason.MOSTLY_OUTSIDE_REPO.value})
 
 
 class StreamevalError(Exception):

@@ -42,6 +42,14 @@ def read_limited(path: Path | str, limit: int = SMALL) -> bytes | None:
     ``limit`` bytes, and OSError for other failures (permissions), so callers can
     count it and go on.
     """
+    got = read_from(path, 0, limit)
+    return None if got is None else got[0]
+
+
+def read_from(path: Path | str, offset: int, limit: int = SMALL) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of the regular file at ``path`` from ``offset`` to its end, and its
+    stat; None when nothing is there. The rules of ``read_limited``: ``limit`` bounds the
+    file's whole size, so a file followed from where it was last read stays bounded."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
         | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -60,7 +68,9 @@ def read_limited(path: Path | str, limit: int = SMALL) -> bytes | None:
             raise SideFileError(f"{path}: {kind}; ignored")
         if st.st_size > limit:
             raise SideFileError(f"{path}: {st.st_size} bytes, over the {limit}-byte limit; ignored")
-        chunks, size = [], 0
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        chunks, size = [], offset
         while size <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - size))
             if not chunk:
@@ -69,7 +79,7 @@ def read_limited(path: Path | str, limit: int = SMALL) -> bytes | None:
             size += len(chunk)
         if size > limit:   # grew while we read it
             raise SideFileError(f"{path}: over the {limit}-byte limit; ignored")
-        return b"".join(chunks)
+        return b"".join(chunks), st
     finally:
         os.close(fd)
 

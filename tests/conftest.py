@@ -8,7 +8,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/gitrepo.py, fixture_paths.py
 
+from claude_run import make_setup  # noqa: E402
 from fixture_paths import GOLD_PARQUET, REAL  # noqa: E402
+
+from streameval.runs.resources import load_resources  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +31,13 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 settings.register_profile("streameval", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("streameval")
+
+
+@pytest.fixture
+def env(tmp_path):
+    """(setup, runs directory, resources) over a fresh two-file git repo."""
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    res = load_resources(str(s.gold), None, str(s.repo))
+    return s, runs, res

@@ -6,7 +6,10 @@ SOURCES.md); ``fixtures/data`` the ContextBench gold rows.
 
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent   # the checkout
+TESTS = ROOT / "tests"
+FIXTURES = TESTS / "fixtures"
+EXAMPLES = ROOT / "streameval" / "examples"
 REAL = FIXTURES / "real"
 PUSH = FIXTURES / "push"
 GOLD_PARQUET = FIXTURES / "data" / "verified_test.parquet"

@@ -47,3 +47,15 @@ def make_repo(root: Path, *commits: dict[str, str | bytes | None]) -> list[str]:
         git(root, "commit", "-q", "--allow-empty", "-m", f"commit {n}")
         shas.append(git(root, "rev-parse", "HEAD"))
     return shas
+
+
+def gold_stub(root: Path, gold, *instance_ids: str) -> Path:
+    """A plain directory holding an empty file at every gold path of the instances, for
+    tests that need no file's text: a repository holding none of an instance's gold
+    files is the wrong one, and its runs are not scored (``gold_not_in_repo``)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for iid in instance_ids:
+        for span in gold.get(iid).gold_context:
+            (root / span.file).parent.mkdir(parents=True, exist_ok=True)
+            (root / span.file).touch()
+    return root

@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parent.parent / "streameval"
 #: room -> its floor; a module may import its own room and the floors below, and rooms on
 #: one floor do not import each other (``traces`` and ``sources`` know nothing of each other)
 FLOORS: dict[str, int] = {
-    "vocabulary": 0,
+    "vocabulary": 0, "web": 0,
     "traces": 1, "sources": 1,
     "reading": 2,
     "scoring": 3,

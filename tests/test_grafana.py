@@ -42,23 +42,28 @@ def used_variables(text: str) -> set[str]:
 # ---------------------------------------------------------------------- structure
 
 
-def test_three_dashboards_with_distinct_uids():
+def test_four_dashboards_with_distinct_uids():
     d = dashboards()
-    assert set(d) == {"overview.json", "run.json", "evaluator.json"}
+    assert set(d) == {"overview.json", "run.json", "evaluator.json", "fleet.json"}
     uids = [x["uid"] for x in d.values()]
-    assert len(set(uids)) == 3 and all(x["schemaVersion"] >= 39 for x in d.values())
+    assert len(set(uids)) == 4 and all(x["schemaVersion"] >= 39 for x in d.values())
 
 
-def test_dashboards_are_what_the_generator_writes():
+def _builder():
     spec = importlib.util.spec_from_file_location("build_dashboards", GRAFANA / "build_dashboards.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_dashboards_are_what_the_generator_writes():
+    mod = _builder()
     for name, text in mod.render().items():
         assert (GRAFANA / "dashboards" / name).read_text(encoding="utf-8") == text, (
             f"{name} is stale: run python grafana/build_dashboards.py")
 
 
-@pytest.mark.parametrize("name", ["overview.json", "run.json", "evaluator.json"])
+@pytest.mark.parametrize("name", ["overview.json", "run.json", "evaluator.json", "fleet.json"])
 def test_panel_ids_grid_and_targets(name):
     dash = dashboards()[name]
     ps = panels(dash)
@@ -81,7 +86,7 @@ def test_panel_ids_grid_and_targets(name):
             assert t["datasource"]["uid"] == "prometheus"
 
 
-@pytest.mark.parametrize("name", ["overview.json", "run.json", "evaluator.json"])
+@pytest.mark.parametrize("name", ["overview.json", "run.json", "evaluator.json", "fleet.json"])
 def test_every_variable_used_is_defined(name):
     dash = dashboards()[name]
     defined = {v["name"] for v in dash["templating"]["list"]}
@@ -114,6 +119,25 @@ def test_every_metric_queried_is_exported():
                 assert not unknown, f"{name} / {p['title']}: {sorted(unknown)} not exported"
 
 
+def test_the_fleet_dashboard_reads_only_bounded_series():
+    """The Fleet dashboard must stay cheap with 10,000 runs: no per-run family, and
+    every ``metric`` it asks for is one the watcher averages (a typo would draw nothing)."""
+    from streameval.live.exporter import RUN_FAMILIES
+    from streameval.live.fleet import FLEET_METRIC_NAMES
+
+    per_run = {name for name, _k, _e in RUN_FAMILIES}
+    per_run |= {n + "_total" for n in per_run}
+    grans = ["file", "symbol", "span", "line"]
+    asked: set[str] = set()
+    for p in panels(dashboards()["fleet.json"]):
+        for t in p["targets"]:
+            assert not set(METRIC.findall(t["expr"])) & per_run, p["title"]
+            for name in re.findall(r'metric="([^"]+)"', t["expr"]):
+                asked |= ({name.replace("${granularity}", g) for g in grans}
+                          if "${granularity}" in name else {name})
+    assert asked and asked <= set(FLEET_METRIC_NAMES), sorted(asked - set(FLEET_METRIC_NAMES))
+
+
 def test_provisioning_points_at_the_dashboards_and_the_datasource():
     ds = (GRAFANA / "provisioning" / "datasources" / "prometheus.yml").read_text()
     assert re.search(r"^\s+uid: prometheus$", ds, re.M) and re.search(r"^\s+type: prometheus$", ds, re.M)
@@ -144,6 +168,12 @@ def _stage(runs: Path) -> None:
     (stray / "meta.json").write_text(json.dumps({**meta, "run_id": "stray-1",
                                                  "instance_id": "nobody__nothing-1"}))
     shutil.copyfile(EX / "backtest" / "runaway-1" / "trace.jsonl", stray / "trace.jsonl")
+    # two experiments for the Fleet dashboard: the runaway (aborted) run is a baseline one
+    for name, experiment in (("example-run-1", "baseline"), ("runaway-1", "baseline"),
+                             ("late-find-1", "agents-md"), ("active-1", "agents-md"),
+                             ("stray-1", "agents-md")):
+        path = runs / name / "meta.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "experiment": experiment}))
 
 
 def _fill(expr: str, values: dict[str, str]) -> str:
@@ -161,7 +191,7 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
     from prom import PrometheusServer
 
     from streameval.live.abort.engine import AbortEngine, attach, parse_policies
-    from streameval.live.exporter import serve
+    from streameval.live.server import serve
     from streameval.live.watch import WatchConfig, Watcher
     from streameval.runs.resources import load_resources
 
@@ -186,6 +216,7 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
             run = w.table.runs[str(runs / "example-run-1" / "trace.jsonl")].session.identity
             values = {"run_id": run.run_id, "agent": run.agent, "model": run.model,
                       "instance_id": run.instance_id, "granularity": "line", "job": "streameval",
+                      "experiment": "baseline",
                       "__rate_interval": "1m", "__interval": "15s", "__range": "5m"}
             empty = []
             for name, dash in dashboards().items():
@@ -195,5 +226,14 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
                         if not prom.query(expr):
                             empty.append(f"{name} / {p['title']}: {expr}")
             assert not empty, "panels without data:\n" + "\n".join(empty)
+            # the Fleet dashboard's pooled mean is the mean over the finished scored runs
+            # (both experiments, one model), as Prometheus computes it from per-run series
+            build = _builder()
+            pooled = prom.query(_fill(build.pooled("line.coverage", "model"),
+                                      {**values, "experiment": ".*"}))
+            direct = prom.query('avg(streameval_coverage_ratio{granularity="line"} and on (run_id) '
+                                'streameval_run_info{state="finished"})')
+            assert len(pooled) == 1 and pooled[0]["metric"] == {"model": run.model}
+            assert float(pooled[0]["value"][1]) == pytest.approx(float(direct[0]["value"][1]))
     finally:
         server.shutdown()

@@ -11,6 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from streameval.web import names as web_assets
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -31,6 +33,8 @@ def test_wheel_ships_the_example_and_the_licence(wheel):
                  "streameval/examples/repo/inventory/billing.py"):
         assert need in names
     assert any(n.endswith("licenses/LICENSE") for n in names)
+    # the page works from a wheel, offline
+    assert {f"streameval/web/{a}" for a in web_assets()} <= names
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()
     assert "License-Expression: MIT" in text

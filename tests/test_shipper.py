@@ -8,11 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "live"))
 from claude_run import APP, UTIL, Claude, append, make_setup, watcher  # noqa: E402
 
-from streameval.live.exporter import serve  # noqa: E402
-from streameval.live.ingest import SPOOL_NAME, ingest_app  # noqa: E402
+from streameval.live.ingest import SPOOL_NAME, ingest_routes  # noqa: E402
+from streameval.live.server import serve  # noqa: E402
 from streameval.runs.evaluate import evaluate_trace  # noqa: E402
 from streameval.runs.resources import load_resources  # noqa: E402
 
@@ -25,8 +24,8 @@ def test_the_shipper_pushes_a_growing_trace_whole(tmp_path):
     runs.mkdir()
     res = load_resources(str(s.gold), None, str(s.repo))
     w = watcher(runs, res, tmp_path)
-    app = ingest_app(w, "tok")
-    server, _reg, port = serve(w.table, "127.0.0.1", 0, wrap=app.mount)
+    app = ingest_routes(w, "tok")
+    server, _reg, port = serve(w.table, "127.0.0.1", 0, ingest=app)
     sandbox = tmp_path / "sandbox" / "trace.jsonl"
     sandbox.parent.mkdir()
     c = Claude()

@@ -17,12 +17,17 @@ from pathlib import Path
 
 from streameval.commands.options import add_format, add_sources, positive_int, resources
 from streameval.errors import StreamevalError
-from streameval.report.inspect import FIRST_READS, CallTable, print_summary, summarize
+from streameval.report.inspect import (
+    FIRST_READS,
+    CallTable,
+    print_summary,
+    summarize,
+)
 from streameval.runs.evaluate import land_file_patch, make_session, run_identity
 from streameval.runs.reader import TraceReader
 from streameval.scoring.session import RunSession
 from streameval.sources.repocache import open_repo
-from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.files import iter_marked_lines, open_adapter
 from streameval.traces.identity import identify, patch_beside
 
 
@@ -88,22 +93,25 @@ def run(args: argparse.Namespace) -> int:
     except (StreamevalError, OSError) as exc:
         print(f"streameval inspect: {exc}", file=sys.stderr)
         return 2
-    printer = CallTable(None if args.quiet else out, args.width, args.all_names)
-    if not args.quiet:
-        print(f"{'#':>4} S {'tool':<18} {'category':<8} input   (S = a step: showed repo code)",
-              file=out)
+    scored = res.gold is not None and bool(args.repos or args.repo)
+    # --repo without the base commit (no gold to name it, no --commit): read at HEAD
+    read_at = None if scored or not args.repo else (args.commit or "HEAD")
+    printer = CallTable(None if args.quiet else out, args.width, args.all_names,
+                        coverage=scored, base_known=read_at != "HEAD")
+    printer.head()
     reader = TraceReader(adapter, _session_factory(args, res, fmt, printer, plain))
     lines = 0
     try:
-        for line, lineno in iter_lines(args.trace):
+        for line, lineno, cut in iter_marked_lines(args.trace):
             lines = lineno
-            reader.feed_line(line, lineno)
+            reader.feed_line(line, lineno, unterminated=cut)
     except OSError as exc:
         print(f"streameval inspect: {args.trace}: {exc}", file=sys.stderr)
         return 2
     sessions = reader.close()
     land_file_patch(sessions, patch_beside(args.trace))  # as replay lands it: same EditLoc
-    doc = summarize(args.trace, fmt, lines, sessions, printer, args.first)
+    doc = summarize(args.trace, fmt, lines, sessions, printer, args.first,
+                    res=res if scored else None, read_at=read_at)
     print_summary(out, doc)
     if args.json_out:
         return _write_json(doc, args.json_out)

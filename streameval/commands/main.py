@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("streameval.commands.replay", "score recorded traces or unified predictions (JSONL out)"),
     "inspect": ("streameval.commands.inspect", "show the tool calls, reads and edits inferred from one trace"),
     "watch": ("streameval.commands.watch", "follow running agents' traces and serve Prometheus metrics"),
+    "view": ("streameval.commands.view", "the page over recorded runs: served, or one HTML file"),
     "demo": ("streameval.commands.demo", "play the bundled example run live with metrics served"),
     "abort-backtest": ("streameval.commands.abort_backtest", "replay traces through abort policies and report"),
     "compare": ("streameval.commands.compare", "compare agents or conditions on paired instances, with error bars"),

@@ -177,11 +177,13 @@ def fail(command: str, message: str) -> int:
     return 2
 
 
-def setup_logging(verbose: bool = False) -> None:
-    """streameval's own log at INFO (abort decisions, runs that cannot be scored) or
-    DEBUG with ``-v``; libraries (watchfiles' per-change lines) stay at WARNING."""
+def setup_logging(verbose: bool = False, quiet: bool = False) -> None:
+    """streameval's own log at INFO (what it does to runs and files, abort decisions,
+    runs that cannot be scored), DEBUG with ``-v``, WARNING with ``-q``; libraries
+    (watchfiles' per-change lines) stay at WARNING."""
     import logging
 
     logging.basicConfig(level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("streameval").setLevel(logging.DEBUG if verbose else logging.INFO)
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+    logging.getLogger("streameval").setLevel(level)

@@ -24,7 +24,7 @@ from streameval.commands.options import (
     positive_float,
     positive_int,
 )
-from streameval.playback.reenact import LiveTable, default_linger, reenact
+from streameval.playback.reenact import LiveTable, default_linger, reenact, traces_of
 from streameval.report import tables as report
 from streameval.report.columns import write_parquet
 from streameval.report.gate import GateError, Threshold, fail_under, parse_thresholds
@@ -37,7 +37,6 @@ from streameval.runs.batch import (
     Sources,
     collect_jobs,
     evaluate_jobs,
-    iter_trace_files,
     select_jobs,
 )
 from streameval.scoring.record import record_line
@@ -84,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--linger", type=non_negative_float, default=None, metavar="SECONDS",
                         help="with --live: keep serving this long after the last run "
                              "(until Ctrl-C on a terminal when not given, else 0)")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="exit 0 when some inputs could not be scored (error records), "
+                             "as long as one was; by default any error record exits 1")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress line and no summary table")
     otlp_options.add_otlp(parser)
@@ -107,8 +109,10 @@ def _parse_shard(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit code: 0 if any instance was evaluated and every ``--fail-under`` gate passed,
-    1 if none could be or a gate failed, 2 on usage errors."""
+    """Exit code (docs/replay.md, "Exit codes"): 0 when every input was scored and every
+    ``--fail-under`` gate passed; 1 when some input was not scored (an error record:
+    with ``--allow-partial``, only when none was), no input was found, or a gate
+    failed; 2 on usage errors."""
     if not (args.repos or args.repo):
         print("streameval replay: give --repos DIR and/or --repo DIR", file=sys.stderr)
         return 2
@@ -146,26 +150,23 @@ def run(args: argparse.Namespace) -> int:
 def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
     """``--live``: agent traces are played into a watched directory (see live/reenact)."""
 
-    traces: list[Path] = []
-    for item in args.inputs:
-        p = Path(item)
-        traces.extend(iter_trace_files(p) if p.is_dir() else [p])
+    traces = traces_of(args.inputs)   # named as replay names them: the same run ids
     if not traces:
         print("streameval replay --live: no trace files in " + " ".join(args.inputs),
               file=sys.stderr)
         return 1
     res = context.res
     listeners = [] if args.quiet else [LiveTable()]
-    n = reenact(traces, res, host=args.host, port=args.port, speed=args.speed,
-                linger=default_linger(args.linger),
-                out=Path(args.out) if args.out else None, listeners=listeners,
-                announce=lambda msg: print(f"streameval replay --live: {msg}", flush=True))
-    return 0 if n else 1
+    records = reenact(traces, res, host=args.host, port=args.port, speed=args.speed,
+                      linger=default_linger(args.linger),
+                      out=Path(args.out) if args.out else None, listeners=listeners,
+                      announce=lambda msg: print(f"streameval replay --live: {msg}", flush=True))
+    return _scored_code(records, args.allow_partial) if records else 1
 
 
 def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
                out: IO[bytes]) -> int:
-    progress = Progress(len(jobs), enabled=not args.quiet and sys.stderr.isatty())
+    progress = Progress(len(jobs), tty=sys.stderr.isatty(), quiet=args.quiet)
     emitter = otlp_options.emitter(args)   # UsageError before any work
     kept: list[dict[str, Any]] = []
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id
@@ -194,12 +195,27 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
     if not args.quiet:
         table = report.format_table(report.aggregate(kept))
         print(table, end="", file=sys.stderr if not args.out else sys.stdout)
-    if not any("error" not in r for r in kept):
-        return 1
+    code = _scored_code(kept, args.allow_partial)
+    if code:
+        return code
     failures = fail_under(kept, args.fail_under) if args.fail_under else []
     for line in failures:
         print(f"streameval replay: --fail-under: {line}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _scored_code(kept: list[dict[str, Any]], allow_partial: bool) -> int:
+    """1 when not everything was scored (``--allow-partial``: when nothing was), said
+    in one line on stderr with the reasons; else 0."""
+    errors = [r for r in kept if "error" in r]
+    if not errors or (allow_partial and len(errors) < len(kept)):
+        return 0
+    reasons = report.aggregate(errors)["errors_by_reason"]
+    what = "no input" if len(errors) == len(kept) else f"{len(errors)} of {len(kept)} input(s)"
+    hint = "" if len(errors) == len(kept) else "; --allow-partial to exit 0 all the same"
+    print(f"streameval replay: {what} could {'' if errors == kept else 'not '}be scored (error records: "
+          + ", ".join(f"{k} {v}" for k, v in reasons.items()) + f"){hint}", file=sys.stderr)
+    return 1
 
 
 def _engine(args: argparse.Namespace, jobs: list[Job], context: BatchContext):

@@ -19,6 +19,7 @@ from streameval.commands.options import (
     add_server,
     add_sources,
     non_negative_float,
+    non_negative_int,
     positive_float,
     positive_int,
     resources,
@@ -26,10 +27,15 @@ from streameval.commands.options import (
 )
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
-from streameval.live.exporter import serve
-from streameval.live.ingest import IngestApp, ingest_app
+from streameval.live.exporter import PER_RUN_SERIES
+from streameval.live.ingest import IngestRoutes, ingest_routes
+from streameval.live.loop import run_until_signal
+from streameval.live.narrate import start_line
 from streameval.live.otel_feed import attach as attach_otel
-from streameval.live.watch import DEFAULT_GLOBS, WatchConfig, Watcher, run_until_signal
+from streameval.live.pages import mount_live_page
+from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS
+from streameval.live.server import serve
+from streameval.live.watch import WatchConfig, Watcher
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,8 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_server(p)
     add_format(p)
     p.add_argument("--glob", action="append", dest="globs", metavar="PATTERN",
-                   help=f"trace file name pattern, repeatable (when not given: "
-                        f"{' '.join(DEFAULT_GLOBS)})")
+                   help=f"trace file name pattern, repeatable; replaces the defaults (when "
+                        f"not given: {' '.join(DEFAULT_GLOBS)}, and any "
+                        f"{' '.join(SNIFF_GLOBS)} whose content is a known trace format)")
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="append each finished run's record here (JSONL)")
     p.add_argument("--predictions", type=Path, metavar="FILE",
@@ -54,15 +61,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-runs", type=positive_int, default=10_000, metavar="N",
                    help="runs kept in memory at most: past it, the oldest finished runs whose "
                         "record is written leave first (default 10000)")
+    p.add_argument("--per-run-series", type=non_negative_int, default=PER_RUN_SERIES, metavar="N",
+                   help="runs whose per-run series /metrics exports at most, newest active first "
+                        f"(default {PER_RUN_SERIES}; 0: none); the fleet series cover every run")
     p.add_argument("--checkpoint", type=Path, metavar="FILE",
-                   help="state file for resuming after a restart")
+                   help="state file for resuming after a restart (default: STATE_DIR/checkpoint.json "
+                        "with --state-dir, else OUT.checkpoint.json beside --out)")
+    p.add_argument("--state-dir", type=Path, metavar="DIR",
+                   help="directory for the watcher's own state (the checkpoint)")
+    p.add_argument("--no-checkpoint", action="store_true",
+                   help="keep no checkpoint: a restart re-reads every trace and still writes "
+                        "no record twice (--out is read), but keeps no promise of a late patch "
+                        "for runs that left memory, nor of abort decisions")
     p.add_argument("--checkpoint-interval", type=positive_float, default=5.0, metavar="SECONDS",
                    help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
     p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="say only warnings and errors (no start line, run lines or summary)")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="log every run and file event (abort decisions and runs that cannot "
-                        "be scored are always logged)")
+                   help="also log every tool call of every run, and every file under DIR "
+                        "that is not followed (runs started and ended, records, patches and "
+                        "files read again are logged without it)")
     _add_abort_arguments(p)
     _add_ingest_arguments(p)
     otlp_options.add_otlp(p, live=True)
@@ -70,22 +90,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> WatchConfig:
     return WatchConfig(
-        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS), host=args.host,
+        root=args.dir.resolve(), globs=tuple(args.globs or DEFAULT_GLOBS),
+        sniff=() if args.globs else SNIFF_GLOBS, host=args.host,
         port=args.port, out=args.out, predictions=args.predictions.resolve() if args.predictions else None,
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
-        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=args.checkpoint,
+        keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=default_checkpoint(args),
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
         include_sidechain=args.include_sidechain, force_polling=args.poll)
+
+
+def default_checkpoint(args: argparse.Namespace) -> Path | None:
+    """The checkpoint: ``--checkpoint``, else in ``--state-dir``, else beside ``--out``;
+    None with ``--no-checkpoint`` or nowhere to keep it (no --out: no record is owed)."""
+    if args.no_checkpoint:
+        return None
+    if args.checkpoint is not None:
+        return args.checkpoint
+    if args.state_dir is not None:
+        args.state_dir.mkdir(parents=True, exist_ok=True)
+        return args.state_dir / "checkpoint.json"
+    if args.out is not None:
+        return args.out.with_name(args.out.name + ".checkpoint.json")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     import anyio
 
-    setup_logging(args.verbose)
+    setup_logging(args.verbose, args.quiet)
     if not args.dir.is_dir():
         print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
         return 2
     cfg = config_from_args(args)
+    # the HTTP server's threads (a scrape, a hook's answer) get the interpreter within
+    # 1 ms of asking while the watcher scores, not 5 (benchmarks/README.md, ingest)
+    sys.setswitchinterval(0.001)
     res = resources(args)   # UsageError naming the gold or repository that cannot be used
     w = Watcher(cfg, res)
     try:
@@ -94,19 +133,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
     try:
-        ingest = _ingest_app(args, w)
+        ingest = _ingest_routes(args, w)
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
-        server, _registry, port = serve(w.table, cfg.host, cfg.port,
-                                        wrap=ingest.mount if ingest is not None else None)
+        server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=ingest,
+                                        per_run_series=args.per_run_series)
     except UsageError:
         if engine is not None:
             engine.close()
         raise
-    print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
-          f"(watching {cfg.root})", flush=True)
-    try:
+    mount_live_page(server.app, w)
+    try:   # Ctrl-C at any moment from here on still ends with the summary
+        print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
+              f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
+        if not args.quiet:
+            print(f"streameval watch: {start_line(cfg, res, args.gold)}", flush=True)
         anyio.run(run_until_signal, w)
     except KeyboardInterrupt:
         pass
@@ -115,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
         if engine is not None:
             engine.close()
         otlp_options.close(emitter, "watch")
+    if not args.quiet:
+        summary = w.narration.summary(w).replace("\n", "\n  ")
+        print(f"streameval watch: stopped; {summary}", flush=True)
     return 0
 
 
@@ -150,8 +195,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
-    """The ingest app for ``watcher``, or None without ``--ingest``; UsageError when a
+def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes | None:
+    """The ingest routes for ``watcher``, or None without ``--ingest``; UsageError when a
     non-loopback server would take pushes without a token."""
     if not args.ingest:
         return None
@@ -160,4 +205,4 @@ def _ingest_app(args: argparse.Namespace, watcher: Watcher) -> IngestApp | None:
         raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
                          f"or set {config.INGEST_TOKEN_ENV} (anyone who can reach the port "
                          "could push runs)")
-    return ingest_app(watcher, token, args.ingest_max_runs)
+    return ingest_routes(watcher, token, args.ingest_max_runs)

@@ -15,22 +15,24 @@ import hashlib
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from streameval.config import DEFAULT_HOST, DEFAULT_PORT
-from streameval.errors import UsageError
-from streameval.live.httpbound import BoundedServer, QuietHandler
+from streameval.live import fleet
+from streameval.live.fleet import Fleet, FleetEntry, FleetNumbers, fleet_entry
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.scoring.snapshot import RunSnapshot, token_counts
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
-#: characters of a label value exported (run_id, instance_id, agent, model)
+#: characters of a label value exported (run_id, instance_id, agent, model, experiment)
 MAX_LABEL = 200
-LOCK_WAIT = 0.25    # seconds a scrape waits for the table lock before serving cached rows
+LOCK_WAIT = 0.05    # seconds a scrape waits for the table lock before serving cached rows
+#: runs whose per-run series are exported at most (``watch --per-run-series``)
+PER_RUN_SERIES = 1000
 
 # family name -> help; kept in one place so the README table can be generated from it
 HELP: dict[str, str] = {
@@ -56,21 +58,26 @@ HELP: dict[str, str] = {
     "streameval_run_info": "1 per run; labels carry the trace format and whether it finished.",
     "streameval_run_last_event_timestamp_seconds": "Trace time of the run's last event.",
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
+    "streameval_run_problems": "Problems of this run so far, by reason: per-call counts (unparsed_command, path_outside_repo, ...) and run-level ones, 1 while they hold (nothing_read, mostly_outside_repo, truncated_trace, no_calls_read; docs/metrics.md §5b).",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
-    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed.",
+    "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed, moved.",
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_stale_runs": "Runs this scrape served from the previous one: a long batch held the table lock.",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
     "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
     "streameval_ingest_requests_total": "Pushed requests (watch --ingest) by route (claude, logs, lines) and HTTP status.",
+    "streameval_http_refused_total": "HTTP requests and connections refused, by reason (header_timeout, body_timeout, busy, per_client_limit, connection_limit, too_deep, bad_framing, ...).",
+    "streameval_ingest_rejected_total": "Pushed entries answered but not stored, by route and reason (invalid_session_id, missing_id, too_deep).",
+    "streameval_ingest_duplicates_total": "Pushed entries already stored (a client's retry), acknowledged and not stored again, by route.",
     "streameval_unscored_runs_total": "Runs that cannot be scored, by reason (missing_gold, missing_repo, ...).",
     "streameval_cache_hits_total": "Cache hits by cache (files, line_index, symbols).",
     "streameval_cache_misses_total": "Cache misses by cache.",
     "streameval_backlog_bytes": "Bytes written to followed traces and not yet processed (a catch-up in progress).",
     "streameval_aborts_total": "Early-abort decisions by policy and action.",
     "streameval_abort_actions_total": "What abort actions did, by action and outcome (webhook: delivered, failed, dropped; file: written, exists, failed; signal: signalled, refused, no_pid, ...).",
+    **fleet.HELP,
 }
 
 
@@ -98,10 +105,47 @@ RUN_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("streameval_run_info", "gauge", ("format", "state")),
     ("streameval_run_last_event_timestamp_seconds", "gauge", ()),
     ("streameval_run_bad_lines", "counter", ("reason",)),
+    ("streameval_run_problems", "gauge", ("reason",)),
 )
 
 #: One sample of a run: (family name, values of the family's extra labels, value).
 Row = tuple[str, tuple[str, ...], float]
+
+
+@dataclass(slots=True)
+class Exported:
+    """A run as its last scrape exported it: kept on its ``LiveRun`` (it leaves with the
+    run), reused while ``sig`` says nothing moved. ``text`` is its samples as exposition
+    lines, one string per family of ``RUN_FAMILIES``, made at the first render;
+    ``fleet`` is what the fleet families fold of it."""
+
+    sig: tuple
+    base: tuple[str, ...]
+    rows: list[Row]
+    fleet: FleetEntry
+    text: tuple[str, ...] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.fleet.values is not None
+
+
+def _signature(run: LiveRun) -> tuple:
+    """What a run's exported numbers depend on: its session (a restart from byte 0
+    makes a new one), the session's version (bumped by every event and patch), its
+    state and end reason, and the abort policies that decided on it."""
+    s = run.session
+    return (id(s), s.version, run.finished_at is not None, s.end_reason, len(run.aborted))
+
+
+def export(run: LiveRun) -> Exported:
+    """The run's export, from a snapshot taken now (the table lock held)."""
+    sig = _signature(run)
+    snap = run.session.snapshot()
+    base = _base(snap)
+    group = (base[2], base[3], label_value(snap.identity.experiment or ""))
+    return Exported(sig, base, _run_rows(run, snap),
+                    fleet_entry(snap, group, run.finished, run.aborted))
 
 
 def _help(name: str, kind: str) -> str:
@@ -155,6 +199,8 @@ def _run_rows(run: LiveRun, snap: RunSnapshot) -> list[Row]:
              for outcome, n in snap.shown_lines.items()]
     rows += [("streameval_run_bad_lines", (reason,), float(n))
              for reason, n in snap.bad_lines.items()]
+    rows += [("streameval_run_problems", (reason,), float(n))
+             for reason, n in snap.problems.items()]
     rows += [("streameval_tokens", (kind,), float(n))
              for kind, n in token_counts(snap.tokens).items()]
     if snap.cost_usd is not None:
@@ -211,49 +257,109 @@ class _Families:
         return self.families
 
 
+def newest_first(pairs: list[tuple[LiveRun, Exported]], limit: int
+                 ) -> tuple[list[Exported], Counter]:
+    """The runs whose per-run series are exported, in the order given, and how many
+    of each state are not: at most ``limit``, active runs first, the most recently
+    seen first, then the most recently finished. Active runs are the ones a dashboard
+    and the per-run alerts follow; a finished run's numbers are also in its record
+    and in the fleet means. A run left out lets its rendered text go (~7 KB a run,
+    made again if it comes back)."""
+    dropped: Counter = Counter()
+    if len(pairs) <= limit:
+        return [e for _run, e in pairs], dropped
+
+    ranks = [(e.finished, -((run.finished_at or 0.0) if e.finished else run.first_seen))
+             for run, e in pairs]
+    keep = set(sorted(range(len(pairs)), key=ranks.__getitem__)[:limit])
+    kept = []
+    for i, (_run, e) in enumerate(pairs):
+        if i in keep:
+            kept.append(e)
+        else:
+            e.text = None
+            dropped["finished" if e.finished else "active"] += 1
+    return kept, dropped
+
+
+def _cap_families(limit: int, dropped: Counter) -> list:
+    from prometheus_client.core import GaugeMetricFamily
+
+    name = "streameval_per_run_series_dropped_runs"
+    fam = GaugeMetricFamily(name, HELP[name], labels=["state"])
+    for state in ("active", "finished"):
+        fam.add_metric([state], dropped[state])
+    return [GaugeMetricFamily("streameval_per_run_series_limit",
+                              HELP["streameval_per_run_series_limit"], value=limit), fam]
+
+
 class RunsCollector:
     """Builds every streameval family from a ``RunTable`` at scrape time."""
 
-    def __init__(self, table: RunTable):
+    def __init__(self, table: RunTable, per_run_series: int = PER_RUN_SERIES,
+                 fleet_groups: int = fleet.MAX_GROUPS):
+        if per_run_series < 0:
+            raise ValueError("per_run_series must be >= 0")
         self.table = table
+        self.per_run_series = per_run_series
+        self.fleet = Fleet(fleet_groups)
 
     def describe(self) -> list:
         # Returning no descriptions keeps registration from calling collect() early.
         return []
 
-    def _gather(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], list]:
-        """Per-run rows and the process-wide families, read under the lock."""
-        runs, states = self._gather_runs()
+    def _gather(self) -> tuple[list[Exported], FleetNumbers, list]:
+        """The runs whose per-run series are exported (``per_run_series`` of them at
+        most), the fleet over every run in memory, and the process-wide families."""
+        pairs, states = self._gather_runs()
+        kept, dropped = newest_first(pairs, self.per_run_series)
+        fleet_now = self.fleet.numbers(e.fleet for _run, e in pairs)
         # the lock was busy for the runs: the counters are read without waiting again
         with _held(self.table.lock, 0.0 if states["stale"] else LOCK_WAIT):
-            return runs, self._process_families(states)
+            process = self._process_families(states)
+        return kept, fleet_now, [*process, *fleet_now.scalar_families(),
+                                 *_cap_families(self.per_run_series, dropped)]
 
-    def _gather_runs(self) -> tuple[list[tuple[tuple[str, ...], list[Row]]], Counter]:
-        """Runs are read in slices of ``GATHER_SLICE``, the lock released in between:
-        a trace line never lands half-way through one run's numbers (each line is
-        processed under the lock), but with 1,000 runs the watcher no longer waits
-        for the whole table to be read (benchmarks/live.md). When a long tool call
-        holds the lock, the slice's runs are served from the previous scrape."""
+    def _gather_runs(self) -> tuple[list[tuple[LiveRun, Exported]], Counter]:
+        """Every run's rows, incrementally: a run whose session has not moved since the
+        last scrape (its version and state) is served from that scrape's rows without
+        the lock or a snapshot, so a scrape costs what changed, not what is exported.
+
+        Changed runs are read in slices of ``GATHER_SLICE``, the lock released in
+        between: a trace line never lands half-way through one run's numbers (each line
+        is processed under the lock), and the watcher never waits for the whole table.
+        When a long tool call holds the lock, the slice's runs are served from the
+        previous scrape (``streameval_stale_runs``); the rest of the scrape does not
+        wait again."""
         lock = self.table.lock
         # a copy of the dict's values is one step under the GIL: no lock needed
         table = list(self.table.runs.values())
-        runs = []
+        out: list[tuple[LiveRun, Exported]] = []
         states: Counter = Counter()
-        for start in range(0, len(table), GATHER_SLICE):
+        changed: list = []
+        for run in table:
+            states["finished" if run.finished else "active"] += 1
+            cached = run.exported
+            if cached is not None and cached.sig == _signature(run):
+                out.append((run, cached))
+            else:
+                changed.append(run)
+        wait = LOCK_WAIT
+        for start in range(0, len(changed), GATHER_SLICE):
             if start:
                 time.sleep(0)   # let the watcher thread take the GIL and the lock
-            with _held(lock) as fresh:
-                for run in table[start:start + GATHER_SLICE]:
-                    states["finished" if run.finished else "active"] += 1
+            with _held(lock, wait) as fresh:
+                for run in changed[start:start + GATHER_SLICE]:
                     if fresh:
-                        snap = run.session.snapshot()
-                        run.exported_rows = (_base(snap), _run_rows(run, snap))
-                    elif run.exported_rows is None:
+                        run.exported = export(run)
+                    elif run.exported is None:
                         continue   # never exported yet: it appears at the next scrape
                     else:
                         states["stale"] += 1
-                    runs.append(run.exported_rows)
-        return runs, states
+                    out.append((run, run.exported))
+            if not fresh:
+                wait = 0.0
+        return out, states
 
     def _process_families(self, states: Counter) -> list:
         from prometheus_client.core import (
@@ -282,6 +388,9 @@ class RunsCollector:
             by("streameval_aborts", ["policy", "action"], st.aborts),
             by("streameval_abort_actions", ["action", "outcome"], st.abort_outcomes),
             by("streameval_ingest_requests", ["route", "status"], st.ingest_requests),
+            by("streameval_ingest_rejected", ["route", "reason"], st.ingest_rejected),
+            by("streameval_ingest_duplicates", ["route"], st.ingest_duplicates),
+            by("streameval_http_refused", ["reason"], st.http_refused),
         ]
         lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
         cum, buckets = 0, []
@@ -303,194 +412,12 @@ class RunsCollector:
                 hits, misses]
 
     def collect(self) -> Iterator[Any]:
-        runs, process = self._gather()
+        runs, fleet_now, process = self._gather()
         fam = _families()
-        for base, rows in runs:
-            labels = list(base)
-            for name, extra, value in rows:
+        for run in runs:
+            labels = list(run.base)
+            for name, extra, value in run.rows:
                 fam[name].add_metric(labels + list(extra), value)
         yield from fam.values()
+        yield from fleet_now.families()
         yield from process
-
-    def render(self, encoder: Callable[[Any], bytes], openmetrics: bool) -> bytes:
-        """The bytes ``encoder(registry)`` would give for a registry holding only this
-        collector, without building a prometheus_client Sample per run sample.
-
-        ``encoder`` is prometheus_client's (text 0.0.4 or OpenMetrics, names escaped
-        with a scheme that leaves legal names as they are); it still renders the
-        process-wide families, so their format is its own. Per-run samples are
-        written here: the same lines, a tenth of the time with 1,000 runs.
-        """
-        from prometheus_client.utils import floatToGoString
-
-        runs, process = self._gather()
-        by_family: dict[str, list[str]] = {name: [] for name, _, _ in RUN_FAMILIES}
-        extras = {name: extra for name, _, extra in RUN_FAMILIES}
-        inf = math.inf
-        for base, rows in runs:
-            esc = [_escape_value(v) for v in base]
-            templates: dict[tuple[str, ...], tuple[list[str], list[int]]] = {}
-            for name, extra, value in rows:
-                names = extras[name]
-                tmpl = templates.get(names)
-                if tmpl is None:
-                    tmpl = templates[names] = _template(names, esc)
-                segs, idx = tmpl
-                if not idx:
-                    labels = segs[0]
-                elif len(idx) == 1:
-                    labels = segs[0] + _escape_value(extra[idx[0]]) + segs[1]
-                else:
-                    labels = "".join(seg + (_escape_value(extra[j]) if k < len(idx) else "")
-                                     for k, (seg, j) in enumerate(zip(segs, [*idx, -1])))
-                v = float(value)
-                # floatToGoString only differs from repr for NaN, infinities and >= 1e6
-                text = repr(v) if -inf < v < 1e6 else floatToGoString(v)
-                by_family[name].append(f"{{{labels}}} {text}\n")
-        out: list[str] = []
-        for name, kind, _extra in RUN_FAMILIES:
-            sample = name + "_total" if kind == "counter" else name
-            header = name if openmetrics else sample
-            doc = _help(name, kind).replace("\\", r"\\").replace("\n", r"\n")
-            if openmetrics:
-                doc = doc.replace('"', r'\"')
-            out.append(f"# HELP {header} {doc}\n# TYPE {header} {kind}\n")
-            out.extend(sample + line for line in by_family[name])
-        return "".join(out).encode("utf-8") + encoder(_Families(process))
-
-
-def _template(extra: tuple[str, ...], esc: list[str]) -> tuple[list[str], list[int]]:
-    """One run's label string for a family, cut where the extra labels' values go.
-
-    Labels are written sorted by name (as prometheus_client writes them); ``segs``
-    are the fixed pieces and ``idx`` the index into the extra values of each gap.
-    """
-    names = [*RUN_LABELS, *extra]
-    segs: list[str] = []
-    idx: list[int] = []
-    acc = ""
-    nb = len(RUN_LABELS)
-    for pos, (name, i) in enumerate(sorted((n, i) for i, n in enumerate(names))):
-        sep = "," if pos else ""
-        if i < nb:
-            acc += f'{sep}{name}="{esc[i]}"'
-        else:
-            segs.append(f'{acc}{sep}{name}="')
-            idx.append(i - nb)
-            acc = '"'
-    segs.append(acc)
-    return segs, idx
-
-
-def _escape_value(v: str) -> str:
-    return v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-class MetricsServer:
-    """The running ``/metrics`` endpoint; ``close()`` stops it and frees its socket."""
-
-    def __init__(self, server, thread, registry):
-        self._server, self._thread, self.registry = server, thread, registry
-        self.port: int = server.server_port
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    shutdown = close
-
-
-def _fast_encoding(encoder) -> bool | None:
-    """None when ``encoder`` may rename metrics; else True for OpenMetrics."""
-    from prometheus_client import exposition, openmetrics
-
-    func = getattr(encoder, "func", encoder)
-    escaping = getattr(encoder, "keywords", {}).get("escaping", openmetrics.exposition.UNDERSCORES)
-    if escaping == openmetrics.exposition.DOTS:   # the only scheme that rewrites legal names
-        return None
-    if func is openmetrics.exposition.generate_latest:
-        return True
-    if func is exposition.generate_latest:
-        return False
-    return None
-
-
-def metrics_app(registry, collector: RunsCollector | None = None) -> Callable:
-    """WSGI app serving ``registry`` as prometheus_client's ``make_wsgi_app`` does.
-
-    With ``collector`` (the registry holds nothing else) a plain scrape is rendered
-    by ``RunsCollector.render``: same bytes, headers and compression, much cheaper.
-    Anything else (``name[]`` filters, unusual escaping) takes the library's path.
-    """
-    import gzip
-    from urllib.parse import parse_qs
-
-    from prometheus_client.exposition import choose_encoder, gzip_accepted, make_wsgi_app
-
-    fallback = make_wsgi_app(registry)
-
-    def app(environ, start_response):
-        if environ["REQUEST_METHOD"] != "GET" or environ["PATH_INFO"] == "/favicon.ico" \
-                or collector is None:
-            return fallback(environ, start_response)
-        params = parse_qs(environ.get("QUERY_STRING", ""))
-        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT"))
-        om = _fast_encoding(encoder)
-        if "name[]" in params or om is None:
-            return fallback(environ, start_response)
-        output = collector.render(encoder, om)
-        headers = [("Content-Type", content_type)]
-        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING")):
-            output = gzip.compress(output)
-            headers.append(("Content-Encoding", "gzip"))
-        start_response("200 OK", headers)
-        return [output]
-
-    return app
-
-
-def serve(table: RunTable, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=None,
-          wrap: Callable[[Callable], Callable] | None = None):
-    """Register the collector and serve ``/metrics``; returns (server, registry, port).
-
-    ``port=0`` picks a free port (tests); the bound port is returned so the caller
-    can print the URL it really serves on. Binds 127.0.0.1 unless told otherwise.
-    ``wrap`` puts another app in front (the ingest endpoints, ``watch --ingest``).
-    """
-    import errno
-    import socket
-    import threading
-    from wsgiref.simple_server import make_server
-
-    from prometheus_client import CollectorRegistry
-
-
-    try:
-        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                       flags=socket.AI_PASSIVE)[0]
-    except (OSError, UnicodeError) as exc:
-        raise UsageError(f"cannot serve metrics on {host}:{port}: no such address "
-                         f"({getattr(exc, 'strerror', None) or exc}); check --host") from None
-    own = registry is None
-    registry = registry if registry is not None else CollectorRegistry()
-    collector = RunsCollector(table)
-    registry.register(collector)
-
-    class Server(BoundedServer):
-        address_family = family
-
-    try:
-        app = metrics_app(registry, collector if own else None)
-        httpd = make_server(sockaddr[0], port, wrap(app) if wrap is not None else app,
-                            Server, handler_class=QuietHandler)
-    except OSError as exc:
-        registry.unregister(collector)
-        hint = ("pick another --port (0 = any free port)" if exc.errno == errno.EADDRINUSE
-                else "check --host and --port")
-        raise UsageError(f"cannot serve metrics on {host}:{port}: "
-                         f"{exc.strerror or exc}; {hint}") from None
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    ms = MetricsServer(httpd, thread, registry)
-    return ms, registry, ms.port

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from pathlib import Path
 
 from streameval.errors import Reason, TraceFormatError
+from streameval.live.narrate import Narration
 from streameval.live.table import LiveRun, RunTable, run_key
 from streameval.model import RunIdentity
 from streameval.runs.evaluate import make_session, run_identity
@@ -26,7 +27,7 @@ from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES, open_tail
 from streameval.traces.formats import adapter_class, detect_format
-from streameval.traces.identity import identify, patch_beside
+from streameval.traces.identity import identify, patch_beside, trace_name
 from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,12 @@ def record_digest_of_line(line: bytes) -> str:
     return hashlib.sha1(line).hexdigest()
 
 
+def _grew_at(now: float, mtime: float | None) -> float:
+    """When the file last grew: its mtime (a file read again after a restart, or after
+    its runs left memory, has been idle since then, not since now), never the future."""
+    return now if mtime is None else min(now, mtime)
+
+
 class TraceFollower:
     """Lines of one trace file -> sessions in the run table -> records once runs end."""
 
@@ -54,6 +61,9 @@ class TraceFollower:
                  predictions: dict[str, str] | None = None,
                  max_line: int = DEFAULT_MAX_LINE, root: Path | None = None):
         self.path = Path(path)
+        #: where the trace was first seen: its runs' keys, name and run ids stay those of
+        #: this path when the file is moved (``move``); ``path`` is where it is now
+        self.key_path = self.path
         self.root = root   # the watched directory: traces are named relative to it
         self.table = table
         self.res = res
@@ -74,7 +84,13 @@ class TraceFollower:
         self.format_error: str | None = None
         self._head: list[tuple[bytes, int]] = []
         self.last_growth = time.time()
+        #: reading what the file held when it was (re)opened: it last grew at its mtime
+        self._first_read = True
         self.identity: RunIdentity = identify(self.path, instance, root=root)
+        #: where the trace now lives, relative to the root, once it was moved
+        self.moved_to: str | None = None
+        #: (device, inode) the watcher found it as
+        self.file_key: tuple[int, int] | None = None
         #: run key -> digest of the last record written for it (checkpointed)
         self.written: dict[str, str] = {}
         self.restoring = False           # re-reading after a restart: lines not re-counted
@@ -87,12 +103,25 @@ class TraceFollower:
         #: watcher sets its start time (a restart without checkpoint must not report
         #: days of lag for old traces, as a checkpoint restore already does not)
         self.lag_since = 0.0
+        # -------- what the watcher says (live/narrate.py), set by the watcher
+        self.narration: Narration | None = None
+        #: followed for a sniffed name (``*.jsonl``, ``*.json``): content of no known
+        #: format makes it ``not_a_trace``, quietly (no warning, counter or record)
+        self.tentative = False
+        self.not_a_trace = False
+        #: told when the file turns out not to be a trace (the watcher drops it)
+        self.on_not_trace: Callable[[TraceFollower], None] | None = None
+
+    def _tell(self, what: str, *args, **kw) -> None:
+        """Say ``what`` happened (``Narration.<what>``) when the watcher listens."""
+        if self.narration is not None:
+            getattr(self.narration, what)(*args, **kw)
 
     # ------------------------------------------------------------------ sessions
     def _factory(self, trace_instance: str | None, session_id: str | None) -> RunSession:
         n = len(self.reader.sessions) if self.reader is not None else 0
         ident = run_identity(self.identity, trace_instance, n, self.res,
-                             explicit=self.instance is not None, trace=self.path,
+                             explicit=self.instance is not None, trace=self.key_path,
                              session_id=session_id)
         # two traces never share a label set (copies of one session, one meta.json run id)
         ident.run_id = self.table.run_ids.claim(ident.run_id, ident.trace, ident.instance_id)
@@ -101,10 +130,11 @@ class TraceFollower:
         else:
             session = make_session(self.res, ident, self.fmt or "",
                                    include_sidechain=self.include_sidechain)
-        key = run_key(self.path, n)
+        key = run_key(self.key_path, n)
         if session.error is not None:
             self.table.unscored(key, ident, session.error)
         self.table.add(LiveRun(key=key, session=session))
+        self._tell("run_started", session, key, quiet=self.restoring)
         if n == 1:
             self._unland_file_patch(self.reader.sessions[0])
         self._land_patch(session, beside=n == 0)
@@ -131,7 +161,7 @@ class TraceFollower:
     def run_keys(self) -> list[str]:
         if self.reader is None:
             return []
-        return [run_key(self.path, i) for i in range(len(self.reader.sessions))]
+        return [run_key(self.key_path, i) for i in range(len(self.reader.sessions))]
 
     def live_runs(self) -> list[LiveRun]:
         runs = self.table.runs
@@ -151,21 +181,48 @@ class TraceFollower:
         self.reader = None
         self._head = []
 
+    @property
+    def lines_counted(self) -> int:
+        """Lines of this file counted in the watcher's statistics so far."""
+        return self._counted
+
+    def counted_before(self, lines: int) -> None:
+        """The file passed through before with ``lines`` counted: read again, they are
+        not counted again."""
+        self._counted = max(self._counted, lines)
+
+    def current_identity(self) -> RunIdentity:
+        """The identity meta.json now gives, under the name first given."""
+        return identify(self.path, self.instance, root=self.root, named=self.key_path)
+
+    def move(self, path: Path, named: Path | None = None) -> None:
+        """The file is now at ``path`` (renamed, or its directory was): its runs go on,
+        under the keys, names and run ids first given (``named``: the name a restored
+        follower was first given, from the checkpoint)."""
+        if named is not None:
+            self.key_path = Path(named)
+        self.path = Path(path)
+        self.tail.path = str(self.path)
+        self.moved_to = None if self.path == self.key_path else trace_name(self.path, self.root)
+        self.identity = self.current_identity()
+
     # ------------------------------------------------------------------ polling
     def restart(self, event: str) -> None:
         """Start the trace again from its first byte (re-opened, re-identified)."""
         self._start_over(event)
         self.tail.reset()
+        self._first_read = True
 
     def _start_over(self, event: str) -> None:
         """Forget the runs and the format: the file is read anew (the tail says from where)."""
         self.table.stats.events[event] += 1
+        self._tell("reread", self.path, event, quiet=self.document)
         self._drop_runs()
         self.reader, self.fmt, self.closed, self._head = None, None, False, []
         self.run_per_line = False
         self.unknown_format = False  # the new content may well be a trace
         self.format_error = None
-        self.identity = identify(self.path, self.instance, root=self.root)
+        self.identity = self.current_identity()
 
     def poll(self, now: float | None = None) -> int:
         """Process what was appended; returns the number of lines handled.
@@ -185,6 +242,7 @@ class TraceFollower:
             total += n
             if stop or not batch.more:
                 break
+        self._first_read = False
         if fresh and self.document and self.fmt is not None and not self.closed:
             # the format was detected just now, line by line: a document adapter only
             # buffers until ``close``, so read the document whole now, or a trace that
@@ -206,7 +264,7 @@ class TraceFollower:
         if self.closed:  # a finished run's file grew again: score the whole file anew
             self.restart("reopened")
             return self.poll(now), True
-        self.last_growth = now
+        self.last_growth = _grew_at(now, batch.mtime) if self._first_read else now
         lines = batch.ordered()   # a line too long to hold is None, in its place
         # the lock per slice of lines, not per megabyte: a scrape or another file's
         # batch gets in between (and one long tool call is served stale, not waited on)
@@ -278,11 +336,24 @@ class TraceFollower:
         return True
 
     def _give_up(self, exc: TraceFormatError) -> None:
+        if self.tentative:
+            self._not_a_trace("its content is no trace format streameval reads")
+            return
         if not self.unknown_format:
             self.unknown_format = True
             self.format_error = f"{exc.reason.value}: {exc}"
             self.table.stats.bad_lines[Reason.UNKNOWN_FORMAT.value] += 1
             log.warning("%s: unknown trace format; not followed (pass --format)", self.path)
+
+    def _not_a_trace(self, why: str) -> None:
+        """A sniffed file that is no trace: dropped with one debug line."""
+        if self.not_a_trace:
+            return
+        self.unknown_format = self.not_a_trace = self.closed = True
+        self._head = []
+        self._tell("not_a_trace", self.path, why)
+        if self.on_not_trace is not None:
+            self.on_not_trace(self)
 
     def _use(self, name: str) -> None:
         cls = adapter_class(name)
@@ -303,6 +374,8 @@ class TraceFollower:
             self._use(self.forced_fmt or detect_format(head))
         except TraceFormatError as exc:
             self._give_up(exc)
+            if self.not_a_trace:
+                return
             self.reader = TraceReader(_Nothing(), self._factory)
             self.document = False
             return
@@ -328,7 +401,8 @@ class TraceFollower:
                 self._counted = 0
             self.tail.reset()
             return self.poll(now)
-        self.last_growth = now
+        self.last_growth = _grew_at(now, batch.mtime) if self._first_read else now
+        self._first_read = False
         return self._reread_document()
 
     def _reread_document(self) -> int:
@@ -367,11 +441,13 @@ class TraceFollower:
                 for run in self.live_runs():
                     if run.finished_at is None and run.session.ended:
                         run.finished_at = now
+                        self._tell("run_ended", run, reason, quiet=self.restoring)
                 return
             if self.reader is not None and not self.closed:
                 if self.tail.pending:
-                    for line, lineno in self.tail.poll(final=True).lines:
-                        self.reader.feed_line(line, lineno)
+                    batch = self.tail.poll(final=True)   # its last line may be cut
+                    for line, lineno in batch.lines:
+                        self.reader.feed_line(line, lineno, unterminated=lineno == batch.cut)
                 if not self.document:
                     self.reader.close()
                 elif not self.restoring:   # the bad lines of the document's last read
@@ -386,6 +462,7 @@ class TraceFollower:
                     # for byte, and replay knows no idle timeout
                     if run.session.end_reason is None and reason == "deleted":
                         run.session.end_reason = reason
+                    self._tell("run_ended", run, reason, quiet=self.restoring)
 
     def ended_by_trace(self) -> bool:
         """True when the format's end event has arrived for the file's last run."""
@@ -393,7 +470,7 @@ class TraceFollower:
         return s is not None and s.ended
 
     def due_records(self, now: float, patch_grace: float,
-                    write: Callable[[dict], None], already: set[str] | frozenset = frozenset()) -> int:
+                    write: Callable[[dict], None], already: Container[str] = frozenset()) -> int:
         """Write the record of every finished run whose patch landed or whose grace passed.
 
         A record already written is written again only when it changed (a patch that
@@ -409,6 +486,10 @@ class TraceFollower:
             if s.final_patch is None and now - run.finished_at < patch_grace:
                 continue
             record = s.record()
+            if self.moved_to is not None:
+                record["trace_moved_to"] = self.moved_to   # run_id and trace as first given
+            if "error" in record:   # decided at the run's end (a cut trace...): counted
+                self.table.unscored(run.key, s.identity, record["error"])
             digest = record_digest(record)
             run.checked_version = s.version
             if self.written.get(run.key) == digest or digest in already:
@@ -424,6 +505,7 @@ class TraceFollower:
                 break
             self.written[run.key] = digest
             run.record_written = True
+            self.table.settled(run)
             if self.closed or self.run_per_line:
                 run.session.release_reading()   # no line will reach it again
             n += 1
@@ -439,6 +521,7 @@ class TraceFollower:
             for run in self.live_runs():
                 if patch and run.session.set_patch(patch, "file"):
                     changed = True
+                    self._tell("patch_landed", run.session, "patch beside the trace")
         return changed
 
 

@@ -1,50 +1,62 @@
-"""The ingest endpoints on the watcher's HTTP server (``watch --ingest``).
+"""The ingest routes on the watcher's HTTP server (``watch --ingest``), on its ingest lane.
 
-- ``POST /v1/runs/{run_id}/lines``: raw trace lines of any supported format;
+- ``POST /v1/runs/{run_id}/lines[?offset=N]``: raw trace lines of any supported format;
+  with ``offset`` (the shipper sends it) the run's trace is the client's file byte for
+  byte, and a retry is stored once;
 - ``POST /v1/hooks/claude``: Claude Code HTTP hook payloads (``PreToolUse`` answers
-  carry the steering deny, ``PostToolUse`` and its failure add the call);
-- ``POST /v1/logs``: OTLP/HTTP logs, JSON or protobuf, from Claude Code and Codex.
+  carry the steering deny, ``PostToolUse`` and its failure add the call, keyed by
+  tool_use id and event);
+- ``POST /v1/logs``: OTLP/HTTP logs, JSON or protobuf, from Claude Code and Codex (each
+  tool result keyed by its call id).
 
 ``?instance_id=`` (or the OTLP resource attribute ``streameval.instance_id``) names the
-ContextBench instance. Every answer is JSON; every refusal a clear 4xx. Nothing from a
-payload is executed: it becomes trace lines in the spool, scored by the watcher.
+ContextBench instance. Every answer is JSON (an OTLP protobuf answer is the empty
+response message); every refusal a clear 4xx or 503, counted. A 200 means stored and
+fsync'd (``traces.ingest.spool``). Nothing from a payload is executed: it becomes trace
+lines in the spool, scored by the watcher.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
+import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs
 
-from streameval.traces.ingest import claude_lines, otlp
-from streameval.traces.ingest.spool import Spool, SpoolError, valid_name
+from streameval.live.asgi import INGEST, App, Refused, Request, Response
+from streameval.live.scorewait import SCORE_WAIT, ScoreWaits
+from streameval.traces.ingest import claude_lines, otlp, payload, transcript
+from streameval.traces.ingest.keys import SESSION_END, hook_call_key
+from streameval.traces.ingest.spool import Entry, Spool, SpoolError, valid_name
 
 log = logging.getLogger(__name__)
 
-#: bytes of one request body (an OTLP batch, a hook payload with a long tool output)
-MAX_BODY = 8 << 20
-#: seconds a PostToolUse answer waits for the watcher to have scored the call, so that
-#: a policy it trips is known before the agent's next PreToolUse
-SCORE_WAIT = 2.0
-_STATUS = {200: "200 OK", 400: "400 Bad Request", 401: "401 Unauthorized", 404: "404 Not Found",
-           405: "405 Method Not Allowed", 409: "409 Conflict", 411: "411 Length Required",
-           413: "413 Content Too Large", 415: "415 Unsupported Media Type",
-           429: "429 Too Many Requests"}
+#: seconds after a session's last hook its transcript is read once more (``settle``)
+SETTLE = 1.0
+#: sessions remembered for that at most (the oldest are forgotten first)
+SETTLING_MAX = 10_000
+#: the spool folder inside the watched directory (its files are traces like any other)
+SPOOL_NAME = "ingest"
+#: a body this big is decoded by at most ``HEAVY_AT_ONCE`` threads at a time: decoded,
+#: 8 MiB of OTLP JSON is some 40 MB of objects, and eight at once would be 320 MB
+HEAVY = 1 << 20
+HEAVY_AT_ONCE = 2
 
 
-class Refused(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
+@dataclass
+class _Answer:
+    """What storing a request gives: the response, and what to wait for before it."""
+
+    response: Response
+    wait: tuple[Path, int] | None = None
 
 
-class IngestApp:
-    """WSGI app for the routes above; ``watcher_view`` answers what the watcher knows."""
+class IngestRoutes:
+    """The routes above over a ``Spool``; ``processed``/``steer`` answer from the watcher."""
 
     #: where a hook's ``transcript_path`` may be read (None: Claude Code's own folders,
     #: ``traces.ingest.transcript``)
@@ -53,163 +65,267 @@ class IngestApp:
     def __init__(self, spool: Spool, *, token: str | None = None,
                  processed: Callable[[Path], int] | None = None,
                  steer: Callable[[Path], str | None] | None = None,
-                 max_body: int = MAX_BODY):
+                 counts: Counter | None = None, rejected: Counter | None = None,
+                 duplicates: Counter | None = None):
         self.spool = spool
         self.token = token
-        self.processed = processed
         self.steer = steer
-        self.max_body = max_body
-        #: (route, status) -> requests (exported as streameval_ingest_requests_total)
-        self.counts: Counter = Counter()
+        #: where each hook-connected run's transcript was read to (its tokens), and per
+        #: session (transcript, last hook's time, totals stored): read once more after
+        #: the hooks stop (``settle``), since Claude Code writes a response's usage after
+        #: the hook of the call it asked for, and a run killed in that call sends no other
+        self.transcripts = transcript.UsageReader()
+        self._settling: OrderedDict[str, tuple[Path, float, tuple]] = OrderedDict()
+        self._transcript_lock = threading.Lock()
+        self.waits = ScoreWaits(processed) if processed is not None else None
+        #: (route, status) -> requests (streameval_ingest_requests_total)
+        self.counts: Counter = counts if counts is not None else Counter()
+        #: (route, reason) -> entries answered but not stored
+        self.rejected: Counter = rejected if rejected is not None else Counter()
+        #: route -> entries already stored (retries)
+        self.duplicates: Counter = duplicates if duplicates is not None else Counter()
+        self.app: App | None = None
+        self._heavy = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 
-    def mount(self, metrics: Callable) -> Callable:
-        """``metrics`` for every path but ``/v1/...``."""
-        def app(environ, start_response):
-            if environ.get("PATH_INFO", "").startswith("/v1/"):
-                return self(environ, start_response)
-            return metrics(environ, start_response)
-        return app
+    @property
+    def processed(self) -> Callable[[Path], int] | None:
+        return self.waits.processed if self.waits is not None else None
 
-    def __call__(self, environ, start_response):
-        path = environ.get("PATH_INFO", "")
+    @processed.setter
+    def processed(self, fn: Callable[[Path], int] | None) -> None:
+        self.waits = ScoreWaits(fn) if fn is not None else None
+
+    def mount(self, app: App) -> None:
+        """Serve every ``/v1/...`` path of ``app`` on its ingest lane."""
+        self.app = app
+        app.route("/v1/", self.handle, lane=INGEST, prefix=True)
+
+    async def handle(self, request: Request) -> Response:
+        path = request.path
         # a fixed set of label values, whatever path is asked for
         route = "lines" if path.endswith("/lines") else {
             "/v1/hooks/claude": "claude", "/v1/logs": "logs"}.get(path, "other")
         try:
-            if environ.get("REQUEST_METHOD") != "POST":
-                raise Refused(405, "use POST")
-            self._authorize(environ)
-            body = self._body(environ)
-            status, payload, ctype = self._route(path, environ, body)
+            if request.method != "POST":
+                raise Refused(405, "use POST", "method", [(b"allow", b"POST")])
+            self._authorize(request)
+            if route == "other":
+                raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md", "not_found")
+            app = request.app
+            body = await request.body(request.content_length(app.limits.max_body))
+            answer = await app.run(INGEST, self._store, route, path, request, body)
+            del body
+            app.budget.release(request)   # stored: its bytes are no longer held
+            if answer.wait is not None and self.waits is not None:
+                await self.waits.wait(*answer.wait, SCORE_WAIT)
         except Refused as exc:
-            status, payload, ctype = exc.status, {"error": str(exc)}, "application/json"
-        except SpoolError as exc:
-            status, payload, ctype = exc.status, {"error": str(exc)}, "application/json"
-        self.counts[(route, status)] += 1
-        if status >= 400:
-            log.warning("ingest %s %s: %d %s", environ.get("REQUEST_METHOD"), path[:120], status,
-                        payload.get("error") if isinstance(payload, dict) else "")
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        start_response(_STATUS.get(status, f"{status} Error"),
-                       [("Content-Type", ctype), ("Content-Length", str(len(data)))])
-        return [data]
+            self._count(route, exc.status, request, str(exc))
+            raise
+        self._count(route, answer.response.status, request, "")
+        return answer.response
 
-    # ------------------------------------------------------------------ checks
-    def _authorize(self, environ) -> None:
+    def _count(self, route: str, status: int, request: Request, error: str) -> None:
+        self.counts[(route, status)] += 1
+        if status >= 400 and status not in (503,):
+            log.warning("ingest %s %s: %d %s", request.method, request.path[:120], status, error)
+
+    def _authorize(self, request: Request) -> None:
         if self.token is None:
             return
-        given = environ.get("HTTP_AUTHORIZATION", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-            raise Refused(401, "missing or wrong bearer token (Authorization: Bearer ...)")
+        given = request.headers.get(b"authorization", b"")
+        if not hmac.compare_digest(given, f"Bearer {self.token}".encode()):
+            raise Refused(401, "missing or wrong bearer token (Authorization: Bearer ...)",
+                          "unauthorized")
 
-    def _body(self, environ) -> bytes:
-        length = environ.get("CONTENT_LENGTH")
-        if not length:
-            raise Refused(411, "Content-Length required")
-        try:
-            n = int(length)
-        except ValueError:
-            raise Refused(400, "Content-Length is not a number") from None
-        if n < 0 or n > self.max_body:
-            raise Refused(413, f"body of {n} bytes; the limit is {self.max_body}")
-        body = environ["wsgi.input"].read(n)
-        if len(body) != n:
-            raise Refused(400, "body shorter than its Content-Length")
-        return body
+    # ------------------------------------------------------------------ storing (ingest threads)
+    def _store(self, route: str, path: str, request: Request, body: bytearray) -> _Answer:
+        if len(body) < HEAVY:
+            return self._store_now(route, path, request, body)
+        with self._heavy:
+            return self._store_now(route, path, request, body)
 
-    # ------------------------------------------------------------------ routes
-    def _route(self, path: str, environ, body: bytes):
-        query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+    def _store_now(self, route: str, path: str, request: Request, body: bytearray) -> _Answer:
+        query = request.query
         meta = {k: query[k] for k in ("instance_id", "agent", "model") if k in query}
-        if path == "/v1/hooks/claude":
-            return self._claude_hook(body, meta)
-        if path == "/v1/logs":
-            return self._otlp(body, environ.get("CONTENT_TYPE", ""), meta)
-        parts = path.split("/")
-        if len(parts) == 5 and parts[1:3] == ["v1", "runs"] and parts[4] == "lines":
-            lines = body.split(b"\n")   # the spool checks the run id (400)
-            self.spool.append("lines", parts[3], lines, {**meta, "fidelity": "full"})
-            return 200, {"accepted": sum(1 for ln in lines if ln.strip())}, "application/json"
-        raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md")
-
-    def _claude_hook(self, body: bytes, meta: dict):
         try:
-            hook = json.loads(body)
+            if route == "claude":
+                return self._claude_hook(body, meta)
+            if route == "logs":
+                return self._otlp(body, request.header("content-type"), meta)
+            return self._lines(path, body, meta, query.get("offset"))
+        except SpoolError as exc:
+            extra = {"offset": exc.offset} if exc.offset is not None else {}
+            raise Refused(exc.status, str(exc), "spool", **extra) from None
+        except payload.PayloadError as exc:
+            raise Refused(400, f"payload {exc}", exc.reason) from None
+
+    def _lines(self, path: str, body: bytearray, meta: dict, offset: str | None) -> _Answer:
+        parts = path.split("/")
+        if len(parts) != 5 or parts[1:3] != ["v1", "runs"]:
+            raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md", "not_found")
+        meta = {**meta, "fidelity": "full"}
+        if offset is None:
+            stored = self.spool.append_raw(parts[3], body, meta)
+            return _Answer(Response.json({"accepted": stored.accepted}))
+        try:
+            at = int(offset)
         except ValueError:
-            raise Refused(400, "hook payload is not JSON") from None
+            raise Refused(400, f"offset {offset[:40]!r} is not a byte offset", "bad_offset") from None
+        if at < 0:
+            raise Refused(400, "offset must be 0 or more", "bad_offset")
+        stored = self.spool.append_at(parts[3], at, body, meta)
+        if stored.duplicates:
+            self.duplicates["lines"] += 1
+        return _Answer(Response.json({"accepted": stored.accepted, "offset": stored.offset}))
+
+    def _claude_hook(self, body: bytearray, meta: dict) -> _Answer:
+        hook = payload.loads(body)
         if not isinstance(hook, dict) or not isinstance(hook.get("session_id"), str) \
                 or not isinstance(hook.get("hook_event_name"), str):
-            raise Refused(400, "hook payload needs session_id and hook_event_name")
+            raise Refused(400, "hook payload needs session_id and hook_event_name", "bad_payload")
         sid, event = hook["session_id"], hook["hook_event_name"]
         if not valid_name(sid):
-            raise Refused(400, "session_id must be 1-128 characters of letters, digits, '.', '_' or '-'")
+            raise Refused(400, "session_id must be 1-128 characters of letters, digits, '.', "
+                               "'_' or '-'", "bad_payload")
         meta = {"agent": "claude-code", "fidelity": "full", **meta}
         cwd = hook.get("cwd") if isinstance(hook.get("cwd"), str) else None
-        lines: list[bytes] = []
+        entries: list[Entry] = []
         if event in ("PostToolUse", "PostToolUseFailure"):
-            call_id = hook.get("tool_use_id")
-            tool = hook.get("tool_name")
-            if not isinstance(call_id, str) or not isinstance(tool, str):
-                raise Refused(400, f"{event} payload needs tool_use_id and tool_name")
+            call_id, tool = hook.get("tool_use_id"), hook.get("tool_name")
+            if not isinstance(call_id, str) or not call_id or not isinstance(tool, str):
+                raise Refused(400, f"{event} payload needs tool_use_id and tool_name", "bad_payload")
             failed = event == "PostToolUseFailure"
             response = hook.get("error") if failed else hook.get("tool_response")
-            lines = claude_lines.tool_call_lines(
+            entries.append(Entry(hook_call_key(event, call_id), claude_lines.tool_call_lines(
                 sid, cwd, call_id, tool, hook.get("tool_input"),
                 claude_lines.shown_text(tool, response), structured=None if failed else response,
-                is_error=failed)
+                is_error=failed)))
         elif event == "SessionEnd":
-            lines = [claude_lines.end_line(sid)]
-        if event in ("PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
-            # tokens: the hook carries none, its transcript (read only where allowed) does
-            lines = claude_lines.transcript_usage_lines(hook, self.transcript_roots) + lines
-        path = self.spool.append("claude-hooks", sid, lines, meta)
+            entries.append(Entry(SESSION_END, [claude_lines.end_line(sid)]))
+        called = bool(entries) and event != "SessionEnd"
+        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
+            # tokens: the hook carries none, its transcript (read only where allowed) does;
+            # a run total, so storing one twice changes nothing (it has no key). PreToolUse
+            # comes after the response that asked for the call is written: a run killed in
+            # its last call still has that response's usage
+            usage = self._transcript_usage(hook)
+            if usage:
+                entries.insert(0, Entry(None, usage))
+        stored = self.spool.append("claude-hooks", sid, entries, meta)
+        if stored.duplicates:
+            self.duplicates["claude"] += stored.duplicates
+        if event == "SessionEnd":
+            self.spool.end("claude-hooks", sid)
         if event == "PreToolUse":
-            reason = self.steer(path) if self.steer is not None else None
+            reason = self.steer(stored.path) if self.steer is not None else None
             if reason:
-                return 200, {"hookSpecificOutput": {
+                return _Answer(Response.json({"hookSpecificOutput": {
                     "hookEventName": "PreToolUse", "permissionDecision": "deny",
-                    "permissionDecisionReason": reason}}, "application/json"
-        elif lines:
-            self._wait_scored(path)
-        return 200, {}, "application/json"
+                    "permissionDecisionReason": reason}}))
+            return _Answer(Response.json({}))
+        wait = None
+        if called:
+            try:
+                wait = (stored.path, stored.path.stat().st_size)
+            except OSError:
+                wait = None
+        return _Answer(Response.json({}), wait)
 
-    def _wait_scored(self, path: Path) -> None:
-        if self.processed is None:
-            return
-        try:
-            size = path.stat().st_size
-        except OSError:
-            return
-        deadline = time.monotonic() + SCORE_WAIT
-        while self.processed(path) < size and time.monotonic() < deadline:
-            time.sleep(0.01)
+    def _transcript_usage(self, hook: dict) -> list[bytes]:
+        """The cumulative usage line of the hook's transcript (read where allowed), and
+        the session remembered for ``settle``."""
+        sid = hook["session_id"]
+        roots = transcript.default_roots() if self.transcript_roots is None else self.transcript_roots
+        path = transcript.allowed(hook.get("transcript_path"), sid, roots)
+        if path is None:
+            return []
+        with self._transcript_lock:
+            found = self.transcripts.usage_of(path, sid)
+            totals = tuple(found[0].values()) if found else ()
+            self._settling[sid] = (path, time.monotonic(), totals)
+            self._settling.move_to_end(sid)
+            while len(self._settling) > SETTLING_MAX:
+                self._settling.popitem(last=False)
+        if found is None or not any(found[0].values()):
+            return []
+        return [claude_lines.usage_line(sid, "transcript", found[0], model=found[1],
+                                        cumulative=True)]
 
-    def _otlp(self, body: bytes, content_type: str, meta: dict):
+    def settle(self, _watcher=None, _now: float | None = None) -> int:
+        """Read the transcripts of sessions whose hooks went quiet ``SETTLE`` seconds ago
+        once more, and store their totals where they grew; returns how many (the
+        watcher's tick calls it)."""
+        now = time.monotonic()
+        with self._transcript_lock:
+            due = [(sid, v) for sid, v in self._settling.items() if now - v[1] >= SETTLE]
+            for sid, _v in due:
+                del self._settling[sid]
+            grown = []
+            for sid, (path, _t, before) in due:
+                found = self.transcripts.usage_of(path, sid)
+                if found is not None and tuple(found[0].values()) != before:
+                    grown.append((sid, found))
+        for sid, (usage, model) in grown:
+            line = claude_lines.usage_line(sid, "transcript", usage, model=model,
+                                           cumulative=True)
+            try:
+                self.spool.append("claude-hooks", sid, [Entry(None, [line])], {})
+            except SpoolError as exc:
+                log.warning("ingest: the settled usage of run %s not stored: %s", sid, exc)
+        return len(grown)
+
+    def _otlp(self, body: bytearray, content_type: str, meta: dict) -> _Answer:
         try:
             records = otlp.decode(body, content_type)
         except otlp.OtlpError as exc:
-            status = 415 if "Content-Type" in str(exc) else 400
-            raise Refused(status, str(exc)) from None
-        for run in otlp.runs(records):
-            if not valid_name(run.session_id):
-                continue
+            raise Refused(415 if exc.reason == "content_type" else 400, str(exc), exc.reason) from None
+        rejected: Counter = Counter()
+        for run in otlp.runs(records, rejected):
             run_meta = {"agent": run.agent, "fidelity": run.fidelity, **meta}
             if run.instance_id and "instance_id" not in meta:
                 run_meta["instance_id"] = run.instance_id
-            self.spool.append(run.source, run.session_id, run.lines, run_meta)
-        if "protobuf" in content_type:
-            return 200, b"", "application/x-protobuf"   # an empty ExportLogsServiceResponse
-        return 200, {}, "application/json"
+            stored = self.spool.append(run.source, run.session_id, run.entries, run_meta)
+            if stored.duplicates:
+                self.duplicates["logs"] += stored.duplicates
+        n_rejected = sum(rejected.values())
+        for reason, n in rejected.items():
+            self.rejected[("logs", reason)] += n
+        if n_rejected:
+            log.warning("ingest /v1/logs: %d record(s) not stored (%s)", n_rejected,
+                        ", ".join(f"{r}: {n}" for r, n in sorted(rejected.items())))
+        return _Answer(_otlp_answer(content_type, n_rejected, rejected))
 
 
-#: the spool folder inside the watched directory (its files are traces like any other)
-SPOOL_NAME = "ingest"
+def _otlp_answer(content_type: str, n_rejected: int, rejected: Counter) -> Response:
+    """An ExportLogsServiceResponse: empty, or its ``partial_success`` naming the
+    records not stored (OTLP's way to say so with a 200)."""
+    message = ", ".join(f"{r}: {n}" for r, n in sorted(rejected.items()))
+    if "protobuf" in content_type:
+        if not n_rejected:
+            return Response(200, b"", "application/x-protobuf")
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+            ExportLogsServiceResponse,
+        )
+        msg = ExportLogsServiceResponse()
+        msg.partial_success.rejected_log_records = n_rejected
+        msg.partial_success.error_message = message
+        return Response(200, msg.SerializeToString(), "application/x-protobuf")
+    if not n_rejected:
+        return Response.json({})
+    return Response.json({"partialSuccess": {"rejectedLogRecords": str(n_rejected),
+                                             "errorMessage": message}})
 
 
-def ingest_app(watcher, token: str | None = None, max_runs: int = 1000, **kw) -> IngestApp:
-    """The ingest app of ``watcher``: its spool under the watched directory, its
-    answers from the watcher (scored up to where, steering), its counts exported."""
-    app = IngestApp(Spool(watcher.cfg.root / SPOOL_NAME, max_runs), token=token,
-                    processed=watcher.processed_up_to, steer=watcher.steer_reason, **kw)
-    app.counts = watcher.table.stats.ingest_requests
-    return app
+def ingest_routes(watcher, token: str | None = None, max_runs: int = 1000) -> IngestRoutes:
+    """The ingest routes of ``watcher``: its spool under the watched directory (runs
+    open while pushed to within its idle timeout), its answers from the watcher (scored
+    up to where, steering), its counts exported. The watcher tells the score waits
+    after every batch."""
+    spool = Spool(watcher.cfg.root / SPOOL_NAME, max_runs, idle=watcher.cfg.idle_timeout)
+    st = watcher.table.stats
+    routes = IngestRoutes(spool, token=token, processed=watcher.processed_up_to,
+                          steer=watcher.steer_reason, counts=st.ingest_requests,
+                          rejected=st.ingest_rejected, duplicates=st.ingest_duplicates)
+    watcher.listeners.append(lambda _w: routes.waits.notify() if routes.waits else None)
+    watcher.tick_hooks.append(routes.settle)
+    return routes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,31 @@ class Checkpoint:
 
     files: dict[Path, dict] = field(default_factory=dict)
     journals: dict[str, Any] = field(default_factory=dict)
+
+
+class Digests:
+    """Digests of records in ``--out``: every one read at a restart (a restarted watcher
+    reads every trace again), and the ``keep`` written last; ``in`` asks both."""
+
+    def __init__(self, keep: int = 10_000):
+        self.keep = keep
+        self._restored: set[str] = set()
+        self._recent: OrderedDict[str, None] = OrderedDict()
+
+    def restored(self, digest: str) -> None:
+        self._restored.add(digest)
+
+    def add(self, digest: str) -> None:
+        self._recent[digest] = None
+        self._recent.move_to_end(digest)
+        while len(self._recent) > self.keep:
+            self._recent.popitem(last=False)
+
+    def __contains__(self, digest: object) -> bool:
+        return digest in self._recent or digest in self._restored
+
+    def __len__(self) -> int:
+        return len(self._restored) + len(self._recent)
 
 
 def read_checkpoint(path: Path, root: Path) -> Checkpoint:
@@ -66,7 +92,12 @@ def read_checkpoint(path: Path, root: Path) -> Checkpoint:
         if os.path.commonpath([real_root, os.path.realpath(name)]) != real_root:
             log.warning("checkpoint %s names %s, outside %s; ignored", path, name, root)
             continue
-        out.files[Path(name)] = {"inode": pos["inode"], "written": dict(written)}
+        entry = {"inode": pos["inode"], "written": dict(written)}
+        named = pos.get("named")
+        if isinstance(named, str) and os.path.commonpath(
+                [real_root, os.path.realpath(named)]) == real_root:
+            entry["named"] = named   # a moved trace keeps the name first given
+        out.files[Path(name)] = entry
     return out
 
 

@@ -38,8 +38,9 @@ class LiveRun:
     #: session version whose record was last written or found already written
     checked_version: int | None = None
     aborted: dict[str, str] = field(default_factory=dict)  # policy -> action, once each
-    #: (labels, rows) of the last scrape: served again when a long batch holds the lock
-    exported_rows: tuple[tuple[str, ...], list[tuple[str, tuple[str, ...], float]]] | None = None
+    #: the run as the last scrape exported it (``exporter.Exported``): reused while
+    #: the run does not move, served again when a long batch holds the lock
+    exported: Any = None
     #: why a policy stopped this run: a hook-connected agent's next call is denied with it
     steer: str | None = None
 
@@ -63,6 +64,13 @@ class EvaluatorStats:
         self.clamped: Counter = Counter()  # reason -> values from traces clamped (``sane``)
         self.output_errors: Counter = Counter()  # output (out, checkpoint...) -> failed writes
         self.ingest_requests: Counter = Counter()  # (route, status) -> pushed requests
+        #: reason -> HTTP requests and connections refused (slow, too big, busy, ...)
+        self.http_refused: Counter = Counter()
+        #: (route, reason) -> pushed entries not stored (OTLP records without a usable
+        #: session id, ...) although the request was answered
+        self.ingest_rejected: Counter = Counter()
+        #: route -> pushed entries already stored (a client's retry), answered again
+        self.ingest_duplicates: Counter = Counter()
         self.lag_counts = [0] * (len(self.LAG_BUCKETS) + 1)
         self.lag_sum = 0.0
         self.lag_count = 0
@@ -90,6 +98,9 @@ class RunTable:
         self.keep_finished_seconds = keep_finished_seconds
         self.caches: list[tuple[str, Any]] = []  # (name, object with .hits/.misses)
         self.on_add: list = []  # called with each new run (abort policies track it)
+        #: called with a run whose record was just written, under the lock (the
+        #: exporter renders its series then, once, instead of at the next scrape)
+        self.on_settled: list = []
 
         self.run_ids = RunIds()   # no two runs share a run id (their label sets)
         self._unscored: set[str] = set()
@@ -112,9 +123,21 @@ class RunTable:
         for hook in self.on_add:
             hook(run)
 
+    def settled(self, run: LiveRun) -> None:
+        for hook in self.on_settled:
+            hook(run)
+
     def remove(self, key: str) -> LiveRun | None:
         with self.lock:
-            return self.runs.pop(key, None)
+            run = self.runs.pop(key, None)
+            if run is not None:
+                self._left(run)
+            return run
+
+    def _left(self, run: LiveRun) -> None:
+        """A run left the table: nothing of it stays (its run id, its unscored mark)."""
+        self.run_ids.release(run.session.identity.run_id)
+        self._unscored.discard(run.key)
 
     def expire(self, now: float | None = None, hold=None, max_runs: int | None = None) -> list[str]:
         """Drop finished runs older than ``keep_finished_seconds``, except those
@@ -127,14 +150,14 @@ class RunTable:
                    if r.finished_at is not None and now - r.finished_at > self.keep_finished_seconds
                    and not (hold is not None and hold(r))]
             for k in old:
-                del self.runs[k]
+                self._left(self.runs.pop(k))
             over = len(self.runs) - max_runs if max_runs is not None else 0
             if over > 0:
                 done = sorted((r.finished_at, k) for k, r in self.runs.items()
                               if r.finished_at is not None and not (hold is not None and hold(r)))
                 evicted = [k for _, k in done[:over]]
                 for k in evicted:
-                    del self.runs[k]
+                    self._left(self.runs.pop(k))
                 self.stats.events["evicted"] += len(evicted)
                 if len(evicted) < over and not self._over_warned:
                     self._over_warned = True

@@ -15,7 +15,6 @@ twice.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import logging
 import os
@@ -33,29 +32,18 @@ from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
 from streameval.fileio import append_whole, cut_torn_tail, write_atomic
 from streameval.live.follow import TraceFollower, record_digest_of_line
-from streameval.live.outputs import CHECKPOINT_VERSION, read_checkpoint
+from streameval.live.narrate import Narration
+from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
+from streameval.live.passed import Passed, Rescans
+from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
 from streameval.live.table import RunTable
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
-from streameval.traces.identity import META_NAME, PATCH_NAMES, SIDE_FILES, identify, walk_files
-from streameval.traces.names import trace_patterns
-from streameval.traces.parts import is_conversation, trace_of
+from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
+from streameval.traces.parts import trace_of
 from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
-
-#: what ``watch`` follows by default: the adapters' file names (``traces.names``)
-DEFAULT_GLOBS = trace_patterns()
-
-
-def is_trace(path: Path, globs: tuple[str, ...] = DEFAULT_GLOBS) -> bool:
-    """A file ``watch`` follows (and ``backtest`` finds): its name or path matches a
-    glob, and it is neither a side file nor a writer's temporary file."""
-    name = path.name
-    if name in SIDE_FILES or name.endswith(".tmp"):
-        return False
-    return any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(str(path), g) for g in globs)
-
 
 @dataclass(slots=True)
 class WatchConfig:
@@ -74,6 +62,7 @@ class WatchConfig:
     checkpoint_interval: float = 5.0
     fmt: str | None = None
     include_sidechain: bool = False
+    sniff: tuple[str, ...] = SNIFF_GLOBS
     rescan_interval: float = 5.0
     tick_interval: float = 0.2
     force_polling: bool = False
@@ -95,21 +84,6 @@ def _counting_clamps(method: Callable) -> Callable:
     return wrapper
 
 
-def _kind(path: Path) -> str:
-    """"file", "missing", or "hidden": there but not visible now (a directory that lost
-    its search permission, a symlink loop), which is neither followed nor taken for
-    deleted; "other" for what is not a regular file (a FIFO, a directory)."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return "missing"
-    except OSError:
-        return "hidden"
-    if stat.S_ISDIR(st.st_mode) and is_conversation(path):
-        return "file"   # an SDK conversation directory is one trace (traces.parts)
-    return "file" if stat.S_ISREG(st.st_mode) else "other"
-
-
 class Watcher:
     """Owns the followers; every method runs on the watcher's one event-loop thread."""
 
@@ -118,18 +92,31 @@ class Watcher:
         self.res = res
         self.table = table or RunTable(keep_finished_seconds=cfg.keep_finished)
         self.followers: dict[Path, TraceFollower] = {}
+        #: (device, inode) -> follower: a file found at a new path is the run it was
+        self._by_file: dict[tuple[int, int], TraceFollower] = {}
+        #: first path -> follower of a trace since moved (abort actions find it there)
+        self.moved: dict[Path, TraceFollower] = {}
+        #: files whose runs left memory, while a rescan may come across them
+        self.passed = Passed()
+        self.rescans = Rescans(cfg.rescan_interval)
         self.predictions: dict[str, str] = {}
         self._pred_tail = None
         self._last_checkpoint = 0.0
         self.started_at = time.time()
-        self._last_rescan = 0.0
-        #: digests of records already in --out (read at restore): never written twice
-        self.out_digests: set[str] = set()
+        #: digests of records in --out (all read at restore, then the recent ones):
+        #: a record is never written twice
+        self.out_digests = Digests(keep=max(10_000, 4 * cfg.max_runs))
         self.listeners: list = []   # called with the watcher after each processed batch
         self.tick_hooks: list = []  # called with (watcher, now) at every tick (abort policies)
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
         #: decisions acted on); ``load`` must accept anything, the file may be edited
         self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+        #: what the watcher says and the counts of its exit summary (live/narrate.py)
+        self.narration = Narration()
+        #: sniffed files found to be no trace: path -> (device, inode, size) then
+        self.not_traces: dict[Path, tuple[int, int, int]] = {}
+        self._own_files = {Path(p).resolve() for p in (cfg.out, cfg.checkpoint, cfg.predictions)
+                           if p is not None}
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -139,32 +126,126 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        return is_trace(path, self.cfg.globs)
+        return is_trace(path, self.cfg.globs) or self._sniffed(path)
+
+    # -------- files followed for their content (SNIFF_GLOBS), and those that were not
+    def _sniffed(self, path: Path) -> bool:
+        """A name of ``cfg.sniff`` not of ``cfg.globs``, not the watcher's own files, and
+        not a file already found to be no trace (unless replaced or cut since)."""
+        if not self.cfg.sniff or not is_trace(path, self.cfg.sniff):
+            return False
+        if path in self._own_files:
+            return False
+        seen = self.not_traces.get(path)
+        if seen is None:
+            return True
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) == seen[:2] and st.st_size >= seen[2]:
+            return False   # the same file, grown at most: its head is what it was
+        del self.not_traces[path]
+        return True
+
+    def _not_trace(self, f: TraceFollower) -> None:
+        try:
+            st = os.stat(f.path)
+            self.not_traces[f.path] = (st.st_dev, st.st_ino, st.st_size)
+        except OSError:
+            pass
+        self._forget(f)
 
     @_counting_clamps
     def scan(self) -> int:
-        """Find trace files not yet followed (start-up and periodic safety net)."""
+        """Find trace files not yet followed (start-up and periodic safety net). After
+        the first walk, only files changed or made since the previous one began are
+        looked at, and those that passed through unchanged are skipped (``passed``)."""
         found = 0
+        self.rescans.begin(time.time())
+        horizon = self.rescans.horizon
         for p in walk_files(self.cfg.root):
             owner = trace_of(p)
             if owner != p:   # part of a trace: a conversation's event, a sub-agent's file
-                if owner.is_dir() and owner not in self.followers and _kind(owner) == "file":
+                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file":
                     self.follow(owner)
                     found += 1
                 continue
-            if p not in self.followers and self.is_trace(p) and _kind(p) == "file":
-                self.follow(p)
-                found += 1
+            if p in self.followers or not self.is_trace(p):
+                continue
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue   # gone since the walk listed it
+            if not stat.S_ISREG(st.st_mode) or self.passed.unchanged(st):
+                continue
+            if horizon is not None and max(st.st_mtime, st.st_ctime) < horizon:
+                continue
+            self.follow(p)
+            found += 1
+        self.rescans.end()
+        if self.rescans.horizon is not None:
+            self.passed.prune(self.rescans.horizon)
         return found
 
-    def follow(self, path: Path) -> TraceFollower:
+    def _hidden(self, path: Path) -> bool:
+        root = str(self.cfg.root)
+        text = str(path)
+        rel = text[len(root):] if text.startswith(root) else text
+        return "/." in rel[: rel.rfind("/")] if "/" in rel else False
+
+    def follow(self, path: Path, named: Path | None = None) -> TraceFollower:
+        """Follow the trace at ``path``; when it is a file already followed under another
+        path that no longer holds it (renamed, or its directory was), that follower
+        moves with it: one run, its name and run id as first given."""
+        key = file_key(path)
+        known = self._by_file.get(key) if key is not None else None
+        if known is not None and known.path != path and file_key(known.path) != key:
+            return self._move(known, path)
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
                           predictions=self.predictions, root=self.cfg.root)
+        if named is not None and Path(named) != path:
+            self._note_move(f, path, named)
         f.lag_since = self.started_at
+        f.file_key = key
+        f.narration = self.narration
+        f.tentative = not is_trace(path, self.cfg.globs)
+        f.on_not_trace = self._not_trace
+        f.counted_before(self.passed.lines(key))
         self.followers[path] = f
+        if key is not None:
+            self._by_file[key] = f
         self.table.stats.events["appeared"] += 1
         return f
+
+    def _move(self, f: TraceFollower, path: Path) -> TraceFollower:
+        old = f.path
+        del self.followers[old]
+        self._note_move(f, path)
+        self.followers[path] = f
+        self.table.stats.events["moved"] += 1
+        log.info("%s moved to %s: its runs go on as %s", old, path, f.key_path)
+        return f
+
+    def _note_move(self, f: TraceFollower, path: Path, named: Path | None = None) -> None:
+        f.move(path, named)
+        if f.key_path != f.path:
+            self.moved[f.key_path] = f
+        else:
+            self.moved.pop(f.key_path, None)
+
+    def _forget(self, f: TraceFollower) -> None:
+        """Drop a follower and every index that names it."""
+        self.followers.pop(f.path, None)
+        self.moved.pop(f.key_path, None)
+        if self._by_file.get(f.file_key) is f:
+            del self._by_file[f.file_key]
+
+    def trace_of(self, key_path: Path) -> Path:
+        """Where the trace first seen at ``key_path`` is now."""
+        f = self.moved.get(key_path)
+        return f.path if f is not None else key_path
 
     # ------------------------------------------------------------------ pushed runs
     def processed_up_to(self, path: Path) -> int:
@@ -174,12 +255,18 @@ class Watcher:
         return f.tail.offset - f.tail.pending if f is not None else -1
 
     def steer_reason(self, path: Path) -> str | None:
-        """Why a policy stopped a run of ``path``, for a hook-connected agent."""
+        """Why a policy stopped a run of ``path``, for a hook-connected agent. Read
+        without the table lock (a dict lookup and an attribute, atomic under the GIL):
+        a hook's answer never waits behind the watcher scoring a long tool call."""
         f = self.followers.get(path)
         if f is None:
             return None
-        with self.table.lock:
-            return next((r.steer for r in f.live_runs() if r.steer), None)
+        runs = self.table.runs
+        for key in f.run_keys():
+            run = runs.get(key)
+            if run is not None and run.steer:
+                return run.steer
+        return None
 
     # ------------------------------------------------------------------ changes
     @_counting_clamps
@@ -187,15 +274,19 @@ class Watcher:
         """One watchfiles batch of (path, deleted): listeners (abort policies, which
         look at every run) are told once per batch, not once per file."""
         now = time.time() if now is None else now
-        for path, deleted in changes:
+        # what appeared first: a rename is (deleted, added) in one batch, and the file
+        # found at its new path takes its run along before the old path is given up
+        for path, deleted in sorted(changes, key=lambda change: bool(change[1])):
             self.changed(Path(path), deleted=deleted, now=now, notify=False)
         self._after_batch()
 
     def changed(self, path: Path, deleted: bool = False, now: float | None = None,
                 notify: bool = True) -> None:
         now = time.time() if now is None else now
+        if self._hidden(path):
+            return   # as the walk: a hidden directory's files (a spool's staging) are not traces
         if path.name in PATCH_NAMES:
-            self._patch_changed(path)
+            self._patch_changed(path, now)
             return
         if path.name == META_NAME:
             self._meta_changed(path, now)
@@ -212,7 +303,7 @@ class Watcher:
                 return   # a sub-agent's transcript: its session file carries its calls
             path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
-        if (deleted or f is not None) and _kind(path) == "missing":
+        if (deleted or f is not None) and path_kind(path) == "missing":
             # a "deleted" event is believed only while the file is really gone: a trace
             # renamed away and created anew gives (deleted, added) in one unordered
             # batch, and the new file's run must not be ended by the old file's event
@@ -220,37 +311,78 @@ class Watcher:
                 self._deleted(f, now)
             return
         if f is None:
-            if not (part or self.is_trace(path)) or _kind(path) != "file":
+            kind = path_kind(path)
+            if kind == "other" and not deleted and os.path.isdir(path):
+                self._dir_appeared(path, now)   # a run directory moved or copied in
+                return
+            if not (part or self.is_trace(path)) or kind != "file" \
+                    or self._passed_unchanged(path):
                 return
             f = self.follow(path)
         f.poll(now)
         if notify:
             self._after_batch()
 
+    def _passed_unchanged(self, path: Path) -> bool:
+        try:
+            return self.passed.unchanged(os.stat(path))
+        except OSError:
+            return False
+
+    def _dir_appeared(self, directory: Path, now: float) -> None:
+        if directory.name.startswith("."):
+            return   # hidden, as the walk has it (the spool's staging)
+        for p in walk_files(directory):
+            owner = trace_of(p)
+            if owner != p:   # part of a trace (a conversation's event file)
+                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file":
+                    self.follow(owner).poll(now)
+                continue
+            if p not in self.followers and self.is_trace(p) and path_kind(p) == "file":
+                self.follow(p).poll(now)
+
     def _deleted(self, f: TraceFollower, now: float) -> None:
         self.table.stats.events["deleted"] += 1
         f.finish("deleted", now)
         self._write_due(f, now, force=True)
-        del self.followers[f.path]
+        self._forget(f)
 
     def _meta_changed(self, meta_path: Path, now: float) -> None:
         """A meta.json written after its trace renames the run: replay of the
         finished file would use it, so the trace is scored again under it."""
         for f in list(self.followers.values()):
-            if f.path.parent == meta_path.parent and f.identity != identify(f.path, f.instance, root=f.root):
+            if f.path.parent == meta_path.parent and f.identity != f.current_identity():
                 f.restart("reidentified")
                 f.poll(now)
 
-    def _patch_changed(self, patch_path: Path) -> None:
-        for f in self.followers.values():
-            if f.path.parent == patch_path.parent and f.land_patch():
+    def _patch_changed(self, patch_path: Path, now: float) -> None:
+        """A patch beside a trace: its runs get it, also runs that left memory (their
+        file is read again, with the patch): a record written without EditLoc is owed
+        its correction whenever the patch lands, across restarts too."""
+        for p in self._traces_in(patch_path.parent):
+            f = self.followers.get(p)
+            if f is None or f.reader is None:
+                f = f or self.follow(p)
+                if f.reader is None and f.closed:
+                    f.restart("reopened")
+                f.poll(now)
                 self.table.stats.events["patch_landed"] += 1
+            elif f.land_patch():
+                self.table.stats.events["patch_landed"] += 1
+
+    def _traces_in(self, directory: Path) -> list[Path]:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return []
+        return [directory / n for n in names
+                if self.is_trace(directory / n) and path_kind(directory / n) == "file"]
 
     @_counting_clamps
     def poll_all(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
         for f in list(self.followers.values()):
-            if _kind(f.path) == "missing":
+            if path_kind(f.path) == "missing":
                 self._deleted(f, now)
             else:
                 f.poll(now)
@@ -285,6 +417,7 @@ class Watcher:
                 for run in list(self.table.runs.values()):
                     if run.session.identity.instance_id == iid:
                         if run.session.set_patch(patch, "predictions"):
+                            self.narration.patch_landed(run.session, "predictions file")
                             self.table.stats.events["patch_landed"] += 1
 
     # ------------------------------------------------------------------ ticking
@@ -318,10 +451,9 @@ class Watcher:
         # every tick, not only when something expired now: a multi-run file may close
         # (idle) after its runs already left the table
         self._release_expired()
-        if now - self._last_rescan >= self.cfg.rescan_interval:
+        if self.rescans.due(now):
             # the safety net for file events missed (e.g. lines written before
             # watchfiles started watching): find new files and poll every file
-            self._last_rescan = now
             self.scan()
             self.poll_predictions()
             self.poll_all(now)
@@ -330,11 +462,14 @@ class Watcher:
             self._last_checkpoint = now
 
     def _release_expired(self) -> None:
-        """Followers whose runs all left the table drop their sessions: with
-        thousands of finished traces, only a tail position and digests stay."""
-        for f in self.followers.values():
-            if f.closed and f.reader is not None and not f.live_runs():
-                f.release()
+        """Followers whose runs all left the table (records written) are forgotten:
+        nothing of a run that passed through stays but a line in ``passed`` while a
+        rescan may still come across its file."""
+        done = [f for f in self.followers.values() if f.closed and not f.live_runs()]
+        for f in done:
+            f.release()
+            self.passed.remember(f.file_key, str(f.path), f.lines_counted)
+            self._forget(f)
 
     def _write_due(self, f: TraceFollower, now: float, force: bool = False,
                    save: bool = True) -> int:
@@ -360,6 +495,8 @@ class Watcher:
         line = record_line(record)
         try:
             append_whole(self.cfg.out, line)
+            self.out_digests.add(record_digest_of_line(line))
+            self.narration.record_written(record, self.cfg.out)
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
             if not self._out_failing:   # once per outage, not at every tick's retry
@@ -377,7 +514,8 @@ class Watcher:
             return
         files = {}
         for path, f in self.followers.items():
-            files[str(path)] = {**f.tail.position(), "written": f.written}
+            files[str(path)] = {**f.tail.position(), "written": f.written,
+                                **({"named": str(f.key_path)} if f.key_path != path else {})}
         data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
                 "journals": {name: save() for name, (save, _load) in self.journals.items()},
                 "saved_at": time.time()}
@@ -406,7 +544,7 @@ class Watcher:
                 st = path.stat()
             except OSError:
                 continue
-            f = self.follow(path)
+            f = self.follow(path, named=pos.get("named"))
             if st.st_ino == pos["inode"]:
                 f.written = pos["written"]
             f.restoring = True
@@ -426,69 +564,7 @@ class Watcher:
         with open(self.cfg.out, "rb") as fh:
             for line in fh:
                 if line.endswith(b"\n"):
-                    self.out_digests.add(record_digest_of_line(line))
+                    self.out_digests.restored(record_digest_of_line(line))
 
     def close(self) -> None:
         self.save_checkpoint()
-
-
-# ---------------------------------------------------------------------- async loop
-
-
-async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
-    """Follow changes until ``stop`` (an anyio.Event) is set."""
-    import anyio
-    import watchfiles
-
-    stop = stop or anyio.Event()
-    w.restore_checkpoint()
-    w.poll_predictions()
-    w.scan()
-    w.poll_all()
-    if task_status is not None:
-        task_status.started()
-
-    async def ticker() -> None:
-        while not stop.is_set():
-            w.tick()
-            with anyio.move_on_after(w.cfg.tick_interval):
-                await stop.wait()
-
-    async def events() -> None:
-        watch_paths = [w.cfg.root]
-        if w.cfg.predictions is not None:
-            watch_paths.append(w.cfg.predictions.parent)
-        async for changes in watchfiles.awatch(
-                *watch_paths, debounce=w.cfg.debounce_ms, step=w.cfg.step_ms, stop_event=stop, watch_filter=None,
-                force_polling=w.cfg.force_polling or None, poll_delay_ms=100,
-                yield_on_timeout=False, recursive=True):
-            w.handle_changes([(p, change == watchfiles.Change.deleted) for change, p in changes])
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker)
-            tg.start_soon(events)
-            await stop.wait()
-            tg.cancel_scope.cancel()
-    finally:
-        w.close()
-
-
-async def run_until_signal(w: Watcher) -> None:
-    """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed)."""
-    import signal
-
-    import anyio
-
-    stop = anyio.Event()
-
-    async def on_signal() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for _ in signals:
-                stop.set()
-                return
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(on_signal)
-        await run_watcher(w, stop)
-        tg.cancel_scope.cancel()

@@ -165,6 +165,29 @@ class PathMapper:
             self.counts[hit[1]] += 1
         return hit
 
+    def names_directory(self, path: str, cwd: str | None = None) -> bool:
+        """Whether a path that names no repo file names a directory of the repository
+        (its root included): such a read is inside the repository, not outside it
+        (``mostly_outside_repo``, docs/metrics.md §5b). Found as files are (§2): under
+        a known root, else with 1, 2, ... leading components dropped; without a repo,
+        only a workspace root is known to be one."""
+        p = path.strip().strip("'\"`").strip() if isinstance(path, str) else ""
+        if not p or "\x00" in p or p.startswith("~"):
+            return False
+        if cwd and is_windows_path(cwd) or is_windows_path(p):
+            p, cwd = posix_form(p, windows=True), posix_form(cwd) if cwd else cwd
+        full = self._absolute(p, cwd)
+        if full is None:
+            return False
+        if self._view is None:
+            return display_path(full, self._roots) in (".", "")
+        for root in self._roots:
+            rel = below(full, root)
+            if rel is not None:
+                return self._view.is_dir("" if rel == "." else rel)
+        parts = [c for c in full.split("/") if c and c != "."]
+        return any(self._view.is_dir("/".join(parts[i:])) for i in range(len(parts)))
+
     # ------------------------------------------------------------------ rules
     def _compute(self, path: str, cwd: str | None) -> tuple[str | None, Reason | None]:
         p = path.strip().strip("'\"`").strip() if isinstance(path, str) else ""

@@ -60,6 +60,8 @@ class ResolvedRead:
     agent: int = 0
     unaligned: int = 0
     by_text: bool = False
+    #: a read naming no repo file names a directory of it (inside, not outside, it)
+    directory: bool = False
 
 
 @dataclass(slots=True)
@@ -274,7 +276,8 @@ class StepBuilder:
             # contents outside the repo is worth a counted problem.
             if reason is not None and not read.listing and not snippet:
                 out.problems.append((reason, read.path))
-            return ResolvedRead(read.path, None, [], [], read.listing)
+            directory = not read.listing and self.paths.names_directory(read.path, cwd)
+            return ResolvedRead(read.path, None, [], [], read.listing, directory=directory)
         if read.listing:
             return ResolvedRead(read.path, repo, [], [], True)
         n = lengths.get(repo)

@@ -13,50 +13,99 @@ name is checked against the base commit's files instead.
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from streameval.model import GRANULARITIES, ToolCall
 from streameval.reading.describe import describe_call, describe_read, fmt_ranges
+from streameval.report.goldview import gold_files
+from streameval.report.journal import RunJournal
 
 #: reads listed in the summary (and written to --json) per run
 FIRST_READS = 10
+HEAD_WARNING = ("the repository was read at HEAD (--repo without --gold or --commit), which "
+                "may not be the commit the agent worked on: lines that match no line there "
+                "are not called the agent's own, and paths and edits are those of HEAD")
+
+
+#: the per-step coverage column: after each step, file symbol span line
+COVERAGE_HEAD = "coverage f/sym/span/line"
 
 
 class CallTable:
-    """The per-call table; also remembers every read per run for the summary."""
+    """The per-call table; also remembers every read per run for the summary, and keeps
+    each run's journal (``report.journal``: its curve, what each gold file was credited).
 
-    def __init__(self, out: TextIO | None, width: int, all_names: bool = False):
+    ``coverage``: the runs are scored (gold and repository), so each step shows the
+    per-step coverage after it. ``base_known``: the repository is read at the run's base
+    commit; when it is not (``--repo`` at HEAD), a shown line that matches no line there
+    is not called the agent's own.
+    """
+
+    def __init__(self, out: TextIO | None, width: int, all_names: bool = False,
+                 coverage: bool = False, base_known: bool = True):
         self.out, self.width, self.all_names = out, width, all_names
+        self.coverage, self.base_known = coverage, base_known
         self.n = 0
         self._last: int | None = None
+        self._headed = False
         #: id(session) -> calls seen in that run (reads are numbered per run)
         self.calls: dict[int, int] = {}
         #: id(session) -> [(call number, ResolvedRead)]
         self.reads: dict[int, list[tuple[int, Any]]] = {}
         self.edited: dict[int, dict[str, None]] = {}
+        #: id(session) -> its journal (no call rows: the table prints them)
+        self.journals: dict[int, RunJournal] = {}
+
+    def head(self) -> None:
+        """The table's header line (printed once, before the first row)."""
+        if self.out is None or self._headed:
+            return
+        self._headed = True
+        cov = f"{COVERAGE_HEAD:<24} " if self.coverage else ""
+        print(f"{'#':>4} {'S':<4} {'tool':<18} {'category':<8} {cov}input   "
+              "(S<n> = step n: the call showed repo code)", file=self.out)
 
     def __call__(self, session, outcome, call: ToolCall) -> None:
         key = id(session)
         self.n = self.calls[key] = self.calls.get(key, 0) + 1
         self.reads.setdefault(key, []).extend((self.n, r) for r in outcome.reads)
         self.edited.setdefault(key, {}).update(dict.fromkeys(outcome.edits))
+        journal = self.journals.setdefault(key, RunJournal(max_calls=0))
+        journal(session, outcome, call)
         if self.out is not None:
+            self.head()
             if key != self._last and (len(self.calls) > 1 or session.trace_info.instance_id):
                 # a file holding several runs (OpenHands output.jsonl) names each one
                 print(f"---- run {session.identity.instance_id}", file=self.out)
-            self._print(outcome, call)
+            cov = None
+            if journal.last_step is not None and self.coverage:
+                scores = session.snapshot().scores   # the coverage after this step
+                if scores is not None:
+                    cov = tuple(scores.last_step_coverage.get(g, 0.0) for g in GRANULARITIES)
+            self._print(outcome, call, journal.last_step, cov)
         self._last = key
 
-    def _print(self, outcome, call: ToolCall) -> None:
+    def _describe(self, r) -> str:
+        if self.base_known or not r.agent:
+            return describe_read(r)
+        # not the base commit: a line that matches nothing there is not known to be the
+        # agent's own (it may be the base commit's own line, changed since)
+        return (describe_read(replace(r, agent=0)) + f" ({r.agent} shown line(s) match no "
+                "line of the commit read, which may not be the run's base commit)")
+
+    def _print(self, outcome, call: ToolCall, step: int | None, cov) -> None:
         out = self.out
-        mark = "S" if outcome.step is not None else " "
-        head = f"{self.n:>4} {mark} {call.tool[:18]:<18} {outcome.category:<8} "
+        mark = f"S{step}" if outcome.step is not None else ""
+        head = f"{self.n:>4} {mark:<4} {call.tool[:18]:<18} {outcome.category:<8} "
+        if self.coverage:
+            head += f"{' '.join(f'{v:.2f}' for v in cov) if cov else '':<24} "
         print(head + describe_call(call, max(20, self.width - len(head))), file=out)
         listed = [r for r in outcome.reads if r.listing]
         for r in outcome.reads:
             if not r.listing:
-                print(f"{'':>8}read  {describe_read(r)}", file=out)
+                print(f"{'':>8}read  {self._describe(r)}", file=out)
         if listed:
             names = [r.repo_path or f"{r.trace_path} (not in repo)" for r in listed]
             shown = names if self.all_names or len(names) <= 3 else names[:3] + ["…"]
@@ -89,9 +138,17 @@ def _is_dir(r, dirs: set[str]) -> bool:
             or posixpath.normpath(r.trace_path) in dirs)
 
 
-def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> dict:
-    """One run's summary: the numbers ``inspect`` prints and writes (see docs/inspect.md)."""
+def run_summary(session, reads: list[tuple[int, Any]], edited, first: int,
+                journal: RunJournal | None = None, gold=None, read_at: str | None = None) -> dict:
+    """One run's summary: the numbers ``inspect`` prints and writes (see docs/inspect.md).
+
+    ``gold`` (the run's gold row, when it is scored) adds the gold not credited, with why,
+    from ``journal``. ``read_at``: the commit a repository without gold was read at
+    (``HEAD`` unless ``--commit``): the edits are then counted there, not as the record
+    counts them, and with ``HEAD`` no shown line is called the agent's own.
+    """
     snap = session.snapshot()
+    base_known = read_at != "HEAD"
     with_repo = snap.has_repo
     in_repo = [(n, r) for n, r in reads if r.repo_path is not None]
     dirs = _directories(in_repo) if not with_repo else set()
@@ -110,11 +167,11 @@ def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> di
         "files_read": {"count": len(read_files), "files": read_files},
         "files_listed": {"count": len(listed_only), "files": listed_only},
         "distinct_files": len(read_files) + len(listed_only),
-        "first_reads": [_read_json(n, r, with_repo) for n, r in shown[:max(0, first)]],
+        "first_reads": [_read_json(n, r, with_repo, base_known) for n, r in shown[:max(0, first)]],
         "reads_outside_repo": sum(1 for _, r in reads if r.repo_path is None),
         "edits": snap.edits,
         "files_edited": sorted(edited),
-        "shown_lines": dict(snap.shown_lines),
+        "shown_lines": _shown_lines(snap.shown_lines, base_known),
         "context_file_reads": dict(sorted(snap.context_file_reads.items())),
         "unparsed_lines": dict(sorted(snap.bad_lines.items())),
         "problems": dict(sorted(snap.problems.items())),
@@ -122,12 +179,34 @@ def run_summary(session, reads: list[tuple[int, Any]], edited, first: int) -> di
     rec = session.record()
     if "error" in rec:
         out["metrics_error"] = rec["error"]
+        # the same count as a record, only where a record is made: without one, say how
+        # this one was counted (a record counts repository files at the base commit)
+        out["edits_as"] = (f"repository at {read_at}" if read_at else
+                           "repository at its base commit" if with_repo else "paths as the trace names them")
     else:
+        out["edits_as"] = "record"   # the same session made it: the record's count
         out["metrics"] = {k: rec[k] for k in ("final", "trajectory", "editloc") if k in rec}
+        if gold is not None:
+            out.update(gold_summary(gold, journal))
     return out
 
 
-def _read_json(n: int, r, with_base: bool) -> dict:
+def _shown_lines(shown: dict, base_known: bool) -> dict:
+    if base_known:
+        return dict(shown)
+    # at HEAD, a line matching nothing may be the base commit's own: not the agent's
+    return {"aligned": shown["aligned"], "unmatched": shown["agent_written"],
+            "unaligned": shown["unaligned"]}
+
+
+def gold_summary(gold, journal: RunJournal | None) -> dict:
+    """The gold files, and each gold range no step credited with why (``goldview``)."""
+    files = gold_files(gold, journal, {}, {})
+    missed = [{"file": f["file"], **u} for f in files for u in f["uncredited"]]
+    return {"gold_files": len(files), "gold_not_credited": missed}
+
+
+def _read_json(n: int, r, with_base: bool, base_known: bool = True) -> dict:
     """``lines``: the window the call proposed, in current lines, first to last (None:
     not known, e.g. a whole ``cat`` without a repo); ``runs``, when the printed numbers
     have gaps (grep hits): the runs of lines shown; ``base`` (with a repo): the
@@ -140,20 +219,29 @@ def _read_json(n: int, r, with_base: bool) -> dict:
         d["runs"] = [list(w) for w in r.current]
     if with_base:
         d["base"] = [list(b) for b in r.base]
-        d["agent"] = r.agent
+        d["agent" if base_known else "unmatched"] = r.agent
         d["unaligned"] = r.unaligned
     return d
 
 
 def summarize(trace: Path, fmt: str, lines: int, sessions, printer: CallTable,
-              first: int = FIRST_READS) -> dict:
-    """The whole ``--json`` document: the trace, then one summary per run."""
-    runs = [run_summary(s, printer.reads.get(id(s), []), printer.edited.get(id(s), {}), first)
-            for s in sessions]
-    return {"trace": str(trace), "format": fmt, "lines": lines, "runs": runs}
+              first: int = FIRST_READS, res=None, read_at: str | None = None) -> dict:
+    """The whole ``--json`` document: the trace, then one summary per run. ``res``: the
+    gold the runs were scored with; ``read_at``: see ``run_summary``."""
+    runs = []
+    for s in sessions:
+        gold = res.lookup(s.identity.instance_id) if res is not None else None
+        runs.append(run_summary(s, printer.reads.get(id(s), []), printer.edited.get(id(s), {}),
+                                first, printer.journals.get(id(s)), gold, read_at))
+    doc = {"trace": str(trace), "format": fmt, "lines": lines, "runs": runs}
+    if read_at == "HEAD":
+        doc["warning"] = HEAD_WARNING
+    return doc
 
 
 def print_summary(out: TextIO, doc: dict) -> None:
+    if "warning" in doc:
+        print(f"\nwarning: {doc['warning']}", file=out)
     print(f"\nsummary: {doc['trace']}", file=out)
     print(f"  format       {doc['format']}", file=out)
     print(f"  lines        {doc['lines']}", file=out)
@@ -181,7 +269,9 @@ def _print_run(out: TextIO, run: dict) -> None:
         base = f" -> base {base or '-'}" if "base" in r and base != lines else ""
         p(f"    #{r['call']:<4} {r['file']} lines {lines}{base}")
     p(f"  outside repo {run['reads_outside_repo']} read(s)")
-    p(f"  edits        {run['edits']} ({len(run['files_edited'])} distinct files)")
+    how = ("as the record counts them" if run["edits_as"] == "record" else
+           f"{run['edits_as']}, not a record's count: give --gold and --repo")
+    p(f"  edits        {run['edits']} ({len(run['files_edited'])} distinct files; {how})")
     if run["context_file_reads"]:
         p(f"  context      {_counts(run['context_file_reads'])}")
     p(f"  unparsed     {_counts(run['unparsed_lines'])}")
@@ -190,6 +280,12 @@ def _print_run(out: TextIO, run: dict) -> None:
         _print_metrics(out, run["metrics"])
     else:
         p(f"  metrics: not computed ({run['metrics_error']})")
+    if "gold_not_credited" in run:
+        missed = run["gold_not_credited"]
+        p(f"  gold         {run['gold_files']} file(s); "
+          + (f"{len(missed)} range(s) never credited:" if missed else "every gold line credited"))
+        for m in missed:
+            p(f"    {m['file']} lines {fmt_ranges([m['lines']])}: {m['why']}")
 
 
 def _print_metrics(out: TextIO, m: dict) -> None:

@@ -9,7 +9,10 @@ and always labelled (docs/metrics.md §4, "Aggregates"):
 - **micro**: intersections and sizes summed over instances first, then divided, so
   large instances weigh more.
 
-Error records (``{"instance_id", "error"}``) are counted, never averaged in.
+Error records (``{"instance_id", "error"}``) are counted, never averaged in. Each row
+says how many runs it averaged and how many of those carry a run-level flag
+(``nothing_read``, ``mostly_outside_repo``: docs/metrics.md §5b), and a precision that
+averages in runs which predicted nothing there (1.0 by convention, §3) is marked ``*``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import Reason
+from streameval.errors import RUN_FLAGS, Reason
 from streameval.model import GRANULARITIES
 from streameval.report.columns import BENCHKIT_COLUMNS, COLUMNS, record_row, write_csv
 from streameval.scoring.f1 import f1
@@ -37,10 +40,22 @@ def _ratio(num: int, den: int, empty: float) -> float:
     return num / den if den else empty
 
 
+def _flags(record: dict[str, Any]) -> list[str]:
+    """The run-level flags a scored record carries (docs/metrics.md §5b)."""
+    problems = record.get("problems")
+    return sorted(k for k in problems if k in RUN_FLAGS) if isinstance(problems, dict) else []
+
+
+def _counted(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """How many runs a row averaged, and how many of them are flagged."""
+    return {"runs": len(runs), "flagged": sum(bool(_flags(r)) for r in runs)}
+
+
 def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for g in GRANULARITIES:
-        rows = [r["final"][g] for r in evaluated if g in r.get("final", {})]
+        runs = [r for r in evaluated if g in r.get("final", {})]
+        rows = [r["final"][g] for r in runs]
         inter = sum(int(x.get("intersection", 0)) for x in rows)
         gold = sum(int(x.get("gold_size", 0)) for x in rows)
         pred = sum(int(x.get("pred_size", 0)) for x in rows)
@@ -57,6 +72,10 @@ def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
                        "f1": f1(micro_cov, micro_prec)} if rows else
                       {"coverage": None, "precision": None, "f1": None}),
             "intersection": inter, "gold_size": gold, "pred_size": pred,
+            # what the row averaged: its runs, those flagged, and those whose precision
+            # is the 1.0 of an empty prediction
+            **_counted(runs),
+            "nothing_predicted": sum(int(x.get("pred_size", 0)) == 0 for x in rows),
         }
     return out
 
@@ -81,11 +100,12 @@ def _editloc(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
     is Σ hits / Σ deleted lines (0 when nothing was deleted); not the public
     evaluator's Σ hits / Σ gold size, which docs/metrics.md §4b says to ignore.
     """
-    rows = [r["editloc"] for r in evaluated if isinstance(r.get("editloc"), dict)]
+    patched = [r for r in evaluated if isinstance(r.get("editloc"), dict)]
+    rows = [r["editloc"] for r in patched]
     hits = sum(int(x.get("intersection", 0)) for x in rows)
     deleted = sum(int(x.get("pred_size", 0)) for x in rows)
     micro = _ratio(hits, deleted, 0.0) if rows else None
-    return {"instances": len(rows),
+    return {"instances": len(rows), "flagged": _counted(patched)["flagged"],
             "macro": {"recall": left_mean([x["recall"] for x in rows]),
                       "precision": left_mean([x["precision"] for x in rows])},
             "micro": {"recall": micro, "precision": micro},
@@ -104,13 +124,17 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     evaluated = [r for r in records if "error" not in r]
     errors = [r for r in records if "error" in r]
     reasons = Counter(_reason(r) for r in errors)
+    flags = Counter(f for r in evaluated for f in _flags(r))
     return {
         "instances": len(records),
         "evaluated": len(evaluated),
         "errors": len(errors),
         "errors_by_reason": dict(sorted(reasons.items())),
+        "flagged": sum(bool(_flags(r)) for r in evaluated),
+        "flags_by_reason": dict(sorted(flags.items())),
         "final": _final(evaluated),
         "auc_coverage": _trajectory(evaluated, "auc_coverage"),
+        "trajectory_runs": _counted([r for r in evaluated if "trajectory" in r]),
         "redundancy": _trajectory(evaluated, "redundancy"),
         "editloc": _editloc(evaluated),
     }
@@ -119,8 +143,15 @@ def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- table
 
 
-def _f(value: float | None) -> str:
-    return f"{'-':>8}" if value is None else f"{value:8.3f}"
+def _f(value: float | None, marked: bool = False) -> str:
+    if value is None:
+        return f"{'-':>8}"
+    return f"{value:7.3f}*" if marked else f"{value:8.3f}"
+
+
+#: the footnote of a marked precision
+EMPTY_PREDICTION_NOTE = ("* includes runs that predicted nothing there: precision 1.0 by "
+                         "convention (docs/metrics.md §3), not a good score")
 
 
 def format_table(agg: dict[str, Any]) -> str:
@@ -130,27 +161,45 @@ def format_table(agg: dict[str, Any]) -> str:
     if agg["errors_by_reason"]:
         lines.append("errors by reason: " + ", ".join(
             f"{k} {v}" for k, v in agg["errors_by_reason"].items()))
+    if agg.get("flagged"):
+        lines.append(f"flagged runs: {agg['flagged']} of {agg['evaluated']} (" + ", ".join(
+            f"{k} {v}" for k, v in agg["flags_by_reason"].items()) + ")")
     lines += ["",
-              f"{'final context':<14}{'coverage':>16}{'precision':>18}{'F1':>18}",
-              f"{'':<14}{'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}"]
+              f"{'final context':<14}{'coverage':>16}{'precision':>18}{'F1':>18}{'runs':>8}",
+              f"{'':<14}{'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}  {'macro':>8}{'micro':>8}"
+              f"{'(flagged)':>12}"]
+    marked = False
     for g in GRANULARITIES:
         row = agg["final"][g]
+        some, every = row.get("nothing_predicted", 0) > 0, row.get("pred_size", 1) == 0
+        marked = marked or some
         lines.append(f"{g:<14}{_f(row['macro']['coverage'])}{_f(row['micro']['coverage'])}  "
-                     f"{_f(row['macro']['precision'])}{_f(row['micro']['precision'])}  "
-                     f"{_f(row['macro']['f1'])}{_f(row['micro']['f1'])}")
+                     f"{_f(row['macro']['precision'], some)}{_f(row['micro']['precision'], every)}  "
+                     f"{_f(row['macro']['f1'])}{_f(row['micro']['f1'])}{_runs(row)}")
+    if marked:
+        lines.append(EMPTY_PREDICTION_NOTE)
+    runs = _runs(agg.get("trajectory_runs", {}))
     lines += ["",
-              f"{'trajectory':<14}{'AUC-coverage':>16}{'redundancy':>18}",
-              f"{'':<14}{'macro':>16}{'macro':>18}"]
+              f"{'trajectory':<14}{'AUC-coverage':>16}{'redundancy':>18}{'runs' if runs else '':>8}",
+              f"{'':<14}{'macro':>16}{'macro':>18}{'(flagged)' if runs else '':>12}"]
     for g in GRANULARITIES:
         lines.append(f"{g:<14}{'':>8}{_f(agg['auc_coverage'][g])}  {'':>8}"
-                     f"{_f(agg['redundancy'][g])}")
+                     f"{_f(agg['redundancy'][g])}{runs}")
     e = agg["editloc"]
     lines += ["",
-              f"EditLoc over {e['instances']} instance(s) with a patch",
+              f"EditLoc over {e['instances']} instance(s) with a patch"
+              + (f" ({e['flagged']} flagged)" if "flagged" in e else ""),
               f"{'':<14}{'recall':>8}{'precision':>10}",
               f"{'macro':<14}{_f(e['macro']['recall'])}  {_f(e['macro']['precision'])}",
               f"{'micro':<14}{_f(e['micro']['recall'])}  {_f(e['micro']['precision'])}"]
     return "\n".join(lines) + "\n"
+
+
+def _runs(row: dict[str, Any]) -> str:
+    """A row's run count, its flagged runs beside it: ``3 (1)``."""
+    if "runs" not in row:
+        return ""
+    return f"{row['runs']:>8} ({row['flagged']})"
 
 
 # --------------------------------------------------------------------------- CSV

@@ -7,6 +7,7 @@ why a watched trace's final record is byte-for-byte the replayed one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from streameval.runs.reader import TraceReader
 from streameval.runs.resources import Resources
 from streameval.scoring.record import Record, error_record
 from streameval.scoring.session import RunSession
-from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.files import iter_marked_lines, open_adapter
 from streameval.traces.formats import states_context
 from streameval.traces.identity import identify, instance_candidates, patch_beside
 
@@ -73,6 +74,7 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
             f"{identity.instance_id!r}; {hint}"), **kw)
     try:
         view = res.repos.view_for(gold)
+        res.repos.check_gold(gold, view)
     except (RepoError, StreamevalError) as exc:
         return RunSession(identity, gold, fmt=fmt, error=f"{exc.reason.value}: {exc}", **kw)
     return RunSession(identity, gold, view, res.symbols, fmt=fmt, texts=res.texts, **kw)
@@ -80,9 +82,12 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
 
 def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
                    instance: str | None = None, patch: str | None = None,
-                   root: Path | None = None) -> list[Record]:
+                   root: Path | None = None,
+                   on_session: Callable[[RunSession], None] | None = None) -> list[Record]:
     """Score one recorded trace file; one record per run it holds. ``root`` is the
     directory the trace was found under (its records name the trace relative to it).
+    ``on_session`` is given each session before its first event (``streameval view``
+    attaches the page's journal there).
 
     The patch comes, in order, from ``patch`` (e.g. a predictions file), a
     ``patch.diff``/``model.patch`` beside the trace, or the trace's own final event.
@@ -98,11 +103,14 @@ def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,
     def factory(trace_instance: str | None, session_id: str | None) -> RunSession:
         ident = run_identity(identity, trace_instance, len(reader.sessions), res,
                              explicit=instance is not None, trace=path, session_id=session_id)
-        return make_session(res, ident, name)
+        session = make_session(res, ident, name)
+        if on_session is not None:
+            on_session(session)
+        return session
 
     reader = TraceReader(adapter, factory)
-    for line, lineno in iter_lines(path):
-        reader.feed_line(line, lineno)
+    for line, lineno, cut in iter_marked_lines(path):
+        reader.feed_line(line, lineno, unterminated=cut)
     sessions = reader.close()
     land_file_patch(sessions, side_patch)
     return [s.record() for s in sessions]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+import orjson
+
 from streameval.errors import Reason
 from streameval.model import BadLine, RunInfo, TraceEvent
 from streameval.scoring.session import RunSession
@@ -40,6 +42,12 @@ class TraceReader:
 
     def _session_for(self, event: TraceEvent) -> RunSession:
         cur = self.current
+        if cur is not None and self.adapter.run_per_line and isinstance(event, BadLine) \
+                and event.reason == Reason.PARTIAL_LINE.value:
+            # every line is a whole run: the cut one is a run of its own, never a
+            # stain on the whole run before it
+            cur = self.factory(None, None)
+            self.sessions.append(cur)
         if isinstance(event, RunInfo) and (event.instance_id or cur is None):
             seen = cur.trace_info.instance_id if cur is not None else None
             if cur is None or (seen and event.instance_id and seen != event.instance_id):
@@ -56,9 +64,11 @@ class TraceReader:
             if self.on_bad is not None and isinstance(ev, BadLine):
                 self.on_bad(ev)
 
-    def feed_line(self, line: bytes | None, lineno: int) -> None:
+    def feed_line(self, line: bytes | None, lineno: int, unterminated: bool = False) -> None:
         """One line; None for a line too long to hold (``iter_lines``, the watcher's
-        tail), which is a bad line of the current run."""
+        tail), which is a bad line of the current run. ``unterminated``: the file ends
+        on this line without its newline (``iter_marked_lines``); if its JSON does not
+        parse either, the trace was cut there (``partial_line``, not ``malformed_json``)."""
         self.lines += 1
         if line is None:
             self.dispatch([BadLine(lineno, Reason.LINE_TOO_LONG.value,
@@ -69,6 +79,8 @@ class TraceReader:
         except Exception as exc:  # an adapter bug must not stop the stream
             log.exception("adapter %s failed on line %d", type(self.adapter).__name__, lineno)
             events = [BadLine(lineno, Reason.MALFORMED_JSON.value, f"adapter error: {exc!r}")]
+        if unterminated and not _parses(line):
+            events = [_cut(ev) if _undecoded(ev, lineno) else ev for ev in events]
         self.dispatch(events)
 
     def close(self) -> list[RunSession]:
@@ -81,3 +93,24 @@ class TraceReader:
         if not self.sessions:  # an empty trace is still a run: coverage 0
             self.sessions.append(self.factory(None, None))
         return self.sessions
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+def _undecoded(event: TraceEvent, lineno: int) -> bool:
+    """A line of ``lineno`` that did not decode: JSON that does not parse, or bytes cut
+    in the middle of a UTF-8 character."""
+    return isinstance(event, BadLine) and event.lineno == lineno and \
+        event.reason in (Reason.MALFORMED_JSON.value, Reason.NOT_UTF8.value)
+
+
+def _cut(event: BadLine) -> BadLine:
+    return BadLine(event.lineno, Reason.PARTIAL_LINE.value,
+                   f"line {event.lineno} ends without its newline before its JSON does "
+                   "(the file was cut short, or is still being written)")

@@ -34,11 +34,13 @@ from streameval.model import (
 )
 from streameval.reading.paths import resolve_step
 from streameval.reading.steps import StepBuilder
+from streameval.scoring import verdict
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
 from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, UsageSoFar, token_counts
 from streameval.scoring.state import InstanceState
+from streameval.scoring.verdict import RunFacts
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,12 @@ class RunExtras:
     categories: Counter = field(default_factory=Counter)
     context_file_reads: Counter = field(default_factory=Counter)
     bad_lines: Counter = field(default_factory=Counter)
+    #: the first message of each bad-line reason: where a cut or an unread action was
+    first_bad: dict[str, str] = field(default_factory=dict)
     problems: Counter = field(default_factory=Counter)
+    #: reads of file contents (listings aside), and those naming no repository file or folder
+    named_paths: int = 0
+    outside_paths: int = 0
     edits: int = 0
     #: shown lines by how they were credited (docs/metrics.md, "Alignment"): placed on a
     #: base line by their text, the agent's own (no base counterpart), or credited from
@@ -222,6 +229,7 @@ class RunSession:
             self._touch(event.timestamp)
         elif isinstance(event, BadLine):
             self.extras.bad_lines[str(event.reason)] += 1
+            self.extras.first_bad.setdefault(str(event.reason), event.message)
 
     def _touch(self, ts: float | None) -> None:
         if ts is None:
@@ -259,6 +267,9 @@ class RunSession:
         ex.edits += len(outcome.edits) + len(
             [p for p in outcome.found_edits if p not in outcome.edits])
         for r in outcome.reads:
+            if not r.listing:
+                ex.named_paths += 1
+                ex.outside_paths += r.repo_path is None and not r.directory
             if r.repo_path is not None and not r.listing:
                 ex.reads_by_tool[call.tool] += 1
             ex.lines_aligned += r.aligned
@@ -397,7 +408,7 @@ class RunSession:
             else "not evaluated",
             num_steps=self._steps, tool_calls=ex.tool_calls, sidechain_calls=ex.sidechain_calls,
             categories=dict(ex.categories), context_file_reads=dict(ex.context_file_reads),
-            bad_lines=dict(ex.bad_lines), problems=dict(ex.problems), edits=ex.edits,
+            bad_lines=dict(ex.bad_lines), problems=self._problems(), edits=ex.edits,
             shown_lines=ex.shown_lines(), reads_by_tool=dict(ex.reads_by_tool),
             tokens=tokens, cost_usd=cost, tokens_source=self.tokens_source(tokens),
             session_id=self.trace_info.session_id,
@@ -412,11 +423,31 @@ class RunSession:
             last_call=self.last_call, version=self.version,
             localisation=self.ranking.numbers() if self.state is not None else None)
 
+    def facts(self) -> RunFacts:
+        """What the run-level rules read (``scoring.verdict``)."""
+        ex = self.extras
+        return RunFacts(ex.tool_calls, ex.sidechain_calls, ex.bad_lines, ex.first_bad,
+                        ex.named_paths, ex.outside_paths,
+                        self.state.final_context_empty if self.state is not None else None)
+
+    def _problems(self) -> dict[str, int]:
+        """Per-call problems, and the run-level ones (docs/metrics.md §5b) beside them."""
+        out = dict(self.extras.problems)
+        if not self.states_context:
+            out.update(verdict.problems(self.facts()))
+        return out
+
+    def unscorable(self) -> str | None:
+        """``reason: message`` when the run's record is an error record (``verdict.error``)."""
+        facts = None if self.states_context else self.facts()
+        return verdict.error(facts, self.identity.trace, self.error, self.state is not None)
+
     def record(self) -> Record:
         """The docs/metrics.md §5 record plus run identity and live extras."""
         ident = self.identity
-        if self.error is not None or self.state is None:
-            rec = error_record(ident, self.error or "not evaluated")
+        error = self.unscorable()
+        if error is not None:
+            rec = error_record(ident, error)
             rec.session_id = self.trace_info.session_id
             return rec
         if self.states_context:

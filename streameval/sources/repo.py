@@ -44,6 +44,7 @@ class _Source(Protocol):
     identity: str
 
     def _files(self, commit: str) -> frozenset[str]: ...
+    def _directories(self, commit: str) -> frozenset[str]: ...
     def _is_file(self, commit: str, path: str) -> bool: ...
     def _read(self, commit: str, path: str) -> bytes | None: ...
     def _version(self, commit: str, path: str) -> Hashable: ...
@@ -68,6 +69,10 @@ class RepoView:
     def files(self) -> frozenset[str]:
         """Repo-relative paths of the regular files (computed once per commit)."""
         return self._source._files(self.commit)
+
+    def is_dir(self, path: str) -> bool:
+        """A directory of the repository: some regular file lies under it ("" is the root)."""
+        return path == "" or path in self._source._directories(self.commit)
 
     def is_file(self, path: str) -> bool:
         if self.commit:
@@ -186,6 +191,7 @@ class GitRepo:
         self._proc_box: list[Any] = [None, os.getpid()]   # [process, pid of its owner]
         self._finalizer = weakref.finalize(self, _stop_process, self._proc_box)
         self._trees: LRU[str, frozenset[str]] = LRU(max_commits, lambda _: 1)
+        self._dirs: LRU[str, frozenset[str]] = LRU(max_commits, lambda _: 1)
         self._commits: LRU[str, str] = LRU(4 * max_commits, lambda _: 1)
         #: ``ls-tree`` processes started ahead of need (``_start_listing``)
         self._listings: dict[str, subprocess.Popen[bytes]] = {}
@@ -334,6 +340,13 @@ class GitRepo:
     def _is_file(self, commit: str, path: str) -> bool:
         return path in self._files(commit)
 
+    def _directories(self, commit: str) -> frozenset[str]:
+        dirs = self._dirs.get(commit)
+        if dirs is None:
+            dirs = directories_of(self._files(commit))
+            self._dirs.put(commit, dirs)
+        return dirs
+
     def _read(self, commit: str, path: str) -> bytes | None:
         if (commit, path) in self.unreadable or path in self._missing_blobs(commit):
             return self._unreadable(commit, path, "its blob is not in this partial clone")
@@ -376,6 +389,17 @@ class GitRepo:
 
 
 _LS_TREE_FILE = re.compile(rb"(?:100644|100755) blob [0-9a-f]+\t([^\0\n\r]*)\0")
+
+
+def directories_of(files: frozenset[str]) -> frozenset[str]:
+    """Every directory some of ``files`` lie under (``a/b/c.py``: ``a``, ``a/b``)."""
+    dirs: set[str] = set()
+    for f in files:
+        cut = f.rfind("/")
+        while cut > 0 and f[:cut] not in dirs:
+            dirs.add(f[:cut])
+            cut = f.rfind("/", 0, cut)
+    return frozenset(dirs)
 
 
 def _parse_ls_tree(out: bytes) -> list[str]:

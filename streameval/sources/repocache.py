@@ -98,6 +98,36 @@ class RepoCache:
             return source.at(gold.base_commit)
         return source.at(None)
 
+    def check_gold(self, gold: GoldInstance, view: RepoView) -> None:
+        """RepoError(GOLD_NOT_IN_REPO) when the gold names files and none of them is a
+        file of ``view``: the numbers would be measured against a repository the gold
+        is not about (a wrong ``--repo``/``--repos``, or a wrong commit), and a gold of
+        no bytes gives symbol and span coverage 1.0 (docs/metrics.md §5b). The message
+        names the repository tried and a gold path missing from it."""
+        files = sorted({s.file for s in gold.gold_context})
+        if not files or any(view.is_file(f) for f in files):
+            return
+        where = view.key[0] + (f" at {view.commit[:12]}" if view.commit else "")
+        raise RepoError(
+            f"none of the {len(files)} gold file(s) is in {where} "
+            f"(e.g. {files[0]}); {self._gold_hint(gold, view)}", Reason.GOLD_NOT_IN_REPO)
+
+    def _gold_hint(self, gold: GoldInstance, view: RepoView) -> str:
+        """What to fix: ``--repos`` when ``--repo`` names a folder of clones, else the
+        clone and its commit, else which repository ``--repo`` names."""
+        if self.repo is not None and self.repos_dir is None:
+            clone = _find_dir(self.repo, repo_dir_names(gold))
+            if clone is not None:
+                return (f"--repo {self.repo} holds clones ({clone.name}): pass "
+                        f"--repos {self.repo} for a folder of clones")
+        if view.commit:
+            return (f"check that it is a clone of {gold.repo or 'the instance'} and that the "
+                    f"gold's base commit {gold.base_commit or '?'} is right")
+        if self.repo is not None:
+            return ("--repo names the one repository of every instance: check it, or pass "
+                    "--repos DIR for a folder of clones named owner__repo")
+        return f"check that it is a copy of {gold.repo or 'the instance'}"
+
     def _locate(self, gold: GoldInstance) -> Path:
         if self.repo is not None:
             if not self.repo.is_dir():

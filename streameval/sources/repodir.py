@@ -13,7 +13,7 @@ from pathlib import Path
 
 from streameval.errors import Reason, RepoError
 from streameval.sources.filecache import FileCache
-from streameval.sources.repo import RepoView, _is_clean_rel
+from streameval.sources.repo import RepoView, _is_clean_rel, directories_of
 
 
 class DirectoryRepo:
@@ -30,6 +30,7 @@ class DirectoryRepo:
             raise RepoError(f"directory {self.path} does not exist", Reason.MISSING_REPO)
         self._cache = cache if cache is not None else FileCache()
         self._listing: frozenset[str] | None = None
+        self._dirs: frozenset[str] | None = None
 
     def __repr__(self) -> str:
         return f"DirectoryRepo({self.identity!r})"
@@ -73,6 +74,11 @@ class DirectoryRepo:
 
     def _is_file(self, commit: str, path: str) -> bool:
         return path in self._files(commit)
+
+    def _directories(self, commit: str) -> frozenset[str]:
+        if self._dirs is None:
+            self._dirs = directories_of(self._files(commit))
+        return self._dirs
 
     def _read(self, commit: str, path: str) -> bytes | None:
         real = self._real(path) if path in self._files(commit) else None

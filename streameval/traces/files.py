@@ -71,12 +71,22 @@ def iter_lines(path: Path, max_bytes: int = 1 << 22) -> Iterable[tuple[bytes | N
     a line longer than the watcher's limit comes as ``(None, lineno)`` (skipped without
     being held in memory). Split by the watcher's own ``FileTail``, so replay and
     watch see the same lines, and linear however long a line is."""
+    for line, lineno, _cut in iter_marked_lines(path, max_bytes):
+        yield line, lineno
+
+
+def iter_marked_lines(path: Path, max_bytes: int = 1 << 22
+                      ) -> Iterable[tuple[bytes | None, int, bool]]:
+    """``iter_lines``, each line marked True when it is the last and the file ends
+    without its newline: a JSON line there that does not parse was cut short
+    (``TraceReader.feed_line``), which replay and a watched run's end both tell."""
     tail = open_tail(path, watch_rewrites=False)
     while True:
         batch = tail.poll(final=True, max_bytes=max_bytes)
         if batch.status == "missing":
             raise FileNotFoundError(f"{path}: cannot be read")
-        yield from batch.ordered()
+        for line, lineno in batch.ordered():
+            yield line, lineno, lineno == batch.cut
         if not batch.more:
             return
 

@@ -101,7 +101,8 @@ def run_id_from_path(rel: str) -> str:
 
 
 def identify(trace: Path, instance: str | None = None,
-             problems: list[str] | None = None, root: Path | None = None) -> RunIdentity:
+             problems: list[str] | None = None, root: Path | None = None,
+             named: Path | None = None) -> RunIdentity:
     """The identity of the run whose trace is ``trace``, found under ``root``.
 
     Instance: ``meta.json``, else ``--instance``, else the directory name (the trace's
@@ -109,8 +110,11 @@ def identify(trace: Path, instance: str | None = None,
     else (``run_identity``) the trace's session id, else the path below ``root``.
     ``problems`` (when given) collects human-readable notes such as a malformed
     meta.json, which callers count and log; identification itself never fails.
+    ``named``: the path the run was first seen at (a trace moved since keeps the name
+    and run id it was given); meta.json is read beside ``trace``, where it is now.
     """
     trace = Path(trace)
+    name_path = Path(named) if named is not None else trace
     try:
         meta = read_meta(trace) or {}
     except MetaError as exc:
@@ -118,8 +122,8 @@ def identify(trace: Path, instance: str | None = None,
             problems.append(str(exc))
         log.warning("%s; falling back to --instance or the directory name", exc)
         meta = {}
-    dir_name = trace.parent.name or trace.stem
-    rel = trace_name(trace, root)
+    dir_name = name_path.parent.name or name_path.stem
+    rel = trace_name(name_path, root)
     given = _str_or(meta.get("run_id"), "")
     pid = sane.pid(meta.get("pid"))
     noted_at = None
@@ -151,6 +155,7 @@ class RunIds:
     def __init__(self) -> None:
         self._owner: dict[str, tuple[str, str]] = {}   # run id -> (trace, instance)
         self._given: dict[tuple[str, str, str], str] = {}
+        self._asked: dict[str, tuple[str, str, str]] = {}   # id given -> what asked for it
 
     def claim(self, run_id: str, trace: str | None, instance_id: str) -> str:
         key = (run_id, trace or "", instance_id)
@@ -164,7 +169,22 @@ class RunIds:
             got = f"{run_id}~{digest.hexdigest()[:6]}"
             self._owner.setdefault(got, key[1:])
         self._given[key] = got
+        self._asked[got] = key
         return got
+
+    def release(self, run_id: str) -> None:
+        """The run that was given ``run_id`` left memory: the id is free again (a run
+        passing through leaves no entry; read again later, it asks anew)."""
+        key = self._asked.pop(run_id, None)
+        if key is None:
+            return
+        self._given.pop(key, None)
+        for rid in (key[0], run_id):
+            if self._owner.get(rid) == key[1:]:
+                del self._owner[rid]
+
+    def __len__(self) -> int:
+        return len(self._given)
 
 
 def instance_candidates(trace: Path) -> list[str]:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_LINE = 64 << 20  # bytes; a longer line is skipped and reported
-READ_CHUNK = 1 << 20
+READ_CHUNK = 256 << 10
 #: bytes at the start and just before the read offset compared at every poll
 ANCHOR = 4096
 
@@ -29,6 +29,9 @@ class TailBatch:
     too_long: list[int] = field(default_factory=list)   # numbers of skipped huge lines
     mtime: float | None = None    # the file's mtime when read: the lines' write time
     more: bool = False            # stopped at ``max_bytes`` with the file not read to its end
+    #: the number of the last line when a final poll gave it without its newline (the
+    #: file ends mid-line: cut short, or still being written); None otherwise
+    cut: int | None = None
 
     def ordered(self) -> list[tuple[bytes | None, int]]:
         """Every line in file order, a skipped (too long) one as ``(None, lineno)``: what
@@ -146,6 +149,7 @@ class FileTail:
         if final and not batch.more and self._partial and not self._skipping:
             self.lineno += 1
             batch.lines.append((bytes(self._partial).rstrip(b"\r"), self.lineno))
+            batch.cut = self.lineno
             self._partial.clear()
         return batch
 

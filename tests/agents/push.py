@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies
-from streameval.live.exporter import serve
-from streameval.live.ingest import SPOOL_NAME, ingest_app
+from streameval.live.ingest import SPOOL_NAME, ingest_routes
+from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 
 
@@ -22,13 +22,13 @@ class PushWatcher:
                                      rescan_interval=0.0), setup.resources())
         self.engine = attach(self.w, AbortEngine(parse_policies(abort_toml, "t.toml"))) \
             if abort_toml else None
-        self.app = ingest_app(self.w, token)
+        self.app = ingest_routes(self.w, token)
         self._stop = threading.Event()
         self._lock = threading.Lock()
 
     def __enter__(self) -> PushWatcher:
         self.setup.runs.mkdir(parents=True, exist_ok=True)
-        self.server, _reg, self.port = serve(self.w.table, "127.0.0.1", 0, wrap=self.app.mount)
+        self.server, _reg, self.port = serve(self.w.table, "127.0.0.1", 0, ingest=self.app)
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -43,6 +43,7 @@ class PushWatcher:
         with self._lock:
             self.w.scan()
             self.w.poll_all()
+            self.app.settle()   # the tick hook watch's ticker calls: transcripts read once more
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

@@ -113,7 +113,7 @@ def test_served_metrics_are_the_bytes_prometheus_client_would_write(tmp_path):
     from prometheus_client.exposition import generate_latest
     from prometheus_client.openmetrics.exposition import generate_latest as generate_om
 
-    from streameval.live.exporter import serve
+    from streameval.live.server import serve
 
     w, reg, d = setup(tmp_path)
     odd = tmp_path / "runs" / "odd"
@@ -162,8 +162,9 @@ def test_a_huge_label_value_is_capped_and_long_values_stay_distinct(tmp_path):
 
 
 def test_a_scrape_does_not_wait_behind_a_long_batch(tmp_path):
-    """A tool call that takes long to process holds the table lock: the scrape is
-    served within the wait, from the previous scrape's rows, and says how many."""
+    """A tool call that takes long to process holds the table lock while its run moves:
+    the scrape is served within the wait, from the previous scrape's rows, and says
+    how many. (A run that did not move is served from its rows without the lock.)"""
     import threading
 
     w, reg, d = setup(tmp_path)
@@ -172,6 +173,8 @@ def test_a_scrape_does_not_wait_behind_a_long_batch(tmp_path):
 
     def long_batch():
         with w.table.lock:
+            for run in w.table.runs.values():
+                run.session.version += 1   # mid-way through a line of this run
             held.set()
             release.wait(30)
 
@@ -191,62 +194,34 @@ def test_a_scrape_does_not_wait_behind_a_long_batch(tmp_path):
     assert runs_rows == [ln for ln in first.decode().splitlines() if ln.startswith("streameval_coverage_ratio")]
 
 
-def test_idle_connections_get_a_bounded_number_of_threads_and_scrapes_resume(tmp_path):
-    """MAX_HANDLERS + 24 clients that connect and never send: at most MAX_HANDLERS
-    threads serve them, the rest are closed at once; once they go, a scrape answers
-    at once."""
-    import socket
-    import threading
-    import time
-    import urllib.request
-
-    from streameval.live.exporter import serve
-    from streameval.live.httpbound import MAX_HANDLERS
-
-    w, reg, d = setup(tmp_path)
-    server, _sreg, port = serve(w.table, "127.0.0.1", 0)
-    before = threading.active_count()
-    socks = []
-    try:
-        for _ in range(MAX_HANDLERS + 24):
-            socks.append(socket.create_connection(("127.0.0.1", port)))
-        # past the limit a connection is closed as it is accepted, or waits in the
-        # kernel's listen queue: either way it costs no thread
-        time.sleep(1.0)
-        assert threading.active_count() - before <= MAX_HANDLERS
-    finally:
-        for sock in socks:
-            sock.close()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        assert b"streameval_run_info" in r.read()
-    server.close()
-
-
-def test_a_connection_past_the_limit_is_closed_at_once_and_counted(tmp_path):
-    """Every handler busy (their slots taken): the next client is closed without a
-    thread and counted; with a slot free again, a scrape is served."""
-    import socket
-    import time
-    import urllib.request
-
-    from streameval.live.exporter import serve
-    from streameval.live.httpbound import MAX_HANDLERS
-
-    w, reg, d = setup(tmp_path)
-    server, _sreg, port = serve(w.table, "127.0.0.1", 0)
-    slots = server._server.slots
-    for _ in range(MAX_HANDLERS):
-        assert slots.acquire(blocking=False)
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-            assert sock.recv(100) == b""          # closed at once, nothing served
-        deadline = time.monotonic() + 5
-        while server._server.refused < 1 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert server._server.refused == 1
-    finally:
-        for _ in range(MAX_HANDLERS):
-            slots.release()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        assert b"streameval_run_info" in r.read()
-    server.close()
+def test_a_runs_problems_are_a_gauge_by_reason_and_a_flag_goes_when_it_stops_holding(tmp_path):
+    """docs/metrics.md §5b: per-call problems count up; a run-level flag is 1 while it
+    holds (``nothing_read`` until the first read), so the family is a gauge."""
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    d = runs / "demo__demo-1"
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r1",
+                                             "agent": "claude-code", "model": "m"}))
+    c = Claude()
+    outside = c.read("x", "127.0.0.1 localhost\n", 1, 5)
+    use = json.loads(outside[0])
+    use["message"]["content"][0]["input"]["file_path"] = "/etc/hosts"
+    trace = d / "trace.jsonl"
+    trace.write_bytes(b"\n".join([c.init(), json.dumps(use).encode(), outside[1]]) + b"\n")
+    w = Watcher(WatchConfig(root=runs), load_resources(str(s.gold), None, str(s.repo)))
+    w.scan()
+    w.poll_all()
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    get = reg.get_sample_value
+    assert get("streameval_run_problems", {**LABELS, "reason": "nothing_read"}) == 1.0
+    assert get("streameval_run_problems", {**LABELS, "reason": "mostly_outside_repo"}) == 1.0
+    assert get("streameval_run_problems", {**LABELS, "reason": "path_outside_repo"}) == 1.0
+    with open(trace, "ab") as fh:
+        fh.write(b"\n".join([*c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 3)])
+                 + b"\n")
+    w.changed(trace)
+    assert get("streameval_run_problems", {**LABELS, "reason": "nothing_read"}) is None
+    assert get("streameval_run_problems", {**LABELS, "reason": "mostly_outside_repo"}) is None
+    assert get("streameval_run_problems", {**LABELS, "reason": "path_outside_repo"}) == 1.0

@@ -13,40 +13,12 @@ import orjson
 import pytest
 from claude_run import APP, UTIL, Claude
 from fixture_paths import PUSH
+from served import Served
 
 from streameval.errors import UsageError
-from streameval.live.exporter import serve
-from streameval.live.ingest import SPOOL_NAME, ingest_app
+from streameval.live.ingest import SPOOL_NAME
 from streameval.runs.evaluate import evaluate_trace
 from streameval.scoring.record import record_line
-
-
-class Served:
-    def __init__(self, watcher, token=None, max_runs=1000, max_body=None):
-        self.w = watcher
-        kw = {"max_body": max_body} if max_body else {}
-        self.app = ingest_app(watcher, token, max_runs, **kw)
-        # driven by hand here (no watcher loop): nothing would ever be scored to wait for
-        self.app.processed = None
-        self.server, _reg, self.port = serve(watcher.table, "127.0.0.1", 0, wrap=self.app.mount)
-
-    def post(self, path: str, body: bytes, ctype="application/json", headers=None) -> tuple[int, dict | bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        conn.request("POST", path, body=body, headers={"Content-Type": ctype, **(headers or {})})
-        resp = conn.getresponse()
-        data = resp.read()
-        conn.close()
-        try:
-            return resp.status, json.loads(data) if data else {}
-        except ValueError:
-            return resp.status, data
-
-    def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-            return r.read().decode()
-
-    def close(self):
-        self.server.close()
 
 
 @pytest.fixture
@@ -221,7 +193,7 @@ def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
 
     from claude_run import watcher
 
-    from streameval.commands.watch import _ingest_app as from_args
+    from streameval.commands.watch import _ingest_routes as from_args
     from streameval.config import INGEST_TOKEN_ENV as TOKEN_ENV
 
     s, runs, res = env
@@ -242,8 +214,7 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     import subprocess
     import sys
 
-    from claude_run import make_setup
-    from test_restart import wait_until
+    from claude_run import make_setup, wait_until
 
     from streameval.runs.resources import load_resources
 

@@ -15,13 +15,12 @@ import json
 import time
 
 import pytest
-from claude_run import Claude, append
-from test_abort import policy, reads, trace_in
+from claude_run import Claude, append, policy, reads, trace_in
 
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies
-from streameval.live.exporter import serve
-from streameval.live.ingest import ingest_app
+from streameval.live.ingest import ingest_routes
 from streameval.live.otel_feed import attach as attach_otel
+from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 from streameval.report.otel import EvaluationEmitter
 
@@ -35,28 +34,27 @@ class Receiver:
         root = tmp_path / "receiver"
         root.mkdir()
         self.w = Watcher(WatchConfig(root=root, idle_timeout=3600), res)
-        self.app = ingest_app(self.w)
+        routes = ingest_routes(self.w)
         self.seen: list[tuple[str, str, bytes, str]] = []
+        inner = routes.handle
 
-        def wrap(metrics):
-            inner = self.app.mount(metrics)
+        async def handle(request):
+            """The real route, with the body it read and its answer's status kept."""
+            read, kept = request.body, {}
 
-            def app(environ, start_response):
-                body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-                import io
-                environ["wsgi.input"] = io.BytesIO(body)
-                status = []
+            async def body(n):
+                data = await read(n)
+                kept["body"] = bytes(data)
+                return data
 
-                def start(s, headers, *a):
-                    status.append(s)
-                    return start_response(s, headers, *a)
-                out = inner(environ, start)
-                self.seen.append((environ["PATH_INFO"], environ.get("CONTENT_TYPE", ""), body,
-                                  status[0]))
-                return out
-            return app
+            request.body = body
+            response = await inner(request)
+            self.seen.append((request.path, request.header("content-type"),
+                              kept.get("body", b""), str(response.status)))
+            return response
 
-        self.server, _reg, port = serve(self.w.table, "127.0.0.1", 0, wrap=wrap)
+        routes.handle = handle
+        self.server, _reg, port = serve(self.w.table, "127.0.0.1", 0, ingest=routes)
         self.url = f"http://127.0.0.1:{port}"
 
     def log_records(self) -> list[dict]:

@@ -17,14 +17,10 @@ numbers in each record say exactly which lines were credited.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-from gitrepo import make_repo
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "live"))
 from claude_run import started  # noqa: E402
+from gitrepo import make_repo
 from test_alignment import AFTER_INSERT, BASE, BASE_LINES, BIG, INSERT_SCRIPT, current  # noqa: E402
 
 from streameval.runs.evaluate import evaluate_trace  # noqa: E402

@@ -134,3 +134,19 @@ def test_windows_paths_without_a_repo_display_relative():
 def test_git_bash_drive_paths_beside_a_windows_cwd(view):
     m = PathMapper(view, roots=[WIN])
     assert m.to_repo("/c/Users/T/Desktop/PeeDom/README.md", WIN) == "README.md"
+
+
+def test_a_path_naming_a_folder_of_the_repository_is_a_directory_not_outside(view):
+    """docs/metrics.md §5b: a read naming a folder (an ``ls -R`` header taken for a
+    grep hit, a Read of the root) names no file, and is inside the repository."""
+    m = PathMapper(view, roots=["/testbed"])
+    for path, cwd in (("./pkg/sub", "/testbed"), ("/testbed", None), ("xarray/core", "/testbed"),
+                      (".", "/testbed/pkg"), ("/elsewhere/checkout/pkg", None)):
+        assert m.to_repo(path, cwd) is None
+        assert m.names_directory(path, cwd), (path, cwd)
+    for path, cwd in (("/testbed/nope", None), ("/etc", None), ("~/pkg", None),
+                      ("pkg/sub/f.py/x", "/testbed"), ("", None)):
+        assert not m.names_directory(path, cwd), (path, cwd)
+    # without a repository only the workspace root is known to be a directory
+    bare = PathMapper(None, roots=["/testbed"])
+    assert bare.names_directory("/testbed") and not bare.names_directory("/testbed/pkg")

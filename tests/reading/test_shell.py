@@ -852,7 +852,7 @@ def test_git_revert_is_a_bare_edit_plus_reverted(cmd: str, edits: list[str],
 
 
 def test_git_revert_of_a_directory_is_reported_for_the_inference() -> None:
-    """The inference resets every edited file under it (tests/reading/test_pitfalls.py)."""
+    """The inference resets every edited file under it (tests/reading/test_steps_shell.py)."""
     res = analyze("git checkout -- src/")
     assert res.reverted == ["src"] and res.category == "git"
     assert analyze("cd lib && git restore .").reverted == ["lib"]

@@ -30,7 +30,7 @@ def _spooled(tmp_path: Path, records, times: int = 1) -> list[dict]:
     spool = Spool(tmp_path / "ingest")
     for _ in range(times):
         for run in otlp.runs(records):
-            spool.append(run.source, run.session_id, run.lines,
+            spool.append(run.source, run.session_id, run.entries,
                          {"agent": run.agent, "fidelity": run.fidelity,
                           "instance_id": "example__inventory-1"})
     res = load_resources(str(EXAMPLE / "gold.jsonl"), None, str(EXAMPLE / "repo"))
@@ -137,3 +137,27 @@ def test_a_transcript_path_an_agent_could_abuse_is_not_read(tmp_path):
     assert claude_lines.transcript_usage_lines(
         {"session_id": sid, "transcript_path": str(good)}, roots)
     assert transcript.allowed(str(good), sid, []) is None      # no roots: nothing is read
+
+
+def test_a_transcript_is_read_on_from_where_the_last_hook_left_it(tmp_path):
+    """Each hook asks for the run's totals; the reader reads only what was appended
+    since, holds a half-written last line back, and starts over when the file is
+    rewritten (smaller), so the totals are always those of the whole file's lines."""
+    def line(mid, n, sid="s1"):
+        return json.dumps({"type": "assistant", "sessionId": sid, "message": {
+            "id": mid, "model": "m", "usage": {"input_tokens": n, "output_tokens": 1}}}) + "\n"
+
+    path = tmp_path / "s1.jsonl"
+    reader = transcript.UsageReader()
+    path.write_text(line("a", 10) + line("b", 20))
+    assert reader.usage_of(path, "s1")[0]["input_tokens"] == 30
+    half = line("c", 40)
+    with open(path, "a") as fh:
+        fh.write(line("a", 10) + half[:15])          # a repeated message, a torn line
+    assert reader.usage_of(path, "s1")[0]["input_tokens"] == 30
+    with open(path, "a") as fh:
+        fh.write(half[15:] + line("x", 99, sid="other"))
+    assert reader.usage_of(path, "s1")[0]["input_tokens"] == 70
+    assert reader.usage_of(path, "s1") == transcript.usage_of(path, "s1")
+    path.write_text(line("z", 5))                     # rewritten: read from its start
+    assert reader.usage_of(path, "s1")[0]["input_tokens"] == 5

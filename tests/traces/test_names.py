@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streameval.live.watch import DEFAULT_GLOBS, is_trace
+from streameval.live.paths import DEFAULT_GLOBS, is_trace
 from streameval.runs.batch import TRACE_SUFFIXES
 from streameval.traces import names
 from streameval.traces.formats import FORMATS, adapter_class, states_context

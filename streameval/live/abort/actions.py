@@ -144,7 +144,9 @@ def post_json(url: str, body: bytes, deadline: float) -> int:
             raise TimeoutError(f"no whole answer within {deadline:g} s")
         return resp.status
     except (OSError, http.client.HTTPException) as exc:
-        if expired.is_set():
+        # the watchdog's cut, or the socket's own timeout (the same deadline) when it
+        # fires first: either way the endpoint did not answer in time
+        if expired.is_set() or isinstance(exc, TimeoutError):
             raise TimeoutError(f"no whole answer within {deadline:g} s") from exc
         raise OSError(str(exc) or type(exc).__name__) from exc
     finally:

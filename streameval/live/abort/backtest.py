@@ -28,8 +28,8 @@ from streameval.live.abort.savings import (
     reported_before_end,
     saving,
 )
+from streameval.live.paths import is_trace
 from streameval.live.table import LiveRun, run_key
-from streameval.live.watch import is_trace
 from streameval.runs.evaluate import land_file_patch, make_session, run_identity
 from streameval.runs.reader import TraceReader
 from streameval.scoring.snapshot import UsageSoFar

@@ -370,9 +370,10 @@ _KEY_N = re.compile(r"^(.*)#(\d+)$")
 def trace_path_of(watcher, key: str) -> Path:
     """The trace file of a run key (the reverse of ``runs.run_key``)."""
     m = _KEY_N.match(key)
-    if m and Path(m.group(1)) in watcher.followers:
-        return Path(m.group(1))
-    return Path(key)
+    path = Path(key)
+    if m and (Path(m.group(1)) in watcher.followers or Path(m.group(1)) in watcher.moved):
+        path = Path(m.group(1))
+    return watcher.trace_of(path)   # where it lives now, if it was moved
 
 
 def attach(watcher, engine: AbortEngine) -> AbortEngine:

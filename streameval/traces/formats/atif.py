@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from streameval.model import RunInfo, ToolCall, TraceEvent, Usage
+from streameval.model import BadLine, RunInfo, ToolCall, TraceEvent, Usage
 from streameval.traces.formats.codex import exec_output
 from streameval.traces.formats.document import DocumentAdapter
 from streameval.traces.formats.jsonl import (
@@ -33,6 +33,7 @@ from streameval.traces.formats.jsonl import (
     head_text,
     parse_timestamp,
     token_usage,
+    unread_action,
 )
 
 __all__ = ["AtifAdapter"]
@@ -69,14 +70,16 @@ class AtifAdapter(DocumentAdapter):
         return out
 
 
-def _calls(step: dict, cwd: str | None, lineno: int) -> list[ToolCall]:
+def _calls(step: dict, cwd: str | None, lineno: int) -> list[ToolCall | BadLine]:
     results = {as_str(r.get("source_call_id")): r
                for r in as_list(as_dict(step.get("observation")).get("results"))
                if isinstance(r, dict)}
     ts = parse_timestamp(step.get("timestamp"))
-    out: list[ToolCall] = []
+    out: list[ToolCall | BadLine] = []
     for tc in as_list(step.get("tool_calls")):
         if not isinstance(tc, dict):
+            out.append(unread_action(lineno, f"step {step.get('step_id')}: a tool call "
+                                     "that is not an object"))
             continue
         call_id = as_str(tc.get("tool_call_id")) or f"step-{step.get('step_id')}-{len(out)}"
         name = as_str(tc.get("function_name")) or "tool"

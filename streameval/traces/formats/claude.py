@@ -56,6 +56,7 @@ from streameval.traces.formats.jsonl import (
     bad_shape,
     parse_timestamp,
     token_usage,
+    unread_action,
 )
 
 #: Line types that exist in real traces but never carry a tool call or tokens.
@@ -237,7 +238,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
     def _start_call(self, block: dict, context: _LineContext, lineno: int):
         call_id, name = block.get("id"), block.get("name")
         if not isinstance(call_id, str) or not isinstance(name, str):
-            return bad_shape(lineno, "tool_use block without a string id and name")
+            return unread_action(lineno, "a tool_use block without a string id and name")
         if call_id in self._pending or call_id in self._answered:
             return None  # the same block written twice
         tool_input = block.get("input")

@@ -47,6 +47,7 @@ from streameval.traces.formats.jsonl import (
     first_object,
     parse_timestamp,
     token_usage,
+    unread_action,
 )
 
 _EXEC_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed",
@@ -212,7 +213,7 @@ class CodexAdapter(TypedJsonlAdapter):
             return []  # message, reasoning, and items we do not use
         call_id = payload.get("call_id", payload.get("id"))
         if not isinstance(call_id, str):
-            return [bad_shape(lineno, f"{kind} without a call_id")]
+            return [unread_action(lineno, f"a {kind} without a call_id")]
         tool, tool_input = opener(payload)
         workdir = as_str(tool_input.get("workdir"))
         call = ToolCall(call_id=call_id, tool=tool, input=tool_input, started_at=ts,

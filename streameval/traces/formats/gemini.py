@@ -40,6 +40,7 @@ from streameval.traces.formats.jsonl import (
     parse_timestamp,
     shell_failed,
     token_usage,
+    unread_action,
 )
 
 __all__ = ["GeminiAdapter", "shell_answer"]
@@ -78,10 +79,9 @@ class GeminiAdapter(DocumentAdapter):
                 out.append(usage)
             when = parse_timestamp(message.get("timestamp"))
             for tc in as_list(message.get("toolCalls")):
-                if isinstance(tc, dict):
-                    call = _call(tc, when, lineno)
-                    if call is not None:
-                        out.append(call)
+                call = _call(tc, when, lineno) if isinstance(tc, dict) else None
+                out.append(call if call is not None else unread_action(
+                    lineno, "a toolCalls entry without a string name and id"))
         return out
 
 

@@ -179,6 +179,14 @@ def bad_shape(lineno: int, what: str, exc: Exception | None = None) -> BadLine:
     return BadLine(lineno, Reason.MISSING_FIELD.value, f"line {lineno}: {what}{detail}")
 
 
+def unread_action(lineno: int, what: str) -> BadLine:
+    """An action the trace holds (a tool call, a command) that the adapter recognised as
+    one and could not turn into a ``ToolCall``: counted, and a run whose every action is
+    such is an error record, never a run that read nothing (``no_calls_read``,
+    docs/metrics.md §5b)."""
+    return BadLine(lineno, Reason.UNREAD_ACTION.value, f"line {lineno}: {what}")
+
+
 def unknown_event(lineno: int, kind: Any) -> BadLine:
     return BadLine(lineno, Reason.UNKNOWN_EVENT.value,
                    f"line {lineno}: unknown event type {str(kind)[:_SNIPPET]!r}; skipped")

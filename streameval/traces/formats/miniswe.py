@@ -70,6 +70,7 @@ from streameval.traces.formats.jsonl import (
     parse_timestamp,
     shell_failed,
     token_usage,
+    unread_action,
 )
 
 __all__ = ["DocumentBuffer", "ELIDED_MARKER", "MiniSweAdapter", "MAX_DOCUMENT_BYTES",
@@ -213,19 +214,23 @@ def _stated_step(blocks: list[str], call_id: str | None, ts: float | None) -> St
     return Step(files=tuple(files), spans=spans, call_id=call_id, timestamp=ts)
 
 
-def _actions(msg: dict, text: str) -> list[tuple[str, str | None]]:
+def _actions(msg: dict, text: str) -> tuple[list[tuple[str, str | None]], int]:
     """The commands one assistant turn ran, with the tool call id that answers each
-    (None in text mode). 2.x lists them in ``extra.actions``; else the turn's
-    ``tool_calls``; else exactly one fenced block in the text (zero or several: a format
-    error, nothing ran)."""
+    (None in text mode), and how many actions it lists that hold no command string
+    (unread). 2.x lists them in ``extra.actions``; else the turn's ``tool_calls``; else
+    exactly one fenced block in the text (zero or several: a format error, nothing ran,
+    and nothing unread: the agent itself refused the turn)."""
     listed = as_dict(msg.get("extra")).get("actions")
+    unread = 0
     if isinstance(listed, list) and listed:
         out = [(a["command"], as_str(a.get("tool_call_id"))) for a in listed
                if isinstance(a, dict) and isinstance(a.get("command"), str)]
         if out:
-            return out
+            return out, len(listed) - len(out)
+        unread = len(listed)
     calls = []
-    for tc in as_list(msg.get("tool_calls")):
+    tool_calls = as_list(msg.get("tool_calls"))
+    for tc in tool_calls:
         fn = as_dict(as_dict(tc).get("function"))
         try:
             args = json.loads(fn.get("arguments") or "{}")
@@ -234,9 +239,11 @@ def _actions(msg: dict, text: str) -> list[tuple[str, str | None]]:
         if isinstance(args, dict) and isinstance(args.get("command"), str):
             calls.append((args["command"], as_str(as_dict(tc).get("id"))))
     if calls:
-        return calls
+        return calls, len(tool_calls) - len(calls)
     blocks = _ACTION_RE.findall(text)
-    return [(blocks[0], None)] if len(blocks) == 1 else []
+    if len(blocks) == 1:
+        return [(blocks[0], None)], 0
+    return [], max(unread, len(tool_calls))
 
 
 class MiniSweAdapter(DocumentAdapter):
@@ -347,7 +354,9 @@ class _Parse:
         ts = parse_timestamp(response.get("created"))
         self._count_tokens(as_dict(response.get("usage")))
         self.patch_blocks.extend(_PATCH_CTX_RE.findall(text))
-        actions = _actions(msg, text)
+        actions, unread = _actions(msg, text)
+        self.events.extend(unread_action(self.lineno, f"message {index}: an action without "
+                                         "a command string") for _ in range(unread))
         call_id = f"msg-{index}"
         stated = _stated_step(_EXPLORE_RE.findall(text), call_id, ts)
         if stated is not None:

@@ -43,6 +43,7 @@ from streameval.traces.formats.jsonl import (
     parse_timestamp,
     shell_failed,
     token_usage,
+    unread_action,
 )
 from streameval.traces.formats.openhands_sdk import is_sdk_history, sdk_events, sdk_instance
 
@@ -205,7 +206,12 @@ class _Instance:
         name = event.get("action")
         if isinstance(event.get("llm_metrics"), dict):
             self.last_metrics = event["llm_metrics"]
-        if not isinstance(name, str) or name in _NOT_TOOLS:
+        if not isinstance(name, str):
+            if name is not None:   # an object where V0 names the action: another format
+                self.out.append(unread_action(self.lineno, f"history event {n}: an action "
+                                              f"that is a JSON {type(name).__name__}, not a name"))
+            return
+        if name in _NOT_TOOLS:
             return
         if name == "finish":
             self.finished = True

@@ -44,6 +44,7 @@ from streameval.traces.formats.jsonl import (
     never_answered,
     parse_timestamp,
     token_usage,
+    unread_action,
 )
 
 __all__ = ["OpenHandsSdkAdapter", "sdk_events", "sdk_instance", "is_sdk_history"]
@@ -165,7 +166,10 @@ class _SdkReader:
                                lineno=lineno))
         if kind == "ActionEvent":
             call = _action(obj, self.cwd, lineno)
-            if call is not None:
+            if call is None:
+                out.append(unread_action(lineno, "an ActionEvent without a string tool_name "
+                                         "and tool_call_id"))
+            else:
                 key = call.call_id
                 call.call_id = self.prefix + key
                 self.pending[key] = call

@@ -37,6 +37,7 @@ from streameval.traces.formats.jsonl import (
     head_text,
     looks_like_diff,
     token_usage,
+    unread_action,
 )
 
 __all__ = ["SweAgentAdapter", "SweAgentCheckpointsAdapter", "parse_action", "editor_error"]
@@ -200,6 +201,9 @@ def _parse_traj(doc: dict, lineno: int) -> list[TraceEvent]:
         action = entry.get("action")
         if isinstance(action, str) and action.strip():
             events.append(_tool_call(f"step-{n}", action, entry.get("observation"), cwd, lineno))
+        elif action is not None and not isinstance(action, str):
+            events.append(unread_action(lineno, f"trajectory entry {n}: an action that is a "
+                                        f"JSON {type(action).__name__}, not a command"))
         cwd = entry_cwd or cwd
     usage = _usage(info.get("model_stats"), lineno)
     if usage is not None:

@@ -18,6 +18,9 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from streameval.traces.ingest import transcript
+from streameval.traces.ingest.keys import USAGE_ID
+
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -93,7 +96,7 @@ def usage_line(session_id: str, source: str, usage: dict[str, int], *, model: st
     line with no content, its ``message.usage`` and ``model``, and ``usageSource`` (where
     the numbers came from, which the record states), ``costUSD`` and ``usageCumulative``
     (run totals, not one request's)."""
-    message: dict[str, Any] = {"id": f"push-usage-{request_id}" if request_id else None,
+    message: dict[str, Any] = {"id": f"{USAGE_ID}{request_id}" if request_id else None,
                                "role": "assistant", "content": [],
                                "usage": {k: int(usage.get(k) or 0) for k in _USAGE_KEYS}}
     if message["id"] is None:
@@ -109,18 +112,20 @@ def usage_line(session_id: str, source: str, usage: dict[str, int], *, model: st
     return json.dumps(line).encode()
 
 
-def transcript_usage_lines(hook: dict, roots: list | None = None) -> list[bytes]:
+def transcript_usage_lines(hook: dict, roots: list | None = None,
+                           reader: transcript.UsageReader | None = None) -> list[bytes]:
     """The run's token totals from the hook's ``transcript_path`` (Claude Code on the
     watcher's machine), as one cumulative usage line; nothing when the path may not be
-    read (``transcript``: what is refused and why) or holds no usage."""
-    from streameval.traces.ingest import transcript
-
+    read (``transcript``: what is refused and why) or holds no usage. ``reader`` keeps
+    where each transcript was read to (the ingest routes own one)."""
     sid = hook.get("session_id")
     if not isinstance(sid, str):
         return []
     path = transcript.allowed(hook.get("transcript_path"), sid,
                               transcript.default_roots() if roots is None else roots)
-    found = transcript.usage_of(path, sid) if path is not None else None
+    if path is None:
+        return []
+    found = (reader or transcript.UsageReader(max_files=1)).usage_of(path, sid)
     if found is None or not any(found[0].values()):
         return []
     usage, model = found

@@ -12,42 +12,53 @@ and are written as the rollout lines Codex itself writes. Other events are ignor
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from streameval.traces.ingest import payload
 from streameval.traces.ingest.claude_lines import tool_call_lines, usage_line
+from streameval.traces.ingest.keys import usage_key
+from streameval.traces.ingest.spool import Entry, valid_name
 
 
 class OtlpError(ValueError):
-    """The body is not an OTLP logs export request."""
+    """The body is not an OTLP logs export request; ``reason`` is the counter's label."""
+
+    def __init__(self, message: str, reason: str = "not_otlp"):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
 class PushedRun:
-    """Lines for one run from one request, and what the source can tell."""
+    """Entries for one run from one request (each tool call keyed by its call id), and
+    what the source can tell."""
 
     source: str            # "claude-otel" | "codex-otel"
     session_id: str
     agent: str
     fidelity: str          # "full" | "inputs"
-    lines: list[bytes] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     instance_id: str | None = None
 
+    @property
+    def lines(self) -> list[bytes]:
+        return [ln for e in self.entries for ln in e.lines]
 
-def decode(body: bytes, content_type: str) -> list[tuple[dict, dict]]:
+
+def decode(body: bytes | bytearray, content_type: str) -> list[tuple[dict, dict]]:
     """(resource attributes, log record attributes) of every log record in the body."""
     if "protobuf" in content_type:
         data = _from_protobuf(body)
     elif "json" in content_type:
         try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise OtlpError(f"not JSON: {exc}") from None
+            data = payload.loads(body)
+        except payload.PayloadError as exc:
+            raise OtlpError(str(exc), exc.reason) from None
     else:
         raise OtlpError(f"unsupported Content-Type {content_type!r}; send application/json "
-                        "or application/x-protobuf")
+                        "or application/x-protobuf", "content_type")
     if not isinstance(data, dict) or not isinstance(data.get("resourceLogs", []), list):
         raise OtlpError("expected an ExportLogsServiceRequest with resourceLogs")
     out = []
@@ -76,10 +87,16 @@ def _from_protobuf(body: bytes) -> dict:
         raise OtlpError("protobuf OTLP needs opentelemetry-proto installed") from None
     request = ExportLogsServiceRequest()
     try:
-        request.ParseFromString(body)
+        request.ParseFromString(bytes(body))
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
         raise OtlpError(f"not an OTLP protobuf message: {exc}") from None
-    return MessageToDict(request)
+    data = MessageToDict(request)
+    del request
+    try:
+        payload.check_depth(data)
+    except payload.PayloadError as exc:
+        raise OtlpError(str(exc), exc.reason) from None
+    return data
 
 
 def _attributes(items: Any) -> dict:
@@ -110,54 +127,103 @@ def _value(v: Any) -> Any:
 
 
 def _json_object(text: Any) -> dict:
+    """A tool input given as JSON text; {} when it is none (PayloadError when it nests
+    deeper than the payload limit)."""
     if isinstance(text, dict):
         return text
+    if not isinstance(text, str):
+        return {}
     try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+        value = payload.loads(text)
+    except payload.PayloadError as exc:
+        if exc.reason == "too_deep":
+            raise
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def runs(records: list[tuple[dict, dict]]) -> list[PushedRun]:
-    """The tool calls of the records, grouped by session (order kept)."""
+#: the tool result events used, and the attributes naming their session and call
+_EVENTS = {"tool_result": ("claude-otel", "session.id", "tool_use_id"),
+           "claude_code.tool_result": ("claude-otel", "session.id", "tool_use_id"),
+           "codex.tool_result": ("codex-otel", "conversation.id", "call_id")}
+
+
+def runs(records: list[tuple[dict, dict]], rejected: Counter | None = None) -> list[PushedRun]:
+    """The tool calls of the records, grouped by session (order kept). A tool result
+    that cannot be stored (no session or call id, an invalid session id, an input
+    nested too deep) is counted in ``rejected`` by reason, never dropped unsaid."""
+    rejected = rejected if rejected is not None else Counter()
     by_key: dict[tuple[str, str], PushedRun] = {}
     for resource, attrs in records:
         event = attrs.get("event.name") or attrs.get("_body")
-        instance = resource.get("streameval.instance_id")
-        instance = instance if isinstance(instance, str) else None
-        if event in ("tool_result", "claude_code.tool_result"):
-            sid, call_id = attrs.get("session.id"), attrs.get("tool_use_id")
-            if not isinstance(sid, str) or not isinstance(call_id, str):
+        usage = _usage_entry(event, attrs)
+        if usage is not None:   # tokens and cost: claude_code.api_request, codex.sse_event
+            source, sid, entry = usage
+            if not valid_name(sid):
+                rejected["invalid_session_id"] += 1
                 continue
-            run = by_key.setdefault(("claude-otel", sid), PushedRun(
-                "claude-otel", sid, "claude-code", "inputs", instance_id=instance))
-            tool_input = _json_object(attrs.get("tool_input") or attrs.get("tool_parameters"))
-            run.lines += tool_call_lines(sid, None, call_id, str(attrs.get("tool_name") or ""),
-                                         tool_input, None, is_error=str(attrs.get("success")) == "false",
-                                         timestamp=attrs.get("event.timestamp"))
-        elif event in ("api_request", "claude_code.api_request"):
-            sid = attrs.get("session.id")
-            if isinstance(sid, str):
-                by_key.setdefault(("claude-otel", sid), PushedRun(
-                    "claude-otel", sid, "claude-code", "inputs", instance_id=instance)
-                ).lines.append(claude_usage_line(sid, attrs))
-        elif event == "codex.sse_event":
-            sid = attrs.get("conversation.id")
-            # Codex 0.169 sends each completion twice: with its token counts, and without
-            if isinstance(sid, str) and attrs.get("event.kind") == "response.completed" \
-                    and "input_token_count" in attrs:
-                by_key.setdefault(("codex-otel", sid), PushedRun(
-                    "codex-otel", sid, "codex", "full", instance_id=instance)
-                ).lines += codex_usage_lines(sid, attrs)
-        elif event == "codex.tool_result":
-            sid, call_id = attrs.get("conversation.id"), attrs.get("call_id")
-            if not isinstance(sid, str) or not isinstance(call_id, str):
-                continue
-            run = by_key.setdefault(("codex-otel", sid), PushedRun(
-                "codex-otel", sid, "codex", "full", instance_id=instance))
-            run.lines += codex_call_lines(attrs, call_id)
+            _run_for(by_key, source, sid, _instance_of(resource)).entries.append(entry)
+            continue
+        if event not in _EVENTS:
+            continue
+        source, sid_key, call_key = _EVENTS[event]
+        sid, call_id = attrs.get(sid_key), attrs.get(call_key)
+        if not isinstance(sid, str) or not isinstance(call_id, str) or not call_id:
+            rejected["missing_id"] += 1
+            continue
+        if not valid_name(sid):
+            rejected["invalid_session_id"] += 1
+            continue
+        try:
+            lines = _call_lines(source, sid, call_id, attrs)
+        except payload.PayloadError as exc:
+            rejected[exc.reason] += 1
+            continue
+        _run_for(by_key, source, sid, _instance_of(resource)).entries.append(Entry(call_id, lines))
     return list(by_key.values())
+
+
+def _instance_of(resource: dict) -> str | None:
+    instance = resource.get("streameval.instance_id")
+    return instance if isinstance(instance, str) else None
+
+
+def _run_for(by_key: dict[tuple[str, str], PushedRun], source: str, sid: str,
+             instance: str | None) -> PushedRun:
+    run = by_key.get((source, sid))
+    if run is None:
+        run = by_key[(source, sid)] = (
+            PushedRun(source, sid, "claude-code", "inputs", instance_id=instance)
+            if source == "claude-otel" else
+            PushedRun(source, sid, "codex", "full", instance_id=instance))
+    return run
+
+
+def _usage_entry(event: object, attrs: dict) -> tuple[str, str, Entry] | None:
+    """A usage event as (source, session, entry), keyed by the record itself (a retry
+    sends the same attributes), the key kept in the line it writes; else None."""
+    if event in ("api_request", "claude_code.api_request"):
+        sid = attrs.get("session.id")
+        if isinstance(sid, str):
+            key = usage_key(attrs)
+            return "claude-otel", sid, Entry(key, [claude_usage_line(sid, attrs, key)])
+    elif event == "codex.sse_event":
+        sid = attrs.get("conversation.id")
+        # Codex 0.169 sends each completion twice: with its token counts, and without
+        if isinstance(sid, str) and attrs.get("event.kind") == "response.completed" \
+                and "input_token_count" in attrs:
+            key = usage_key(attrs)
+            return "codex-otel", sid, Entry(key, codex_usage_lines(sid, attrs, key))
+    return None
+
+
+def _call_lines(source: str, sid: str, call_id: str, attrs: dict) -> list[bytes]:
+    if source == "codex-otel":
+        return codex_call_lines(attrs, call_id)
+    tool_input = _json_object(attrs.get("tool_input") or attrs.get("tool_parameters"))
+    return tool_call_lines(sid, None, call_id, str(attrs.get("tool_name") or ""), tool_input,
+                           None, is_error=str(attrs.get("success")) == "false",
+                           timestamp=attrs.get("event.timestamp"))
 
 
 def codex_call_lines(attrs: dict, call_id: str) -> list[bytes]:
@@ -191,27 +257,25 @@ def _count(v: Any) -> int:
     return n if n >= 0 else 0
 
 
-def claude_usage_line(session_id: str, attrs: dict) -> bytes:
+def claude_usage_line(session_id: str, attrs: dict, key: str) -> bytes:
     """Claude Code's ``claude_code.api_request`` (one API request: ``model``,
     ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_creation_tokens``,
-    ``cost_usd``) as a usage line of the run's transcript. ``event.sequence`` names the
-    request, so a batch the exporter sends twice counts once."""
+    ``cost_usd``) as a usage line of the run's transcript, its message id made of ``key``
+    (``keys.usage_key``): a batch the exporter sends twice is stored, and counted, once."""
     try:
         cost = float(attrs["cost_usd"]) if attrs.get("cost_usd") is not None else None
     except (TypeError, ValueError):
         cost = None
-    seq = attrs.get("request_id") or attrs.get("event.sequence")
     usage = {"input_tokens": _count(attrs.get("input_tokens")),
              "output_tokens": _count(attrs.get("output_tokens")),
              "cache_read_input_tokens": _count(attrs.get("cache_read_tokens")),
              "cache_creation_input_tokens": _count(attrs.get("cache_creation_tokens"))}
     model = attrs.get("model") if isinstance(attrs.get("model"), str) else None
     return usage_line(session_id, "claude_code.api_request", usage, model=model, cost_usd=cost,
-                      request_id=f"{session_id}-{seq}" if seq is not None else None,
-                      timestamp=attrs.get("event.timestamp"))
+                      request_id=key, timestamp=attrs.get("event.timestamp"))
 
 
-def codex_usage_lines(session_id: str, attrs: dict) -> list[bytes]:
+def codex_usage_lines(session_id: str, attrs: dict, key: str) -> list[bytes]:
     """Codex's ``codex.sse_event`` of a completed response (``input_token_count`` with
     the cached ones in it, ``cached_token_count``, ``output_token_count``, ``model``) as
     rollout lines: the session (its id), the model (``turn_context``), and the response's
@@ -227,5 +291,5 @@ def codex_usage_lines(session_id: str, attrs: dict) -> list[bytes]:
             "reasoning_output_tokens": _count(attrs.get("reasoning_token_count"))}
     out.append({"timestamp": ts, "type": "event_msg", "payload": {
         "type": "token_count", "info": {"last_token_usage": last},
-        "usageSource": "codex.sse_event"}})
+        "usageSource": "codex.sse_event", "usageKey": key}})
     return [json.dumps(o).encode() for o in out]

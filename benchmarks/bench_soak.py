@@ -1,0 +1,148 @@
+"""Many short runs through one ``streameval watch --max-runs 1000``: does the cost of a
+run, the memory and the checkpoint stay flat however many runs passed (issue 18)?
+This checkout against 648f216, on the same machine, in one run.
+
+A writer keeps ``--ahead`` runs written and not yet recorded: each a run directory with
+``meta.json`` and a Claude stream-json ``trace.jsonl`` (init, ``--calls`` tool calls over
+real standard-library files, the result line that ends it), as bench_live.py writes
+them. The watcher (``--out``, ``--checkpoint``, ``--idle-timeout 5``, ``--patch-grace 0``)
+scores them and writes one record each. At every 1,000 records: the time those 1,000
+took, the watcher's RSS, the checkpoint's size, and three scrapes of /metrics (their
+time and size).
+
+    python benchmarks/bench_soak.py                         # 50,000 runs, new and base
+    python benchmarks/bench_soak.py --impl new --runs 10000
+
+Loopback only; each implementation stops at ``--runs`` or after ``--max-seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from bench_live import INSTANCE, CallPool, init_line, make_setup
+from loadgen import Watch, impls
+from machine import machine
+
+RESULT = b'{"type": "result", "subtype": "success", "is_error": false, "session_id": "bench"}\n'
+
+
+def write_run(runs: Path, i: int, pool: CallPool, calls: int) -> None:
+    d = runs / f"{i // 1000:03d}" / f"r{i:06d}"
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"instance_id": INSTANCE, "run_id": f"r{i:06d}",
+                                             "agent": "claude-code", "model": "claude-bench"}))
+    body = init_line() + b"".join(pool.call(i * calls + j, f"{i}-{j}") for j in range(calls)) + RESULT
+    (d / "trace.jsonl").write_bytes(body)
+
+
+def scrape(port: int) -> tuple[float, int]:
+    t = time.perf_counter()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+        size = len(r.read())
+    return time.perf_counter() - t, size
+
+
+def count_lines(path: Path, state: dict) -> int:
+    """Records in --out so far (read incrementally)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(state.get("pos", 0))
+            data = fh.read()
+    except FileNotFoundError:
+        return 0
+    state["pos"] = state.get("pos", 0) + len(data)
+    state["n"] = state.get("n", 0) + data.count(b"\n")
+    return state["n"]
+
+
+def soak(impl, work: Path, args) -> dict:
+    runs = work / f"runs-{impl.name}"
+    runs.mkdir()
+    out, cp = work / f"out-{impl.name}.jsonl", work / f"cp-{impl.name}.json"
+    w = Watch(impl, [str(runs), "--gold", str(work / "gold.jsonl"), "--repo", str(work / "repo"),
+                     "--port", "0", "--out", str(out), "--checkpoint", str(cp),
+                     "--max-runs", "1000", "--idle-timeout", "5", "--patch-grace", "0"],
+              work / f"watch-{impl.name}.log")
+    pool = CallPool(work / "repo")
+    written, state, rows = 0, {}, []
+    start = last = time.monotonic()
+    next_mark = 1000
+    try:
+        while True:
+            done = count_lines(out, state)
+            while written < args.runs and written - done < args.ahead:
+                write_run(runs, written, pool, args.calls)
+                written += 1
+            if done >= next_mark:
+                now = time.monotonic()
+                scrapes = [scrape(w.port) for _ in range(3)]
+                rows.append({"runs": next_mark, "s_per_1000": round(now - last, 2),
+                             "rss_mb": round(w.status("VmRSS") / 1e6, 1),
+                             "checkpoint_kb": round(cp.stat().st_size / 1e3, 1) if cp.exists() else 0,
+                             "metrics_ms": round(max(s for s, _ in scrapes) * 1000, 1),
+                             "metrics_kb": round(scrapes[-1][1] / 1e3)})
+                print(impl.name, json.dumps(rows[-1]), flush=True)
+                last = now
+                next_mark += 1000
+            if done >= args.runs or time.monotonic() - start > args.max_seconds:
+                break
+            time.sleep(0.05)
+    finally:
+        w.stop()
+    return {"runs_recorded": state.get("n", 0), "seconds": round(time.monotonic() - start, 1),
+            "every_1000": rows, **flatness(rows)}
+
+
+def flatness(rows: list[dict]) -> dict:
+    """After the first 5,000 runs: the spread of the time per 1,000 runs and of RSS,
+    as (max - min) / min, and their first and last values."""
+    after = [r for r in rows if r["runs"] > 5000]
+    if len(after) < 2:
+        return {}
+
+    def spread(key: str) -> float:
+        vals = [r[key] for r in after]
+        return round((max(vals) - min(vals)) / min(vals), 3)
+
+    # a trend, robust to one noisy row: the mean of the last five against the first five
+    def trend(key: str) -> float:
+        vals = [r[key] for r in after]
+        k = min(5, len(vals) // 2) or 1
+        return round(sum(vals[-k:]) / k / (sum(vals[:k]) / k) - 1, 3)
+
+    return {"after_5000": {"time_spread": spread("s_per_1000"), "time_trend": trend("s_per_1000"),
+                           "rss_spread": spread("rss_mb"), "rss_trend": trend("rss_mb"),
+                           "checkpoint_kb_max": max(r["checkpoint_kb"] for r in after),
+                           "metrics_ms_max": max(r["metrics_ms"] for r in after)}}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--impl", default="new,base")
+    p.add_argument("--runs", type=int, default=50_000)
+    p.add_argument("--calls", type=int, default=4, help="tool calls per run")
+    p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
+    p.add_argument("--max-seconds", type=float, default=900.0)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "impls": {}}
+    print(json.dumps(results["machine"]), flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
+        work = Path(tmp)
+        make_setup(work)
+        for impl in impls(args.impl):
+            res = soak(impl, work, args)
+            results["impls"][impl.name] = res
+            print(impl.name, json.dumps({k: v for k, v in res.items() if k != "every_1000"}), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

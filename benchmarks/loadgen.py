@@ -1,0 +1,236 @@
+"""What bench_ingest.py and bench_soak.py share: a ``streameval watch`` process of either
+implementation (this checkout, or 648f216 through its own venv), its memory, and a raw
+HTTP/1.1 client on asyncio streams (keep-alive when the server allows it, a source
+address per client group) that measures every request from the moment it was due.
+
+Loopback only: every socket goes to 127.0.0.1, from 127.0.0.x source addresses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = Path("/work/base")   # 648f216 with its own venv (.venv), when present
+
+
+@dataclass
+class Impl:
+    name: str            # "new" | "base"
+    python: str
+    cwd: Path
+
+
+def impls(which: str) -> list[Impl]:
+    out = []
+    for name in which.split(","):
+        if name == "new":
+            out.append(Impl("new", sys.executable, ROOT))
+        elif name == "base":
+            py = BASE / ".venv" / "bin" / "python"
+            if not py.exists():
+                raise SystemExit(f"no {py}: 648f216 needs its checkout and venv at {BASE}")
+            out.append(Impl("base", str(py), BASE))
+    return out
+
+
+class Watch:
+    """A ``streameval watch`` process; ``port`` once it serves."""
+
+    def __init__(self, impl: Impl, args: list[str], log: Path):
+        self.impl = impl
+        self.log = log
+        env = {**os.environ, "PYTHONPATH": ""}
+        with open(log, "wb") as fh:
+            self.proc = subprocess.Popen([impl.python, "-m", "streameval", "watch", *args],
+                                         cwd=impl.cwd, stdout=fh, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            text = log.read_text(errors="replace")
+            if "serving metrics on http://" in text:
+                self.port = int(text.split("serving metrics on http://")[1].split(":")[1].split("/")[0])
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"watch exited: {text[-2000:]}")
+            time.sleep(0.05)
+        raise RuntimeError("watch did not start")
+
+    def status(self, key: str) -> int:
+        """A /proc/PID/status field in bytes (VmRSS, VmHWM)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def reset_peak(self) -> None:
+        """Peak RSS starts again from the current RSS (root may; else left as is)."""
+        try:
+            Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")
+        except OSError:
+            pass
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# ---------------------------------------------------------------------- HTTP
+
+
+class Conn:
+    """One keep-alive connection; ``request`` returns (status, body)."""
+
+    def __init__(self, port: int, source: str = "127.0.0.1"):
+        self.port, self.source = port, source
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(
+            "127.0.0.1", self.port, local_addr=(self.source, 0), limit=1 << 24)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, body: bytes = b"",
+                      ctype: str = "application/json") -> tuple[int, bytes]:
+        if self.writer is None:
+            await self.open()
+        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        self.writer.write(head + body)
+        await self.writer.drain()
+        status_line = await self.reader.readline()
+        if not status_line:
+            self.close()
+            raise ConnectionError("closed before answering")
+        version, status = status_line.split(b" ", 2)[:2]
+        length, close = None, version == b"HTTP/1.0"
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"connection" and b"close" in value.lower():
+                close = True
+        data = await (self.reader.readexactly(length) if length is not None else self.reader.read())
+        if close or length is None:
+            self.close()
+        return int(status), data
+
+
+class Pool:
+    """Connections reused while idle, opened when none is."""
+
+    #: seconds a connection may sit idle before it is not reused (the new server closes
+    #: idle keep-alive connections after its 5 s header deadline; a client that reuses
+    #: one at that moment sees a reset, which real clients retry and this one counts)
+    IDLE = 3.0
+
+    def __init__(self, port: int, sources: list[str]):
+        self.port, self.sources = port, sources
+        self.idle: list[tuple[float, Conn]] = []
+        self.opened = 0
+
+    async def request(self, *args, **kw) -> tuple[int, bytes]:
+        conn = None
+        while self.idle and conn is None:
+            since, candidate = self.idle.pop()
+            if time.monotonic() - since < self.IDLE:
+                conn = candidate
+            else:
+                candidate.close()
+        if conn is None:
+            conn = Conn(self.port, self.sources[self.opened % len(self.sources)])
+            self.opened += 1
+        try:
+            out = await conn.request(*args, **kw)
+        except BaseException:
+            conn.close()
+            raise
+        if conn.writer is not None:
+            self.idle.append((time.monotonic(), conn))
+        return out
+
+
+@dataclass
+class Outcomes:
+    """Latencies (from when each request was due) and statuses of a run of requests."""
+
+    latencies: list[float] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    def add(self, status: str, latency: float | None) -> None:
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        if latency is not None:
+            self.latencies.append(latency)
+
+    def summary(self, seconds: float) -> dict:
+        lat = sorted(self.latencies)
+        n = sum(self.statuses.values())
+        ok = self.statuses.get("200", 0)
+        return {"sent": n, "ok": ok, "ok_per_s": round(ok / seconds, 1),
+                "statuses": dict(sorted(self.statuses.items())),
+                "p50_ms": _ms(pct(lat, 0.5)), "p99_ms": _ms(pct(lat, 0.99)),
+                "max_ms": _ms(lat[-1] if lat else None)}
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def _ms(v: float | None) -> float | None:
+    return None if v is None else round(v * 1000, 1)
+
+
+async def open_loop(pool: Pool, rate: float, seconds: float, make, timeout: float = 10.0) -> Outcomes:
+    """Requests due at ``rate`` per second for ``seconds``, each sent when due whatever
+    the answers before it (open loop); ``make(i)`` gives (method, path, body, ctype).
+    A request not answered within ``timeout`` counts as ``timeout``."""
+    out = Outcomes()
+    loop = asyncio.get_running_loop()
+    start = loop.time() + 0.2
+    n = int(rate * seconds)
+    tasks = []
+
+    async def one(i: int, due: float) -> None:
+        method, path, body, ctype = make(i)
+        try:
+            status, _ = await asyncio.wait_for(pool.request(method, path, body, ctype), timeout)
+            out.add(str(status), loop.time() - due)
+        except asyncio.TimeoutError:
+            out.add("timeout", None)
+        except (OSError, ConnectionError, asyncio.IncompleteReadError, ValueError):
+            out.add("error", None)
+
+    for i in range(n):
+        due = start + i / rate
+        delay = due - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.ensure_future(one(i, due)))
+    await asyncio.gather(*tasks)
+    return out

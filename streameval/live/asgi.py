@@ -1,0 +1,276 @@
+"""The watcher's one ASGI application, and its two lanes.
+
+Every route is on a lane:
+
+- the **protected lane** (``/metrics``, and the page when it comes): its blocking work
+  runs on its own small thread pool, and none of the ingest limits apply to it, so no
+  number of pushing clients can queue a scrape behind them;
+- the **ingest lane** (``/v1/...``): a request's body is admitted only while the bytes
+  of every body in flight stay within ``Limits.inflight_bytes`` (else 503 with
+  ``Retry-After``), must arrive within its deadline (else 408), and is stored on the
+  ingest thread pool; waiting for the watcher costs no thread (``scorewait``).
+
+Handlers are ``async def handler(request) -> Response``. A later page mounts its
+routes with ``App.route(path, handler, lane=PROTECTED, prefix=True)``; a
+``StreamResponse`` serves server-sent events without holding a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import parse_qs
+
+import orjson
+
+from streameval.live.guard import Guard, Limits
+
+log = logging.getLogger(__name__)
+
+PROTECTED = "protected"
+INGEST = "ingest"
+T = TypeVar("T")
+
+
+class Refused(Exception):
+    """A request answered with an error: ``status``, a message, the counter's reason
+    and extra headers (``Retry-After``)."""
+
+    def __init__(self, status: int, message: str, reason: str = "refused",
+                 headers: list[tuple[bytes, bytes]] | None = None, **extra: Any):
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.headers = headers or []
+        #: more fields of the JSON answer (the offset a client should send from)
+        self.extra = extra
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+    @classmethod
+    def json(cls, value: Any, status: int = 200, headers=None) -> Response:
+        return cls(status, orjson.dumps(value), "application/json", headers or [])
+
+
+@dataclass
+class StreamResponse:
+    """A response whose body is written as ``chunks`` yields it (server-sent events)."""
+
+    chunks: AsyncIterator[bytes]
+    status: int = 200
+    content_type: str = "text/event-stream"
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+
+class Request:
+    """One request's scope, its client's budget share and its body, read once."""
+
+    def __init__(self, app: App, scope: dict, receive: Callable[[], Awaitable[dict]]):
+        self.app = app
+        self.scope = scope
+        self._receive = receive
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.client: str = str((scope.get("client") or ("?",))[0])
+        self.headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            self.headers[name] = value   # a repeated header: the last one
+        self._query: dict[str, str] | None = None
+
+    @property
+    def query(self) -> dict[str, str]:
+        if self._query is None:
+            raw = self.scope.get("query_string", b"").decode("latin-1")
+            self._query = {k: v[-1] for k, v in parse_qs(raw).items()}
+        return self._query
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name.encode(), b"").decode("latin-1")
+
+    def content_length(self, limit: int) -> int:
+        """The declared body length: 411 without one, 400 when it is no number, 413
+        over ``limit``. A chunked body has none (the budget needs it up front)."""
+        raw = self.headers.get(b"content-length")
+        if raw is None:
+            raise Refused(411, "Content-Length required", "no_length")
+        try:
+            n = int(raw)
+        except ValueError:
+            raise Refused(400, "Content-Length is not a number", "bad_length") from None
+        if n < 0 or n > limit:
+            raise Refused(413, f"body of {n} bytes; the limit is {limit}", "too_large")
+        return n
+
+    async def body(self, length: int) -> bytearray:
+        """The body, admitted into the in-flight budget (503 + Retry-After when it is
+        full) and read within its deadline (408). The bytes stay reserved until the
+        request is answered (``App`` releases them)."""
+        self.app.budget.reserve(self, length)
+        buf = bytearray(length)
+        got = 0
+        loop = asyncio.get_running_loop()
+        seconds = self.app.limits.body_deadline(length)
+        task = asyncio.current_task()
+        late = [False]
+
+        def too_late() -> None:
+            late[0] = True
+            if task is not None:
+                task.cancel()
+
+        timer = loop.call_later(seconds, too_late)   # one timer for the whole body
+        more = True
+        try:
+            while more:
+                message = await self._receive()
+                if message["type"] == "http.disconnect":
+                    raise Refused(400, "client went away mid-body", "disconnected")
+                chunk = message.get("body", b"")
+                if got + len(chunk) > length:
+                    raise Refused(400, "body longer than its Content-Length", "bad_length")
+                buf[got:got + len(chunk)] = chunk
+                got += len(chunk)
+                more = message.get("more_body", False)
+        except asyncio.CancelledError:
+            if not late[0]:
+                raise
+            raise Refused(408, f"body not received within {seconds:.0f} s", "body_timeout") from None
+        finally:
+            timer.cancel()
+        if got != length:
+            raise Refused(400, "body shorter than its Content-Length", "bad_length")
+        return buf
+
+
+class Budget:
+    """Body bytes held by requests in flight: in all, and per client address (half of
+    it: one client cannot hold the whole budget with slow bodies). Used from the event
+    loop thread only."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.held = 0
+        self.by_client: Counter = Counter()
+        self._held_by: dict[int, tuple[str, int]] = {}
+
+    def reserve(self, request: Request, n: int) -> None:
+        share = max(self.total // 2, 1)
+        if self.held + n > self.total or self.by_client[request.client] + n > share:
+            raise Refused(503, f"{self.held} body bytes in flight (limit {self.total}); "
+                               "retry shortly", "busy", [(b"retry-after", b"1")])
+        self.held += n
+        self.by_client[request.client] += n
+        self._held_by[id(request)] = (request.client, n)
+
+    def release(self, request: Request) -> None:
+        held = self._held_by.pop(id(request), None)
+        if held is None:
+            return
+        client, n = held
+        self.held -= n
+        self.by_client[client] -= n
+        if self.by_client[client] <= 0:
+            del self.by_client[client]
+
+
+Handler = Callable[[Request], Awaitable["Response | StreamResponse"]]
+
+
+class App:
+    """The ASGI application: routes on lanes, limits, pools, counters."""
+
+    def __init__(self, limits: Limits | None = None, refused: Counter | None = None):
+        self.limits = limits or Limits()
+        self.guard = Guard(self.limits)
+        if refused is not None:
+            self.guard.refused = refused
+        self.budget = Budget(self.limits.inflight_bytes)
+        self._exact: dict[str, tuple[str, Handler]] = {}
+        self._prefixes: list[tuple[str, str, Handler]] = []
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+
+    @property
+    def refused(self) -> Counter:
+        """reason -> requests and connections refused (``streameval_http_refused_total``)."""
+        return self.guard.refused
+
+    def route(self, path: str, handler: Handler, lane: str = PROTECTED, prefix: bool = False) -> None:
+        """Serve ``path`` (every path under it with ``prefix``) with ``handler`` on ``lane``."""
+        if prefix:
+            self._prefixes.append((path, lane, handler))
+            self._prefixes.sort(key=lambda item: -len(item[0]))
+        else:
+            self._exact[path] = (lane, handler)
+
+    def pool(self, lane: str) -> ThreadPoolExecutor:
+        """The lane's threads: two for the protected lane, ``ingest_workers`` for ingest."""
+        pool = self._pools.get(lane)
+        if pool is None:
+            workers = self.limits.ingest_workers if lane == INGEST else 2
+            pool = self._pools[lane] = ThreadPoolExecutor(workers, thread_name_prefix=f"http-{lane}")
+        return pool
+
+    async def run(self, lane: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on ``lane``'s threads (the event loop never blocks)."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool(lane), fn, *args)
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _find(self, path: str) -> tuple[str, Handler] | None:
+        hit = self._exact.get(path)
+        if hit is not None:
+            return hit
+        for prefix, lane, handler in self._prefixes:
+            if path.startswith(prefix):
+                return lane, handler
+        return None
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(self, scope, receive)
+        hit = self._find(request.path)
+        try:
+            if hit is None:
+                raise Refused(404, f"no such endpoint {request.path[:80]!r}", "not_found")
+            response = await hit[1](request)
+        except Refused as exc:
+            if exc.reason not in ("not_found",):
+                self.refused[exc.reason] += 1
+            close = exc.status in (408, 413, 503) or exc.reason in ("bad_length", "disconnected")
+            response = Response.json({"error": str(exc), **exc.extra}, exc.status,
+                                     [*exc.headers, *([(b"connection", b"close")] if close else [])])
+        except Exception:   # noqa: BLE001 - a bug: said once per request, answered 500
+            log.exception("%s %s failed", request.method, request.path[:120])
+            self.refused["internal_error"] += 1
+            response = Response.json({"error": "internal error; see the watcher's log"}, 500,
+                                     [(b"connection", b"close")])
+        finally:
+            self.budget.release(request)
+        await _send(send, response)
+
+
+async def _send(send, response: Response | StreamResponse) -> None:
+    headers = [(b"content-type", response.content_type.encode()), *response.headers]
+    if isinstance(response, StreamResponse):
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        async for chunk in response.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    headers.append((b"content-length", str(len(response.body)).encode()))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body, "more_body": False})

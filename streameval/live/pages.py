@@ -1,0 +1,138 @@
+"""The page's data for a watcher: its runs as fleet rows, one run's detail, and the
+journal of every run kept while the run is in the table.
+
+``LivePages`` is told of every new run (``RunTable.on_add``) and gives its session a
+``RunJournal``; the watcher's tick calls ``prune`` (``Watcher.tick_hooks``), which drops
+the journals of runs that left the table and keeps call rows for the most recently
+finished ``keep_calls`` runs only: a watcher of 10,000 finished runs holds their curves
+and gold strips, not their calls.
+
+Everything is read under the table lock, a slice of runs at a time (as a scrape does):
+the watcher is never held up for a whole fleet, and a page request never sees half a
+step. The rows and answers are built on the page's threads (``live/page.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from streameval.live.page import PageRoutes
+from streameval.live.table import LiveRun, RunTable
+from streameval.report.journal import RunJournal
+from streameval.report.page_data import LiveState, fleet_row
+from streameval.report.page_fleet import FleetCache
+from streameval.report.page_session import session_detail
+from streameval.runs.resources import Resources
+
+__all__ = ["LivePages", "mount_live_page"]
+
+#: runs read per hold of the table lock while rows are built
+SLICE = 64
+#: finished runs whose call rows are kept (the newest); older ones keep curve and strips
+KEEP_CALLS = 200
+#: seconds between two prunes (the tick comes every 0.2 s)
+PRUNE_EVERY = 2.0
+
+
+def _live(run: LiveRun) -> LiveState:
+    return LiveState(run.finished, run.record_written, tuple(sorted(run.aborted.items())))
+
+
+class LivePages:
+    """The ``PageSource`` of a watcher's ``RunTable``."""
+
+    def __init__(self, table: RunTable, res: Resources | None, keep_calls: int = KEEP_CALLS):
+        self.table = table
+        self.res = res
+        self.keep_calls = keep_calls
+        self.cache = FleetCache()
+        #: run key -> (the session it was made for, its journal)
+        self._journals: dict[str, tuple[Any, RunJournal]] = {}
+        self._pruned = 0.0
+        table.on_add.append(self.track)
+
+    # ------------------------------------------------------------------ journals
+    def track(self, run: LiveRun) -> None:
+        """A new run: its session gets a journal (before its first event)."""
+        journal = RunJournal()
+        run.session.listeners.append(journal)
+        self._journals[run.key] = (run.session, journal)
+
+    def journal(self, run: LiveRun) -> RunJournal | None:
+        held = self._journals.get(run.key)
+        return held[1] if held is not None and held[0] is run.session else None
+
+    def prune(self, _watcher: Any = None, now: float | None = None) -> None:
+        """Drop the journals of runs gone from the table; keep call rows for the newest
+        ``keep_calls`` finished runs. A tick hook (watcher thread)."""
+        now = time.time() if now is None else now
+        if now - self._pruned < PRUNE_EVERY:
+            return
+        self._pruned = now
+        with self.table.lock:
+            runs = self.table.runs
+            for key in [k for k, (s, _j) in self._journals.items()
+                        if k not in runs or runs[k].session is not s]:
+                del self._journals[key]
+            finished = sorted((r.finished_at, k) for k, r in runs.items() if r.finished)
+            for _at, key in finished[: max(0, len(finished) - self.keep_calls)]:
+                journal = self.journal(runs[key])
+                if journal is not None and not journal.calls_forgotten:
+                    journal.forget_calls()
+
+    # ------------------------------------------------------------------ answers
+    def _sig(self, run: LiveRun) -> Hashable:
+        journal = self.journal(run)
+        return (id(run.session), run.session.version, run.finished, run.record_written,
+                len(run.aborted), journal is not None and journal.calls_forgotten)
+
+    def fleet(self, since: str | None) -> dict[str, Any]:
+        """Rows changed since ``since`` (``FleetCache.answer``), rebuilt where stale."""
+        with self.cache.lock:
+            with self.table.lock:
+                runs = list(self.table.runs.items())
+                sigs = {key: self._sig(run) for key, run in runs}
+            stale = [(k, r) for k, r in runs if self.cache.stale(k, sigs[k])]
+            built: dict[Hashable, tuple[Hashable, dict]] = {}
+            for start in range(0, len(stale), SLICE):
+                with self.table.lock:
+                    for key, run in stale[start:start + SLICE]:
+                        if self.table.runs.get(key) is run:
+                            built[key] = (self._sig(run), fleet_row(run.session.snapshot(), _live(run)))
+            self.cache.apply(sigs, built)
+            return self.cache.answer(since)
+
+    def run(self, run_id: str, calls_from: int) -> tuple[str, Callable[[], dict]] | None:
+        """(ETag, builder) of the run named ``run_id``; None when no run has that id."""
+        with self.cache.lock:
+            key = self.cache.key_of(run_id)
+        if key is None:
+            self.fleet(None)   # a page opened on a run before the fleet was asked for
+            with self.cache.lock:
+                key = self.cache.key_of(run_id)
+        with self.table.lock:
+            run = self.table.runs.get(key) if key is not None else None
+            if run is None or run.session.identity.run_id != run_id:
+                return None
+            sig = self._sig(run)
+        digest = hashlib.sha1(repr((key, sig[1:], calls_from)).encode("utf-8", "replace"))
+        etag = f'"{self.cache.nonce}.{id(run.session):x}.{digest.hexdigest()[:16]}"'
+
+        def build() -> dict:
+            with self.table.lock:
+                return session_detail(run.session, self.journal(run), self.res, _live(run),
+                                      calls_from=calls_from)
+
+        return etag, build
+
+
+def mount_live_page(app: Any, watcher: Any) -> LivePages:
+    """The page over ``watcher``'s runs, on ``app`` (the metrics port's ``App``): every run
+    added from now on gets a journal, pruned at the watcher's ticks."""
+    pages = LivePages(watcher.table, watcher.res)
+    watcher.tick_hooks.append(pages.prune)
+    PageRoutes(pages, watcher.cfg.host).mount(app)
+    return pages

@@ -1,0 +1,95 @@
+"""What the file watcher may watch under the root: everything, except what would stop it.
+
+watchfiles watches a tree recursively and follows symbolic links; one directory it
+cannot read (``chmod 000``) or one link into ``/proc`` or ``/sys`` makes it raise, and
+an agent able to write into the watched root could keep the watcher down that way. So
+the tree is walked first (links are never followed, a directory gone meanwhile is
+skipped): with nothing in the way, the root is watched whole, as before; otherwise the
+clean subtrees are watched recursively and the directories leading to a bad entry are
+watched flat, so files appearing beside a bad entry are still seen. Each bad entry is
+logged once. The periodic rescan (``walk_files``, which reads what it can) remains the
+safety net for anything a watch misses.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WatchSet:
+    """Paths to watch recursively, paths to watch flat, and what was left out."""
+
+    recursive: list[Path] = field(default_factory=list)
+    flat: list[Path] = field(default_factory=list)
+    left_out: dict[Path, str] = field(default_factory=dict)
+
+
+def watch_set(root: Path, reported: set[Path] | None = None) -> WatchSet:
+    """The watch set of ``root``; bad entries not in ``reported`` are logged (once: the
+    caller keeps the set) and added to it."""
+    reported = reported if reported is not None else set()
+    bad = _bad_entries(Path(root))
+    for path, why in sorted(bad.items()):
+        if path not in reported:
+            reported.add(path)
+            log.warning("watch: %s %s; not watched (files beside it still are)", path, why)
+    if not bad:
+        return WatchSet(recursive=[Path(root)])
+    spine = _spine(Path(root), bad)
+    recursive = [path for d in sorted(spine) for path in _clean_children(d, spine, bad)]
+    return WatchSet(recursive=recursive, flat=sorted(spine), left_out=bad)
+
+
+def _bad_entries(root: Path) -> dict[Path, str]:
+    """Directories that cannot be read and links to directories, with why."""
+    bad: dict[Path, str] = {}
+
+    def unreadable(exc: OSError) -> None:
+        if exc.filename is not None:
+            bad[Path(exc.filename)] = f"cannot be read ({exc.strerror or exc})"
+
+    for dirpath, dirnames, _files in os.walk(root, onerror=unreadable):
+        for name in dirnames:
+            path = Path(dirpath) / name
+            if os.path.islink(path):
+                bad[path] = f"a link to {os.path.realpath(path)} (links are not followed)"
+    bad.pop(root, None)   # the root itself is the caller's to check
+    return bad
+
+
+def _spine(root: Path, bad: dict[Path, str]) -> set[Path]:
+    """The directories from the root down to each bad entry's parent."""
+    spine: set[Path] = set()
+    for path in bad:
+        parent = path.parent
+        while parent not in spine:
+            spine.add(parent)
+            if parent == root or parent == parent.parent:
+                break
+            parent = parent.parent
+    return spine
+
+
+def _clean_children(d: Path, spine: set[Path], bad: dict[Path, str]) -> list[Path]:
+    """Subdirectories of ``d`` with no bad entry below them."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        path = Path(entry.path)
+        if path in spine or path in bad or entry.is_symlink():
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                out.append(path)
+        except OSError:
+            continue
+    return out

@@ -1,0 +1,163 @@
+"""The HTTP server against hostile and heavy clients, over real sockets (issue 18).
+
+Every test here is a failure the load and fault campaign on 648f216 found: slow clients
+holding every handler, a smuggling-shaped body stored as trace lines, JSON nested too
+deep answered 500, bodies without a budget, a hook wait holding a thread. Timings are
+never asserted; a hang guard (the socket timeout) is the only clock.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from served import SPOOL_NAME, Limits, Served
+
+
+@pytest.fixture
+def w(env, tmp_path):
+    from claude_run import watcher
+
+    _s, runs, res = env
+    return watcher(runs, res, tmp_path)
+
+
+def _slow(port: int, first: bytes, source: str = "127.0.0.1") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
+    sock.sendall(first)
+    return sock
+
+
+def test_slow_clients_cannot_starve_metrics_or_pushes(w):
+    """200 connections dribbling their headers (and 64 more, one per handler of the old
+    server, dribbling a body): every scrape and every push is answered meanwhile, no
+    thread is spent on them, and each is cut off at its deadline and counted."""
+    srv = Served(w, limits=Limits(header_timeout=1.5, body_grace=1.5))
+    before = threading.active_count()
+    # from other addresses than the scraper's (one address may hold 256 connections)
+    socks = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: a\r\n", "127.0.0.2")
+             for _ in range(200)]
+    socks += [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nContent-Length: 100\r\n\r\n{",
+                    "127.0.0.3") for _ in range(64)]
+    try:
+        for i in range(5):
+            assert "streameval_sessions" in srv.metrics(timeout=10)
+            assert srv.post(f"/v1/runs/ok-{i}/lines", b'{"a": 1}\n')[0] == 200
+            for sock in socks[:200]:
+                sock.sendall(b"X")   # a byte now and then keeps no connection alive
+        assert threading.active_count() - before <= 12   # the lanes' pools, not a thread each
+        answers = [sock.recv(200) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    assert sum(a.startswith(b"HTTP/1.1 408") for a in answers) == 264
+    refused = w.table.stats.http_refused
+    assert refused["header_timeout"] == 200 and refused["body_timeout"] == 64
+    text = srv.metrics()
+    assert 'streameval_http_refused_total{reason="header_timeout"} 200.0' in text
+    srv.close()
+
+
+def test_a_client_past_its_connection_limit_is_refused_others_are_served(w):
+    srv = Served(w, limits=Limits(per_client=8))
+    held = [_slow(srv.port, b"GET /metr", "127.0.0.3") for _ in range(8)]
+    try:
+        over = srv.raw(b"GET /metrics HTTP/1.1\r\n\r\n", source="127.0.0.3")
+        assert over.startswith(b"HTTP/1.1 503") and b"retry-after" in over.lower()
+        assert "streameval_sessions" in srv.metrics()   # another address: served
+    finally:
+        for sock in held:
+            sock.close()
+    assert w.table.stats.http_refused["per_client_limit"] == 1
+    time.sleep(0.2)   # the server sees the closes
+    assert srv.raw(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+                   source="127.0.0.3").startswith(b"HTTP/1.1 200")
+    srv.close()
+
+
+def test_transfer_encoding_with_content_length_is_refused_and_never_stored(w):
+    """The request-smuggling shape: 648f216 stored the chunk-size lines as trace lines."""
+    srv = Served(w)
+    body = b'5\r\n{"a":\r\n3\r\n 1}\r\n0\r\n\r\n'
+    req = (b"POST /v1/runs/smuggle/lines HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-ndjson\r\n"
+           b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" % len(body)) + body
+    assert srv.raw(req).startswith(b"HTTP/1.1 400")
+    srv.close()
+    assert not (w.cfg.root / SPOOL_NAME / "lines" / "smuggle").exists()
+    assert w.table.stats.http_refused["bad_framing"] == 1
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 100_000,
+    json.dumps({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_use_id": "t1",
+                "tool_name": "Read", "tool_input": "X"}).replace('"X"', "[" * 5000 + "]" * 5000).encode(),
+    json.dumps({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_use_id": "t1",
+                "tool_name": "Read", "tool_input": "X"}).replace('"X"', '{"a":' * 200 + "1" + "}" * 200).encode(),
+], ids=["brackets", "input-5000-deep", "input-200-deep"])
+def test_json_nested_too_deep_is_a_counted_400(w, body):
+    """648f216 answered 500 with a RecursionError traceback, uncounted."""
+    srv = Served(w)
+    status, answer = srv.post("/v1/hooks/claude", body)
+    assert status == 400 and "depth" in answer["error"]
+    assert w.table.stats.http_refused["too_deep"] == 1
+    assert w.table.stats.ingest_requests[("claude", 400)] == 1
+    srv.close()
+
+
+def test_bodies_past_the_in_flight_budget_get_503_with_retry_after(w):
+    srv = Served(w, limits=Limits(inflight_bytes=3 << 20, max_body=2 << 20))
+    head = b"POST /v1/runs/big/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\nx" % (1 << 20)
+    holds = [_slow(srv.port, head, source) for source in ("127.0.0.2", "127.0.0.3")]
+    try:
+        time.sleep(0.2)   # both bodies are admitted: 2 MiB of 3 held
+        req = b"POST /v1/runs/two/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\ny" % (3 << 19)
+        answer = srv.raw(req)
+        assert answer.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in answer.lower()
+        assert srv.post("/v1/runs/small/lines", b'{"a": 1}\n')[0] == 200   # within the budget
+    finally:
+        for sock in holds:
+            sock.close()
+    assert w.table.stats.http_refused["busy"] == 1
+    assert not (w.cfg.root / SPOOL_NAME / "lines" / "two").exists()
+    srv.close()
+
+
+def test_oversized_headers_are_cut_off(w):
+    srv = Served(w)
+    answer = srv.raw(b"GET /metrics HTTP/1.1\r\nX-A: " + b"a" * (200 << 10) + b"\r\n\r\n")
+    assert answer.split(b"\r\n")[0].split(b" ")[1] == b"431"
+    srv.close()
+
+
+def test_waits_for_scoring_cost_no_thread(w):
+    """48 PostToolUse hooks waiting for a watcher that never scores: answered after the
+    wait, with no thread per waiting hook (648f216 slept in one of 64 handler threads)."""
+    srv = Served(w, scored=True)   # nothing drives the watcher: every hook waits its 2 s
+    base = {"session_id": "w1", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a", "stderr": ""}}
+    before = threading.active_count()
+    peak = [0]
+
+    def post(i):
+        body = json.dumps({**base, "tool_use_id": f"t{i}"}).encode()
+        return srv.post("/v1/hooks/claude", body, timeout=30)[0]
+
+    trace = w.cfg.root / SPOOL_NAME / "claude-hooks" / "w1" / "trace.jsonl"
+
+    def stored() -> int:
+        return len(trace.read_bytes().splitlines()) if trace.exists() else 0
+
+    with ThreadPoolExecutor(48) as pool:
+        futures = [pool.submit(post, i) for i in range(48)]
+        while not any(f.done() for f in futures):   # every hook stored, then waiting
+            # the 48 client threads are the test's; the server adds only its pools
+            peak[0] = max(peak[0], threading.active_count() - before - 48)
+            time.sleep(0.005)
+        assert stored() == 2 * 48
+        assert [f.result() for f in futures] == [200] * 48
+    assert peak[0] <= 12
+    srv.close()

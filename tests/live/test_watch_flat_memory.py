@@ -1,0 +1,48 @@
+"""Runs that passed through leave nothing behind (issue 18): on 648f216 every trace
+ever seen kept a follower and a checkpoint entry, every run id its claim, so memory,
+the checkpoint and the time of a tick grew with the runs seen (RSS 72.6 -> 162.9 MB and
+the checkpoint 0.18 -> 1.99 MB from 1,000 to 11,000 runs with --max-runs 1000).
+Their sizes are counted here; RSS and time per run are measured in benchmarks/."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import orjson
+from claude_run import APP, Claude, append, watcher
+
+
+def _run(runs, i: int, instance: str) -> None:
+    d = runs / f"r{i}"
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"instance_id": instance, "run_id": f"r{i}"}))
+    c = Claude()
+    append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1 + i % 20, 5), c.result())
+
+
+def test_runs_that_passed_through_leave_nothing_and_are_not_scored_again(env, tmp_path):
+    s, runs, res = env
+    cp = tmp_path / "cp.json"
+    w = watcher(runs, res, tmp_path, max_runs=5, keep_finished=0.0, checkpoint=cp)
+    out = tmp_path / "out.jsonl"
+    sizes = []
+    for i in range(40):
+        _run(runs, i, s.instance)
+        w.scan()
+        w.poll_all()
+        w.tick(now=time.time() + 1)
+        w.save_checkpoint()
+        sizes.append((len(w.followers), len(json.loads(cp.read_text())["files"]),
+                      len(w.table.runs)))
+    assert max(f for f, _c, _r in sizes[10:]) <= 10          # not one per run seen
+    assert max(c for _f, c, _r in sizes[10:]) <= 10
+    assert max(r for _f, _c, r in sizes[10:]) <= 10
+    ids = [orjson.loads(x)["run_id"] for x in out.read_bytes().splitlines()]
+    assert ids == [f"r{i}" for i in range(40)]               # each record once
+    for _ in range(3):                                       # rescans find nothing new
+        w.scan()
+        w.poll_all()
+        w.tick(now=time.time() + 1)
+    assert out.read_bytes().count(b"\n") == 40
+    assert len(w.table.run_ids) <= 10

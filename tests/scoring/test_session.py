@@ -1,0 +1,77 @@
+"""The session engine: one RunSnapshot that every reader reads, records made from it, and
+the two meanings of "gold line" kept apart (docs/metrics.md §3 and §7)."""
+
+from __future__ import annotations
+
+from claude_run import APP, UTIL, Claude, append
+
+from streameval.runs.evaluate import evaluate_trace, make_session, run_identity
+from streameval.runs.reader import TraceReader
+from streameval.scoring.snapshot import TOKEN_KINDS, token_counts
+from streameval.traces.files import iter_lines, open_adapter
+from streameval.traces.identity import identify
+
+
+def _sessions(trace, res, instance="demo__demo-1"):
+    name, adapter = open_adapter(trace)
+    base = identify(trace, instance)
+    reader = TraceReader(adapter, lambda inst, sid: make_session(
+        res, run_identity(base, inst, len(reader.sessions), res, trace=trace, session_id=sid),
+        name))
+    for line, n in iter_lines(trace):
+        reader.feed_line(line, n)
+    return reader.close()
+
+
+def test_a_step_showing_only_add_ctx_is_a_first_gold_read_but_no_line_coverage(env, tmp_path):
+    """The demo gold: init_ctx is src/app.py 4-9, add_ctx src/util.py 1-5. Reading only
+    util.py 1-5 finds gold (first_gold_line_step 1: any line of the whole context) and
+    covers no line of the line granularity's gold (init_ctx only)."""
+    s, runs, res = env
+    trace = runs / "r" / "trace.jsonl"
+    trace.parent.mkdir()
+    c = Claude()
+    append(trace, c.init(), *c.read("src/util.py", UTIL, 1, 5))
+    (rec,) = evaluate_trace(trace, res, instance="demo__demo-1")
+    assert rec["first_gold_line_step"] == 1 and rec["first_gold_file_step"] == 1
+    assert rec["final"]["line"]["coverage"] == 0.0
+    assert rec["final"]["line"]["gold_size"] == 6                  # app.py 4-9: init_ctx
+    assert rec["final"]["span"]["intersection"] > 0               # span gold: init + add
+    gold = res.lookup("demo__demo-1")
+    assert [g.file for g in gold.line_gold] == ["src/app.py"]
+    assert {g.file for g in gold.gold_context} == {"src/app.py", "src/util.py"}
+
+
+def test_the_record_is_made_of_the_snapshot(env, tmp_path):
+    """Whatever the exporter, abort policies, the page and inspect read (the snapshot)
+    is what the record says: identity, counts, tokens, scores and EditLoc."""
+    s, runs, res = env
+    trace = runs / "r" / "trace.jsonl"
+    trace.parent.mkdir()
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 2, 3))
+    (session,) = _sessions(trace, res)
+    snap, rec = session.snapshot(), session.record()
+    assert rec["run_id"] == snap.run_id and rec["instance_id"] == snap.instance_id
+    assert rec["num_steps"] == snap.num_steps == 2
+    assert rec["tool_calls"] == snap.tool_calls == 2
+    assert rec["tokens"] == token_counts(snap.tokens) and list(rec["tokens"]) == list(TOKEN_KINDS)
+    for g, numbers in snap.scores.granularities.items():
+        assert rec["final"][g]["coverage"] == numbers.coverage
+        assert rec["final"][g]["precision"] == numbers.precision
+        assert rec["trajectory"]["auc_coverage"][g] == numbers.auc_coverage
+    assert snap.error is None and snap.has_repo and snap.last_call.tool == "Read"
+
+
+def test_a_run_without_gold_is_an_error_in_the_snapshot_and_the_record(env, tmp_path):
+    s, runs, res = env
+    trace = runs / "r" / "trace.jsonl"
+    trace.parent.mkdir()
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 3))
+    (rec,) = evaluate_trace(trace, res, instance="no__such-1")
+    (session,) = _sessions(trace, res, "no__such-1")
+    assert rec["error"].startswith("missing_gold")
+    snap = session.snapshot()
+    assert snap.scores is None and snap.error.startswith("missing_gold")
+    assert snap.tool_calls == 1   # still read: counted, never scored
