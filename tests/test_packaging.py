@@ -52,6 +52,6 @@ def test_demo_runs_from_the_unpacked_wheel(wheel, tmp_path):
          "--linger", "0", "--out", str(out)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "final: example-run-1: 12 steps" in proc.stdout
+    assert "final: example-run-1: 14 steps" in proc.stdout
     record = orjson.loads(out.read_bytes().splitlines()[-1])
     assert record["final"]["line"]["coverage"] == 1.0

@@ -8,7 +8,7 @@ mapping stays right without waiting for the next read to correct it.
 Supported: addresses ``N``, ``$``, ``/re/`` (``\\%re%``, ``I``), ranges ``a,b`` (``b`` a
 number, ``$``, a regex or ``+N``), ``!``, blocks ``{...}``; commands ``s`` (flags ``g``,
 ``p``, ``N``, ``I``), ``d``, ``p``, ``q``, ``Q``, ``a``, ``i``, ``c``, ``y``. Basic
-regular expressions are translated to Python's (``\\(`` groups, ``\\{n\\}``, ``\\+``,
+regular expressions are translated to Python's by ``reading.posix_regex`` (``\\(`` groups, ``\\{n\\}``, ``\\+``,
 ``[[:space:]]``...), ``-E`` extended ones too. Anything else (hold space, ``n``/``N``,
 labels, ``r``/``w`` files, ``e``) returns None: the edit is then one whose text we do not
 know, and the next read of the file corrects the map. Nothing is executed: this is an
@@ -21,17 +21,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from streameval.reading.posix_regex import Unsupported as _Unsupported
+from streameval.reading.posix_regex import replacement_template as _replacement
+from streameval.reading.posix_regex import to_python
+
 __all__ = ["run_sed"]
 
 #: lines x commands beyond which a program is not run (a guard against pathological input)
 _MAX_STEPS = 5_000_000
-_CLASSES = {"space": r"\s", "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9",
-            "upper": "A-Z", "lower": "a-z", "punct": r"!-/:-@\[-`{-~", "blank": r" \t",
-            "xdigit": "0-9A-Fa-f", "word": r"\w"}
-
-
-class _Unsupported(Exception):
-    pass
 
 
 @dataclass(slots=True)
@@ -269,7 +266,7 @@ class _Parser:
             while self.i < len(s) and s[self.i] in "IM":
                 flags |= re.IGNORECASE if s[self.i] == "I" else re.MULTILINE
                 self.i += 1
-            return _Addr(regex=re.compile(_translate(body, self.extended), flags))
+            return _Addr(regex=re.compile(to_python(body, self.extended, sed=True), flags))
         return None
 
     _last_delim = "/"
@@ -323,7 +320,7 @@ class _Parser:
             else:
                 raise _Unsupported(f"s flag {ch}")
             self.i += 1
-        regex = re.compile(_translate(pattern, self.extended), flags)
+        regex = re.compile(to_python(pattern, self.extended, sed=True), flags)
         return regex, _replacement(repl), 0 if glob else count, echo
 
     def _text(self) -> list[str]:
@@ -354,97 +351,6 @@ class _Parser:
             self.i += 1
         out.append("".join(cur))
         return out
-
-
-def _translate(expr: str, extended: bool) -> str:
-    """A POSIX BRE (or ERE) as a Python regular expression."""
-    out: list[str] = []
-    i = 0
-    while i < len(expr):
-        ch = expr[i]
-        if ch == "[":
-            j, cls = _bracket(expr, i)
-            out.append(cls)
-            i = j
-            continue
-        if ch == "\\" and i + 1 < len(expr):
-            nxt = expr[i + 1]
-            i += 2
-            if not extended and nxt in "(){}+?|":
-                out.append(nxt)            # BRE: \( is a group, \+ a quantifier
-            elif nxt in "<>":
-                out.append(r"\b")
-            elif nxt in "nt":
-                out.append("\\" + nxt)
-            else:
-                out.append("\\" + nxt)
-            continue
-        if not extended and ch in "(){}+?|":
-            out.append("\\" + ch)          # BRE: a plain ( is a literal
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _bracket(expr: str, i: int) -> tuple[int, str]:
-    """A bracket expression starting at ``expr[i] == '['``: (end index, Python class)."""
-    j = i + 1
-    parts = ["["]
-    if j < len(expr) and expr[j] == "^":
-        parts.append("^")
-        j += 1
-    if j < len(expr) and expr[j] == "]":
-        parts.append(r"\]")
-        j += 1
-    while j < len(expr) and expr[j] != "]":
-        if expr.startswith("[:", j):
-            end = expr.find(":]", j)
-            if end < 0:
-                raise _Unsupported("class")
-            name = expr[j + 2:end]
-            if name not in _CLASSES:
-                raise _Unsupported(f"class {name}")
-            parts.append(_CLASSES[name])
-            j = end + 2
-            continue
-        ch = expr[j]
-        parts.append("\\\\" if ch == "\\" else ("\\[" if ch == "[" else ch))
-        j += 1
-    if j >= len(expr):
-        raise _Unsupported("unterminated bracket")
-    parts.append("]")
-    return j + 1, "".join(parts)
-
-
-def _replacement(repl: str) -> str:
-    """sed's replacement (``&``, ``\\1``, ``\\n``) as a template for ``re.sub``."""
-    out: list[str] = []
-    i = 0
-    while i < len(repl):
-        ch = repl[i]
-        if ch == "\\" and i + 1 < len(repl):
-            nxt = repl[i + 1]
-            if nxt.isdecimal():
-                out.append(f"\\g<{nxt}>")
-            elif nxt == "n":
-                out.append("\n")
-            elif nxt == "t":
-                out.append("\t")
-            elif nxt == "&":
-                out.append("&")
-            else:
-                out.append(nxt.replace("\\", "\\\\"))
-            i += 2
-            continue
-        if ch == "&":
-            out.append("\\g<0>")
-        elif ch == "\\":
-            out.append("\\\\")
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
 
 
 # --------------------------------------------------------------------------- running

@@ -37,7 +37,7 @@ def test_demo_plays_the_example_and_serves_its_metrics(tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
-    assert "final: example-run-1: 12 steps" in text
+    assert "final: example-run-1: 14 steps" in text
     # the live table printed coverage rows as steps arrived
     assert len(re.findall(r"^example-run-1\s+\d+\s+\d+", text, re.M)) >= 10
     # the last column names the tool, then what it was asked (a Grep: its pattern)
