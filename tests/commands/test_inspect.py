@@ -114,7 +114,7 @@ def test_inspect_subprocess_table_and_json(tmp_path: Path):
         [sys.executable, "-m", "streameval", "inspect", str(trace), "--json", str(out)],
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^  12 S8 +Read ", proc.stdout, re.M)   # the per-call table, step 8
+    assert re.search(r"^  12 S11 +Read ", proc.stdout, re.M)   # the per-call table, step 11 (Edit snippets are steps)
     assert "lines 45-64" in proc.stdout
     assert "files read   6 with lines shown, 4 more only listed" in proc.stdout
     doc = json.loads(out.read_text())

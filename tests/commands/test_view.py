@@ -57,7 +57,7 @@ def test_view_without_gold_shows_the_records_and_says_what_more_needs(tmp_path):
     assert main(["view", str(records), "--html", str(out)]) == 0
     data = orjson.loads(re.search(r'id="se-data">(.*?)</script>', out.read_text(), re.S).group(1))
     (run_id, detail), = data["runs"]
-    assert run_id == "example-run-1" and detail["curve"]["n"] == 12
+    assert run_id == "example-run-1" and detail["curve"]["n"] == 14
     assert detail["gold"] is None and detail["calls"]["rows"] == []
     assert "give --gold and --repos" in detail["notes"][0]
 
@@ -106,7 +106,7 @@ def test_view_serves_the_page_over_the_records(tmp_path):
         assert [row["id"] for row in fleet["runs"]] == ["late-find-1", "runaway-1"]
         with urllib.request.urlopen(base + "/api/runs/late-find-1", timeout=30) as r:
             detail = json.loads(r.read())
-        assert detail["curve"]["n"] == 12 and detail["run"]["state"] == "finished"
+        assert detail["curve"]["n"] == 14 and detail["run"]["state"] == "finished"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
