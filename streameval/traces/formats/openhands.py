@@ -33,8 +33,6 @@ from streameval.model import BadLine, RunEnd, RunInfo, ToolCall, TraceEvent, Usa
 from streameval.traces.formats.base import Adapter
 from streameval.traces.formats.document import DocumentAdapter
 from streameval.traces.formats.jsonl import (
-    as_cost,
-    as_count,
     as_dict,
     as_str,
     decode_object,
@@ -42,10 +40,14 @@ from streameval.traces.formats.jsonl import (
     head_text,
     parse_timestamp,
     shell_failed,
-    token_usage,
     unread_action,
 )
-from streameval.traces.formats.openhands_sdk import is_sdk_history, sdk_events, sdk_instance
+from streameval.traces.formats.openhands_sdk import (
+    is_sdk_history,
+    metrics_usage,
+    sdk_events,
+    sdk_instance,
+)
 
 __all__ = ["OpenHandsAdapter", "OpenHandsEventsAdapter"]
 
@@ -190,16 +192,7 @@ class _Instance:
                       lineno=self.lineno)
 
     def _usage(self) -> Usage | None:
-        metrics = as_dict(self.obj.get("metrics")) or self.last_metrics
-        if not metrics:
-            return None
-        tokens = as_dict(metrics.get("accumulated_token_usage"))
-        prompt = as_count(tokens.get("prompt_tokens"))
-        cached = min(as_count(tokens.get("cache_read_tokens")), prompt)
-        return Usage(token_usage(prompt - cached, tokens.get("completion_tokens"), cached,
-                                 tokens.get("cache_write_tokens")),
-                     cost_usd=as_cost(metrics.get("accumulated_cost")), cumulative=True,
-                     lineno=self.lineno)
+        return metrics_usage(as_dict(self.obj.get("metrics")) or self.last_metrics, self.lineno)
 
     # ------------------------------------------------------------------ events
     def _action(self, event: dict, n: int) -> None:

@@ -47,7 +47,7 @@ from streameval.traces.formats.jsonl import (
     unread_action,
 )
 
-__all__ = ["OpenHandsSdkAdapter", "sdk_events", "sdk_instance", "is_sdk_history"]
+__all__ = ["OpenHandsSdkAdapter", "sdk_events", "sdk_instance", "is_sdk_history", "metrics_usage"]
 
 #: event kinds that answer a tool call
 _ANSWERS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
@@ -119,7 +119,7 @@ def sdk_instance(obj: dict, lineno: int, fallback_id: str) -> list[TraceEvent]:
         if isinstance(event, dict):
             out.extend(reader.event(event, lineno))
     out.extend(reader.flush())
-    usage = _usage(as_dict(obj.get("metrics")), lineno)
+    usage = metrics_usage(as_dict(obj.get("metrics")), lineno)
     if usage is not None:
         out.append(usage)
     error = obj.get("error")
@@ -131,8 +131,9 @@ def sdk_instance(obj: dict, lineno: int, fallback_id: str) -> list[TraceEvent]:
     return out
 
 
-def _usage(metrics: dict, lineno: int) -> Usage | None:
-    """The run's accumulated tokens and cost, when the line states them."""
+def metrics_usage(metrics: dict, lineno: int) -> Usage | None:
+    """The run's accumulated tokens and cost, when OpenHands' ``metrics`` state them (one
+    reading for the SDK's lines and the older evaluation outputs alike)."""
     if not metrics:
         return None
     tokens = as_dict(metrics.get("accumulated_token_usage"))
