@@ -269,7 +269,7 @@ def test_screenshots_of_the_example_runs(tmp_path, page):
         page.screenshot("page-fleet.png")
         page.tab.click("text=example-run-1")
         page.tab.wait_for_function(
-            "() => document.querySelector('polyline[data-granularity=line]')?.dataset.points === '12'")
+            "() => document.querySelector('polyline[data-granularity=line]')?.dataset.points === '14'")
         page.tab.wait_for_selector("section.strip rect.edited", state="attached")
         time.sleep(0.2)
         page.screenshot("page-run.png")
@@ -281,6 +281,10 @@ def test_screenshots_of_the_example_runs(tmp_path, page):
 def curves(tab) -> dict[str, str]:
     return dict(tab.eval_on_selector_all(
         "polyline.series", "ls => ls.map(l => [l.dataset.granularity, l.getAttribute('points')])"))
+
+
+#: the example runs' steps (an Edit's printed snippet is a read: example-run-1's two count)
+STEPS = {"example-run-1": 14, "late-find-1": 12}
 
 
 def test_view_html_opens_from_a_file_with_the_live_page_curves(tmp_path, page):
@@ -296,12 +300,14 @@ def test_view_html_opens_from_a_file_with_the_live_page_curves(tmp_path, page):
     w = Streameval("watch", str(runs), *sources, "--patch-grace", "0", cwd=tmp_path)
     live = {}
     try:
-        for run_id in ("example-run-1", "late-find-1"):
+        for run_id, steps in STEPS.items():
             wait_for_run(w, run_id)
             page.tab.goto(f"{w.base}/runs/{run_id}")
             page.tab.wait_for_function(
-                "() => document.querySelector('polyline[data-granularity=line]')?.dataset.points === '12'")
+                "n => document.querySelector('polyline[data-granularity=line]')?.dataset.points === n",
+                arg=str(steps))
             live[run_id] = curves(page.tab)
+        page.tab.goto("about:blank")     # no poll of the live page may reach a stopped server
     finally:
         w.stop()
     from streameval.commands.main import main
