@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -56,11 +57,16 @@ def predictions(oracle: Path, size: int, work: Path) -> Path:
     return out
 
 
+#: as a user's install runs: with its bytecode cache (a sandbox may set
+#: PYTHONDONTWRITEBYTECODE, which makes every start compile every module it imports)
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(python: str, checkout: Path, pred: Path, extra: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run([python, "-m", "streameval", "replay", str(pred), "--gold", str(parity.GOLD),
                     "--repos", str(parity.REPOS), "--quiet", "--out", "/dev/null", *extra],
-                   check=True, capture_output=True, cwd=checkout)
+                   check=True, capture_output=True, cwd=checkout, env=_ENV)
     return time.perf_counter() - t0
 
 

@@ -33,6 +33,17 @@ def test_the_command_line_loads_no_numpy_until_a_comparison_runs():
     assert out.stdout.strip() == "[]"
 
 
+def test_replay_loads_neither_the_watcher_nor_its_server():
+    """A plain replay builds only its own options: the watcher, uvicorn and the page were a
+    third of a short replay's time (benchmarks/bench_versions.py)."""
+    code = ("import sys, contextlib, io; from streameval.commands.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): main(['replay', '--help'])\n"
+            "print([m for m in ('uvicorn', 'streameval.live.watch', 'streameval.playback.reenact',"
+            " 'streameval.live.page') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_port_and_host_come_from_the_environment(monkeypatch):
     monkeypatch.delenv("STREAMEVAL_PORT", raising=False)
     monkeypatch.delenv("STREAMEVAL_HOST", raising=False)

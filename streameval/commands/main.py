@@ -25,7 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """All commands' options, or with ``only`` that command's alone: the others are listed
+    but not imported, so that ``replay`` does not load the watcher, its server and the page
+    (a third of a short replay's time went to importing them)."""
     parser = Parser(
         prog="streameval",
         description="Score coding agents while they run: ContextBench context metrics from "
@@ -34,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (module, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_, formatter_class=Formatter)
+        if only is not None and name != only:
+            continue
         mod = importlib.import_module(module)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -43,8 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import sys
 
-
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    # the command is the first word that is no option (the top level takes no values)
+    first = next((a for a in given if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # --help, --version, or a usage error already printed

@@ -24,7 +24,6 @@ from streameval.commands.options import (
     positive_float,
     positive_int,
 )
-from streameval.playback.reenact import LiveTable, default_linger, reenact, traces_of
 from streameval.report import tables as report
 from streameval.report.columns import write_parquet
 from streameval.report.gate import GateError, Threshold, fail_under, parse_thresholds
@@ -149,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_live(args: argparse.Namespace, context: BatchContext) -> int:
     """``--live``: agent traces are played into a watched directory (see live/reenact)."""
+    # here, not at the top: the watcher, its server and the page are ~0.25 s of imports
+    # that a plain replay, the common case, never needs
+    from streameval.playback.reenact import LiveTable, default_linger, reenact, traces_of
 
     traces = traces_of(args.inputs)   # named as replay names them: the same run ids
     if not traces:

@@ -106,7 +106,7 @@ def test_view_serves_the_page_over_the_records(tmp_path):
         assert [row["id"] for row in fleet["runs"]] == ["late-find-1", "runaway-1"]
         with urllib.request.urlopen(base + "/api/runs/late-find-1", timeout=30) as r:
             detail = json.loads(r.read())
-        assert detail["curve"]["n"] == 14 and detail["run"]["state"] == "finished"
+        assert detail["curve"]["n"] == 12 and detail["run"]["state"] == "finished"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
