@@ -285,7 +285,8 @@ class Probe:
 
 def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None, args=None):
     from streameval.live.table import RunTable
-    from streameval.live.watch import WatchConfig, Watcher, load_resources
+    from streameval.live.watch import WatchConfig, Watcher
+    from streameval.runs.resources import load_resources
 
     class ProbedTable(RunTable):
         def add(self, run) -> None:
@@ -574,7 +575,8 @@ def phase_exposition(args, work: Path) -> dict:
     from prometheus_client import CollectorRegistry
     from prometheus_client.exposition import choose_encoder
 
-    from streameval.live.exporter import RunsCollector, _fast_encoding
+    from streameval.live.exporter import RunsCollector
+    from streameval.live.exposition import _fast_encoding, render
 
     repo, gold = make_setup(work)
     pool = CallPool(repo)
@@ -600,7 +602,7 @@ def phase_exposition(args, work: Path) -> dict:
         t0 = time.perf_counter()
         lib = encoder(registry)
         t1 = time.perf_counter()
-        fast = collector.render(encoder, _fast_encoding(encoder))
+        fast = render(collector, encoder, _fast_encoding(encoder))
         t2 = time.perf_counter()
         same = lib == fast
         out["identical"] &= same
