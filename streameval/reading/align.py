@@ -307,26 +307,30 @@ def _match_run(texts: list[str], base: BaseText, out: list[int | None], lo_i: in
         sm = difflib.SequenceMatcher(None, shown[::-1], stretch[::-1], autojunk=False)
         for a, b, size in sm.get_matching_blocks():
             first = hi_i - a - size         # the block's first shown line, its base line
-            if edge and _stray(texts, first, size, hi_b - b - size, a == 0 and b == 0, expect):
+            if edge and _stray(texts, base, first, size, hi_b - b - size, a == 0 and b == 0, expect):
                 continue
             for j in range(size):
                 out[hi_i - 1 - (a + j)] = hi_b - 1 - (b + j)
         return
     sm = difflib.SequenceMatcher(None, shown, stretch, autojunk=False)
     for a, b, size in sm.get_matching_blocks():
-        if edge and _stray(texts, lo_i + a, size, lo_b + b, a == 0 and b == 0, expect):
+        if edge and _stray(texts, base, lo_i + a, size, lo_b + b, a == 0 and b == 0, expect):
             continue
         for j in range(size):
             out[lo_i + a + j] = lo_b + b + j
 
 
-def _stray(texts: list[str], i: int, size: int, b: int, beside: bool,
+def _stray(texts: list[str], base: BaseText, i: int, size: int, b: int, beside: bool,
            expect: Sequence[int | None] | None) -> bool:
     """Beyond the last anchor, a matched block of lines with no word in them (blank
     lines, ``)``, ``}``), away from the anchor and from where the map expects them, is a
     coincidence: such lines are everywhere, and an edit between moved them (the agent's
-    own, as a diff says)."""
-    if beside or size == 0 or any(c.isalnum() for t in texts[i:i + size] for c in t):
+    own, as a diff says). Not when one of them occurs once in the file: then it is where
+    it is, as any unique line is."""
+    block = texts[i:i + size]
+    if beside or size == 0 or any(c.isalnum() for t in block for c in t):
+        return False
+    if any(len(base.positions(t)) == 1 for t in block):
         return False
     return expect is None or expect[i] != b
 

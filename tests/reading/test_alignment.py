@@ -359,3 +359,16 @@ def test_a_leading_line_that_is_not_blank_is_not_credited(b):
     shown = current(BASE_LINES, 33, 40)            # 31-32 were not blank: not trimmed
     out = b.consume(bash("sed -n '31,40p' pkg/mod.py", shown))
     assert out.step.spans == {"pkg/mod.py": [(33, 40)]}
+
+
+def test_a_blank_line_found_once_in_the_file_is_placed_past_an_agent_line():
+    """Found by the property above: after the anchor ``u2``, the agent's line, then the
+    file's only blank line. Blank lines are usually a coincidence away from the anchor;
+    one that occurs once in the file is where it is."""
+    base = ["u0", "u1", "u2", "", "u4"]
+    text = BaseText(("\n".join(base) + "\n").encode())
+    assert align(["u2", "agent line", ""], text, [1, 2, 3]) == [3, None, 4]
+    # two blank lines in the file: the block stays unplaced rather than guessed
+    base2 = ["u0", "", "u2", "", "u4"]
+    text2 = BaseText(("\n".join(base2) + "\n").encode())
+    assert align(["u2", "agent line", ""], text2, [1, 2, 3]) == [3, None, None]

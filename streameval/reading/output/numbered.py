@@ -43,7 +43,7 @@ _EXPANDED = re.compile(r"^( *)(\d{1,9})(?:( +)(.*?)|)\r?$", re.M)
 ELISION = re.compile(r"^\s*\d{1,9} \.\.\. eliding lines \d+-\d+ \.\.\.\s*$")
 _SEARCH = re.compile(r"^[ \t]*\d{1,9}(?:\t|→)", re.M)
 #: the output's last line only a number: a numbered blank line whose tab was trimmed
-_TRIMMED_LAST = re.compile(r"(?:^|\n)[ \t]*(\d{1,9})[ \t]*\Z")
+_TRIMMED_LAST = re.compile(r"[ \t]*(\d{1,9})[ \t]*")   # the whole last line (fullmatch)
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ def parse_numbered(text: str, style: str = "tab") -> Numbered:
             return _expanded(text)
         numbers = list(map(int, (n for n, _ in found)))
         lines = [t for _, t in found]
-        end = _TRIMMED_LAST.search(text) if style == "tab" and found else None
+        end = _TRIMMED_LAST.fullmatch(text, text.rfind("\n") + 1) if style == "tab" and found else None
         if end is not None and int(end.group(1)) == numbers[-1] + 1:
             # `cat -n f` whose last line is blank, in a harness that trims the output's
             # trailing white space (Claude Code): the number alone, its tab gone
