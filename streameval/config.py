@@ -33,28 +33,6 @@ def port() -> int:
     return value
 
 
-#: how often (seconds) CPython hands the interpreter lock to another thread while the
-#: watcher serves HTTP: scoring holds it in long stretches, and every step of answering a
-#: request (read, parse, hand to a pool, write) waits for a hand-over; Python's 5 ms
-#: default makes a request that needs a few dozen wait hundreds of milliseconds
-DEFAULT_SWITCH_INTERVAL = 0.005
-SWITCH_INTERVAL_ENV = "STREAMEVAL_SWITCH_INTERVAL"
-
-
-def switch_interval() -> float:
-    """``STREAMEVAL_SWITCH_INTERVAL`` (seconds, 0.0001-0.1) or the default."""
-    raw = os.environ.get(SWITCH_INTERVAL_ENV)
-    if not raw:
-        return DEFAULT_SWITCH_INTERVAL
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SystemExit(f"streameval: {SWITCH_INTERVAL_ENV}={raw!r} is not a number of seconds") from None
-    if not 0.0001 <= value <= 0.1:
-        raise SystemExit(f"streameval: {SWITCH_INTERVAL_ENV}={raw!r} is out of range (0.0001-0.1)")
-    return value
-
-
 #: the bearer token pushed runs must carry (``watch --ingest``)
 INGEST_TOKEN_ENV = "STREAMEVAL_INGEST_TOKEN"
 

@@ -16,10 +16,8 @@ import asyncio
 import errno
 import logging
 import socket
-import sys
 import threading
 
-from streameval import config
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import UsageError
 from streameval.live.asgi import App
@@ -125,7 +123,6 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
     from streameval.live.exporter import RunsCollector
     from streameval.live.exposition import MetricsRoute, prerender
 
-    sys.setswitchinterval(config.switch_interval())   # the server shares the lock with scoring
     own = registry is None
     registry = registry if registry is not None else CollectorRegistry()
     bounds = {k: v for k, v in (("per_run_series", per_run_series),
