@@ -40,22 +40,8 @@ def to_python(expr: str, extended: bool, sed: bool = False) -> str:
             out.append(text)
             continue
         if ch == "\\" and i + 1 < len(expr):
-            nxt = expr[i + 1]
+            out.append(_escaped(expr[i + 1], extended, sed))
             i += 2
-            if nxt == "<":
-                out.append(r"\b(?=\w)")
-            elif nxt == ">":
-                out.append(r"\b(?<=\w)")
-            elif nxt.isdigit():
-                if not sed:
-                    raise Unsupported("back-reference")
-                out.append("\\" + nxt)
-            elif not extended and nxt in _BRE_LITERAL:
-                out.append(nxt)                  # \( \) \{ \} \| \+ \? are special
-            elif nxt in "wWsSbB" or (sed and nxt in "nt"):
-                out.append("\\" + nxt)
-            else:
-                out.append(re.escape(nxt))
             continue
         if not extended and ch in _BRE_LITERAL:
             out.append("\\" + ch)
@@ -70,6 +56,23 @@ def to_python(expr: str, extended: bool, sed: bool = False) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _escaped(nxt: str, extended: bool, sed: bool) -> str:
+    """``\\`` then ``nxt``, in Python's dialect."""
+    if nxt == "<":
+        return r"\b(?=\w)"
+    if nxt == ">":
+        return r"\b(?<=\w)"
+    if nxt.isdigit():
+        if not sed:
+            raise Unsupported("back-reference")
+        return "\\" + nxt
+    if not extended and nxt in _BRE_LITERAL:
+        return nxt                          # \( \) \{ \} \| \+ \? are special
+    if nxt in "wWsSbB" or (sed and nxt in "nt"):
+        return "\\" + nxt
+    return re.escape(nxt)
 
 
 _ASSERTIONS = (r"\b(?=\w)", r"\b(?<=\w)", r"\b", r"\B")
