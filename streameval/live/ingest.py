@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from streameval.live import heap
 from streameval.live.asgi import INGEST, App, Refused, Request, Response
 from streameval.live.scorewait import SCORE_WAIT, ScoreWaits
 from streameval.traces.ingest import claude_lines, otlp, payload, transcript
@@ -42,9 +43,12 @@ SETTLING_MAX = 10_000
 #: the spool folder inside the watched directory (its files are traces like any other)
 SPOOL_NAME = "ingest"
 #: a body this big is decoded by at most ``HEAVY_AT_ONCE`` threads at a time: decoded,
-#: 8 MiB of OTLP JSON is some 40 MB of objects, and eight at once would be 320 MB
+#: 8 MiB of OTLP JSON is some 40 MB of objects, and eight at once would be 320 MB. One:
+#: decoding holds the interpreter lock, so a second decode at once ran no sooner and
+#: only added its 40 MB to the peak (the others wait admitted, within the in-flight
+#: budget, and nothing is answered before it is on disk)
 HEAVY = 1 << 20
-HEAVY_AT_ONCE = 2
+HEAVY_AT_ONCE = 1
 
 
 @dataclass
@@ -320,7 +324,9 @@ def ingest_routes(watcher, token: str | None = None, max_runs: int = 1000) -> In
     """The ingest routes of ``watcher``: its spool under the watched directory (runs
     open while pushed to within its idle timeout), its answers from the watcher (scored
     up to where, steering), its counts exported. The watcher tells the score waits
-    after every batch."""
+    after every batch. glibc's malloc is told to give big freed buffers back
+    (``live.heap``): the bodies' buffers are what it would otherwise keep."""
+    heap.fix_mmap_threshold()
     spool = Spool(watcher.cfg.root / SPOOL_NAME, max_runs, idle=watcher.cfg.idle_timeout)
     st = watcher.table.stats
     routes = IngestRoutes(spool, token=token, processed=watcher.processed_up_to,

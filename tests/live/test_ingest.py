@@ -249,3 +249,23 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     res = load_resources(str(s.gold), None, str(s.repo))
     [line] = out.read_bytes().splitlines()
     assert line + b"\n" == record_line(evaluate_trace(pushed, res, root=runs)[0])
+
+
+def test_one_big_body_is_decoded_at_a_time(tmp_path):
+    # decoding holds the interpreter lock: a second big decode at once is no sooner,
+    # only another ~40 MB of objects at the peak (8 MiB of OTLP JSON)
+    from streameval.live.ingest import HEAVY, IngestRoutes
+    from streameval.traces.ingest.spool import Spool
+
+    routes = IngestRoutes(Spool(tmp_path / "spool"))
+    calls = []
+
+    def store_now(route, path, request, body):
+        calls.append(routes._heavy.acquire(blocking=False))   # another big one now?
+        return route
+
+    routes._store_now = store_now
+    with routes._heavy:   # a big body being decoded
+        assert routes._store("logs", "/v1/logs", None, bytearray(HEAVY - 1)) == "logs"
+    assert routes._store("logs", "/v1/logs", None, bytearray(HEAVY)) == "logs"
+    assert calls == [False, False]

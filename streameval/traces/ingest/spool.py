@@ -153,7 +153,7 @@ class Spool:
                     dup += 1
                     continue
                 if e.key is not None:
-                    seen.add(e.key)
+                    seen.add(_own(e.key))
                 fresh.append(e)
             data = b"".join(_line(ln) for e in fresh for ln in e.lines if ln.strip())
             self._write(run, data, meta)
@@ -358,6 +358,14 @@ class _Claim:
     def __exit__(self, *exc) -> None:
         self.run.lock.release()
         self.spool._release(self.run)
+
+
+def _own(key: str) -> str:
+    """A copy of ``key`` that shares no memory with the request it came from. A key
+    is kept as long as its run is open; kept as the decoded request's own string, one
+    call id every few KB of a body keeps that body's allocator pools (and their arenas)
+    from ever being given back: after 8 OTLP bodies of 8 MiB, ~24 MB more RSS."""
+    return key.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
 
 
 def _line(line: bytes) -> bytes:
