@@ -388,6 +388,17 @@ class Watcher:
                 f.poll(now)
         self._after_batch()
 
+    def _grew_unseen(self, f: TraceFollower, now: float) -> bool:
+        """One last read before a run ends as idle: an append whose file event never
+        came (its directory was renamed just before) is growth, and its lines are the
+        run's; ending the run would score it without them."""
+        if path_kind(f.path) == "missing":
+            return False
+        grew = f.poll(now) > 0
+        if grew:
+            self._after_batch()
+        return grew
+
     def _after_batch(self) -> None:
         for listener in self.listeners:
             listener(self)
@@ -432,7 +443,8 @@ class Watcher:
                 continue   # finished and released
             if f.reader is not None and not f.closed and f.ended_by_trace():
                 f.finish("end", now)
-            if not f.closed and now - f.last_growth > self.cfg.idle_timeout:
+            if not f.closed and now - f.last_growth > self.cfg.idle_timeout \
+                    and not self._grew_unseen(f, now):
                 # a file whose format was never known ends too: its record is the
                 # error replay gives for it
                 f.finish("idle", now)

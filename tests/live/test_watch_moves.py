@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 import orjson
-from claude_run import APP, UTIL, Claude, append, make_setup, wait_until, watcher
+from claude_run import APP, UTIL, Claude, append, make_setup, started, wait_until, watcher
 
 
 def _steps(port: int, run_id: str) -> float:
@@ -91,3 +91,28 @@ def test_a_renamed_trace_keeps_its_run_id_and_key_across_a_restart(env, tmp_path
     again.scan()
     again.tick(now=time.time() + 10)
     assert out.read_bytes().count(b"\n") == 1
+
+
+def test_lines_whose_file_event_never_came_are_read_before_the_run_ends_idle(tmp_path):
+    """The watcher above lost the read appended just after the rename about 1 run in 8:
+    no event came for it, and the run ended idle without it. A run is read once more
+    before it ends as idle."""
+    from streameval.runs.resources import load_resources
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    (runs / "r1").mkdir(parents=True)
+    (runs / "r1" / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r1"}))
+    trace = runs / "r1" / "trace.jsonl"
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
+    res = load_resources(str(s.gold), None, str(s.repo))
+    w = started(runs, res, tmp_path, idle=10.0, rescan=3600.0)
+    (run,) = w.table.runs.values()
+    assert run.session.num_steps == 1
+    append(trace, *c.read("src/util.py", UTIL, 1, 5))    # and no event tells the watcher
+    w.tick(now=w.followers[trace].last_growth + 60.0)
+    assert run.session.num_steps == 2 and not w.followers[trace].closed
+    w.tick(now=w.followers[trace].last_growth + 60.0)      # now it is idle: it ends
+    (rec,) = [orjson.loads(x) for x in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    assert rec["num_steps"] == 2 and rec["end_reason"] == "idle"
