@@ -18,21 +18,18 @@ an inserted block under a numbered window, and a harness-cut edge line.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from claude_run import started
 from gitrepo import make_repo
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "live"))
-from claude_run import started  # noqa: E402
-
-from streameval.model import RunInfo, ToolCall  # noqa: E402
-from streameval.reading.steps import StepBuilder  # noqa: E402
-from streameval.runs.evaluate import evaluate_trace  # noqa: E402
-from streameval.runs.resources import load_resources  # noqa: E402
-from streameval.sources.repo import GitRepo  # noqa: E402
-from streameval.traces.files import iter_lines, open_adapter  # noqa: E402
+from streameval.model import RunInfo, ToolCall
+from streameval.reading.steps import StepBuilder
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
+from streameval.sources.repo import GitRepo
+from streameval.traces.files import iter_lines, open_adapter
 
 
 def _func(name: str, body: str) -> list[str]:
