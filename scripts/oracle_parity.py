@@ -215,9 +215,13 @@ def oracle_run(oracle: Path, pred: Path, out: Path) -> list[dict]:
 
 def ours_run(python: str, pred: Path, out: Path) -> list[dict]:
     repo_root = Path(__file__).resolve().parent.parent
-    subprocess.run([python, "-m", "streameval", "replay", str(pred), "--gold", str(GOLD),
-                    "--repos", str(REPOS), "--out", str(out), "--quiet"], check=True,
-                   capture_output=True, cwd=repo_root)
+    # exit 1 says some records are error records (the edge cases hold bad predictions on
+    # purpose): those are compared with the evaluator's errors below; 2 is a usage error
+    done = subprocess.run([python, "-m", "streameval", "replay", str(pred), "--gold", str(GOLD),
+                           "--repos", str(REPOS), "--out", str(out), "--quiet"],
+                          capture_output=True, cwd=repo_root, text=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"streameval replay {pred}: exit {done.returncode}: {done.stderr[-2000:]}")
     return [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
 
 
