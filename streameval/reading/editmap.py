@@ -272,13 +272,7 @@ class EditMap:
         if f is None or f.lines is None or f.uncertain:
             return
         new = f.lines
-        lo = 0
-        top = min(len(lines), len(new))
-        while lo < top and lines[lo] == new[lo]:
-            lo += 1
-        hi = 0
-        while hi < top - lo and lines[-1 - hi] == new[-1 - hi]:
-            hi += 1
+        lo, hi = _equal_ends(lines, new)
         mid = block_ids(lines[lo:len(lines) - hi], ids[lo:len(ids) - hi],
                         new[lo:len(new) - hi])
         f.runs = compress(ids[:lo] + mid + ids[len(ids) - hi:])
@@ -370,13 +364,7 @@ class EditMap:
         """
         assert f.lines is not None
         old_lines = f.lines[start:start + count]
-        lo = 0
-        top = min(len(old_lines), len(new_lines))
-        while lo < top and old_lines[lo] == new_lines[lo]:
-            lo += 1
-        hi = 0
-        while hi < top - lo and old_lines[-1 - hi] == new_lines[-1 - hi]:
-            hi += 1
+        lo, hi = _equal_ends(old_lines, new_lines)
         if lo == len(old_lines) == len(new_lines):
             return
         old_mid = old_lines[lo:len(old_lines) - hi]
@@ -532,3 +520,15 @@ def _windows(seen: Window | tuple[tuple[int, ...], tuple[str, ...]]) -> list[Win
         out.append(Window(numbers[i], list(numbers[i:j]), list(texts[i:j])))
         i = j
     return out
+
+
+def _equal_ends(a: list[str], b: list[str]) -> tuple[int, int]:
+    """How many lines ``a`` and ``b`` share at their start, then at their end (not
+    overlapping the start): only the middle needs a diff."""
+    lo, top = 0, min(len(a), len(b))
+    while lo < top and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < top - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
+    return lo, hi
