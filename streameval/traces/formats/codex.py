@@ -212,6 +212,10 @@ class CodexAdapter(TypedJsonlAdapter):
         if opener is None:
             return []  # message, reasoning, and items we do not use
         call_id = payload.get("call_id", payload.get("id"))
+        if call_id is None and kind == "web_search_call":
+            # rollouts of 2026 write web searches with no id at all; answered inline, they
+            # pair with nothing, so the line names the call (the same in replay and watch)
+            call_id = f"web_search_call@{lineno}"
         if not isinstance(call_id, str):
             return [unread_action(lineno, f"a {kind} without a call_id")]
         tool, tool_input = opener(payload)

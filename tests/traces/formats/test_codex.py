@@ -159,6 +159,31 @@ def test_exec_file_change_mcp_and_web_search_items():
     assert calls[2].input == {"query": "codex json"}
 
 
+#: two lines of a real rollout (Tdub206/PeeDom at 122a56e, Apache-2.0,
+#: PeeDom-thread-export/transcripts/archived/rollout-2026-03-19T02-42-20-019d0579-....jsonl):
+#: web searches with no id at all
+PEEDOM_SEARCHES = [
+    b'{"timestamp":"2026-03-19T09:44:24.202Z","type":"response_item","payload":{"type":'
+    b'"web_search_call","status":"completed","action":{"type":"search","query":"site:openai.com'
+    b' Codex MCP config.toml remote_mcp_client_enabled mcp add"}}}',
+    b'{"timestamp":"2026-03-19T09:44:25.366Z","type":"response_item","payload":{"type":'
+    b'"web_search_call","status":"completed","action":{"type":"open_page","url":'
+    b'"https://platform.openai.com/docs/docs-mcp"}}}',
+]
+
+
+def test_rollout_web_searches_without_an_id_are_calls_named_by_their_line():
+    """The wild survey counted 189 such searches as actions read as no call."""
+    adapter = CodexAdapter()
+    events = [e for n, raw in enumerate(PEEDOM_SEARCHES, 7) for e in adapter.feed(raw, n)]
+    calls = calls_of(events)
+    assert [(c.call_id, c.tool) for c in calls] == [
+        ("web_search_call@7", "web_search"), ("web_search_call@8", "web_search")]
+    assert calls[0].input["query"].startswith("site:openai.com Codex MCP")
+    assert calls[1].input["action"] == "open_page"
+    assert not [e for e in events if isinstance(e, BadLine)]
+
+
 def test_exec_error_event_yields_nothing_and_turn_failed_ends_the_run():
     adapter = CodexAdapter()
     assert adapter.feed(line({"type": "error", "message": "usage limit"}), 1) == []
