@@ -168,9 +168,12 @@ def phase_hooks(impl, work: Path, args) -> dict:
     files = {rel: (work / "repo" / rel).read_text().split("\n") for rel in STDLIB_FILES}
     path = f"/v1/hooks/claude?instance_id={INSTANCE}"
 
+    pre_only = args.hook_events == "pre"
+
     def make(i: int):
-        event = "PreToolUse" if i % 2 == 0 else "PostToolUse"
-        return "POST", path, _read_hook(files, i // 2, 100, event), "application/json"
+        event = "PreToolUse" if pre_only or i % 2 == 0 else "PostToolUse"
+        k = i if pre_only else i // 2
+        return "POST", path, _read_hook(files, k, 100, event), "application/json"
 
     try:
         cpu = w.cpu_seconds()
@@ -276,6 +279,8 @@ def main() -> None:
     p.add_argument("--phases", default=",".join(PHASES))
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--hook-rate", type=float, default=1000.0)
+    p.add_argument("--hook-events", choices=("both", "pre"), default="both",
+                   help="pre: PreToolUse only, nothing to score (the HTTP front alone)")
     p.add_argument("--line-rate", type=float, default=5000.0)
     p.add_argument("--json", type=Path)
     args = p.parse_args()
