@@ -122,6 +122,18 @@ def trace_in(runs: Path, s, name: str = "r1", **meta) -> Path:
     return d / "trace.jsonl"
 
 
+def edit_lines(c: Claude, path: str, old: str, new: str) -> list[bytes]:
+    """An Edit of ``path`` (old -> new) and its answer, as Claude Code writes them."""
+    c.n += 1
+    tid = f"toolu_e{c.n}"
+    use = {"type": "assistant", "message": {"id": f"m{c.n}", "role": "assistant", "content": [
+        {"type": "tool_use", "id": tid, "name": "Edit",
+         "input": {"file_path": f"/workspace/demo/{path}", "old_string": old, "new_string": new}}]}}
+    res = {"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": tid, "type": "tool_result", "content": "The file has been updated."}]}}
+    return [json.dumps(use).encode(), json.dumps(res).encode()]
+
+
 def reads(c: Claude, *specs: tuple[str, int, int]) -> list[bytes]:
     out: list[bytes] = []
     for path, a, b in specs:

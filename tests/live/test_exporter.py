@@ -5,23 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup
+from claude_run import APP, UTIL, Claude, edit_lines, make_setup
 from prometheus_client import CollectorRegistry, generate_latest
 
 from streameval.live.exporter import RunsCollector
 from streameval.live.watch import WatchConfig, Watcher
 from streameval.runs.resources import load_resources
-
-
-def edit_lines(c: Claude, path: str, old: str, new: str) -> list[bytes]:
-    c.n += 1
-    tid = f"toolu_e{c.n}"
-    use = {"type": "assistant", "message": {"id": f"m{c.n}", "role": "assistant", "content": [
-        {"type": "tool_use", "id": tid, "name": "Edit",
-         "input": {"file_path": f"/workspace/demo/{path}", "old_string": old, "new_string": new}}]}}
-    res = {"type": "user", "message": {"role": "user", "content": [
-        {"tool_use_id": tid, "type": "tool_result", "content": "The file has been updated."}]}}
-    return [json.dumps(use).encode(), json.dumps(res).encode()]
 
 
 def setup(tmp_path):

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from claude_run import APP, WORKSPACE, Claude
-from test_exporter import edit_lines
+from claude_run import APP, WORKSPACE, Claude, edit_lines
 
 from streameval.report.goldview import edited_lines, gold_files
 from streameval.report.journal import RunJournal

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from claude_run import APP, UTIL, Claude, append, make_setup
+from claude_run import APP, UTIL, Claude, append, edit_lines, make_setup
 from gitrepo import make_repo
-from test_exporter import edit_lines
 
 from streameval.commands.main import main
 from streameval.runs.evaluate import evaluate_trace
