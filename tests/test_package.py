@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from fixture_paths import EXAMPLES
 
 import streameval
 from streameval import config
@@ -42,6 +43,23 @@ def test_replay_loads_neither_the_watcher_nor_its_server():
             " 'streameval.live.page') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_unified_predictions_are_scored_without_the_shell_reading(tmp_path):
+    """Stated contexts are never read from tool output: a replay of unified predictions
+    builds no StepBuilder and imports none of reading's shell (bench_versions: the whole
+    process of a short replay)."""
+    ex = EXAMPLES
+    out = tmp_path / "u.jsonl"
+    code = ("import sys; from streameval.commands.main import main\n"
+            f"code = main(['replay', {str(ex / 'predictions.jsonl')!r}, '--gold', "
+            f"{str(ex / 'gold.jsonl')!r}, '--repo', {str(ex / 'repo')!r}, '--quiet', "
+            f"'--out', {str(out)!r}])\n"
+            "print(code, [m for m in ('streameval.reading.steps', 'streameval.reading.shell',"
+            " 'streameval.reading.toolmap') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0 []", done.stderr
+    assert out.read_text().count("\n") >= 1 and '"final"' in out.read_text()
 
 
 def test_port_and_host_come_from_the_environment(monkeypatch):

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from streameval import config
-from streameval.reading.toolmap import TOOL_MAP_HELP
 from streameval.runs.resources import load_resources
 
 GRAMMAR_CHOICES = ("contextbench", "official")
+#: the help of every command's --tool-map option
+TOOL_MAP_HELP = ("TOML map of tools that show code and streameval does not know by name "
+                 "(MCP servers): docs/metrics.md §6b, examples/tool-map.toml")
 
 
 class Parser(argparse.ArgumentParser):

@@ -37,12 +37,7 @@ from streameval.reading.output import grep as grep_out
 from streameval.reading.output.numbered import PIPE_LINE, numbered_read, parse_numbered
 from streameval.reading.shell.search import grep_reads
 
-__all__ = ["ToolMap", "ToolRule", "ToolMapError", "load_tool_map", "mapped_reads",
-           "TOOL_MAP_HELP"]
-
-#: the help of every command's --tool-map option
-TOOL_MAP_HELP = ("TOML map of tools that show code and streameval does not know by name "
-                 "(MCP servers): docs/metrics.md §6b, examples/tool-map.toml")
+__all__ = ["ToolMap", "ToolRule", "ToolMapError", "load_tool_map", "mapped_reads"]
 
 _SHOWS = ("file", "lines", "matches", "names")
 _COLON_LINE = re.compile(r"^\s*\d{1,9}:", re.M)

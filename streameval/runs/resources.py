@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streameval.errors import StreamevalError, UsageError
-from streameval.reading.toolmap import load_tool_map
 from streameval.runs.goldsets import GoldSources, PatchGold
 from streameval.sources.basetext import BaseTexts
 from streameval.sources.gold import load_gold
@@ -66,7 +65,7 @@ def load_resources(gold: str | None, repos: str | None, repo: str | None,
             raise UsageError(f"{option} {folder}: no such directory")
     repo_cache = RepoCache(repos, repo)
     try:
-        tools = load_tool_map(tool_map) if tool_map else None
+        tools = _tool_map(tool_map) if tool_map else None
         gold_set = load_gold(gold) if gold else None
         patches = _patch_gold(gold_from_patch, patch_context, repo_cache)
     except UsageError:
@@ -88,3 +87,11 @@ def _patch_gold(path: str | None, context: int, repos: RepoCache) -> PatchGold |
         raise UsageError(f"--patch-context {context}: a number of lines >= 0")
     rows, errors = load_patch_rows(path)
     return PatchGold(rows, errors, context, Path(path).name, repos)
+
+
+def _tool_map(path: str) -> ToolMap:
+    # here, not at the top: the map's readers pull in the whole shell reading, which
+    # unified predictions (stated, never shown) do not need at all
+    from streameval.reading.toolmap import load_tool_map
+
+    return load_tool_map(path)

@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.errors import Reason
 from streameval.intervals import IntervalSet
@@ -33,7 +33,6 @@ from streameval.model import (
     Usage,
 )
 from streameval.reading.paths import resolve_step
-from streameval.reading.steps import StepBuilder
 from streameval.scoring import verdict
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
@@ -41,6 +40,9 @@ from streameval.scoring.record import Record, error_record
 from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, UsageSoFar, token_counts
 from streameval.scoring.state import InstanceState
 from streameval.scoring.verdict import RunFacts
+
+if TYPE_CHECKING:
+    from streameval.reading.steps import StepBuilder
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +176,9 @@ class RunSession:
         self.states_context = states_context
         self.include_sidechain = include_sidechain
         self.error = error
-        self.builder = StepBuilder(view, texts=texts, tools=tools)
+        self._reading = (texts, tools)
+        self._builder: StepBuilder | None = None
+        self._released = False
         self.state = None
         if gold is not None and view is not None and error is None:
             self.state = InstanceState(gold, view, symbols)
@@ -203,9 +207,21 @@ class RunSession:
         #: observers called with (session, outcome) after every tool call (inspect, live)
         self.listeners: list[Callable[[RunSession, Any, ToolCall], None]] = []
 
+    @property
+    def builder(self) -> StepBuilder | None:
+        """What reads the tool calls; None once released. Made at its first use: unified
+        predictions state their steps and never need the shell's reading (a third of a
+        short replay's imports)."""
+        if self._builder is None and not self._released:
+            from streameval.reading.steps import StepBuilder
+
+            texts, tools = self._reading
+            self._builder = StepBuilder(self.view, texts=texts, tools=tools)
+        return self._builder
+
     # ------------------------------------------------------------------ events
     def handle(self, event: TraceEvent) -> None:
-        if self.builder is None:
+        if self._released:
             # released (``release_reading``): its record is written, and a trace that
             # grows again is read anew; nothing may change a record already out
             log.warning("run %s: event after its record was written; ignored",
@@ -367,7 +383,7 @@ class RunSession:
         key = self.extras.edits
         if self._provisional_cache is not None and self._provisional_cache[0] == key:
             return self._provisional_cache[1]
-        if self.builder is None:   # released after its record: the kept value stands
+        if self._released:   # released after its record: the kept value stands
             return self._provisional_cache[1] if self._provisional_cache else None
         value = editloc(self.builder.provisional_patch(), self.gold) if key else None
         self._provisional_cache = (key, value)
@@ -378,10 +394,11 @@ class RunSession:
         copies, path caches): a finished run whose record is written keeps only its
         numbers while it stays exported. Its provisional EditLoc is kept first; a
         trace that grows again is read anew from its first byte, never into this."""
-        if self.builder is None:
+        if self._released:
             return
         self.provisional_editloc()
-        self.builder = None
+        self._builder = None
+        self._released = True
         self.last_call = None
         self._resolved = {}
 
