@@ -59,3 +59,19 @@ def gold_stub(root: Path, gold, *instance_ids: str) -> Path:
             (root / span.file).parent.mkdir(parents=True, exist_ok=True)
             (root / span.file).touch()
     return root
+
+
+#: the test module's functions, in order; function k (from 0) starts at line 3 + 7 k
+FUNC_NAMES = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+
+
+def module_lines() -> list[str]:
+    """A two-line header, then eight functions of seven lines (alpha at 3, beta 10, gamma
+    17, delta 24, eps 31, zeta 38, eta 45, theta 52; 58 lines): distinctive ``def`` and
+    ``value = x * N`` lines between repeated ones (``if value:``, ``return None``, blank
+    lines), the shape that tells an alignment right from merely plausible."""
+    out = ['"""A module."""', "import os"]
+    for i, name in enumerate(FUNC_NAMES):
+        out += [f"def {name}(x):", f"    value = x * {i + 2}", "    if value:",
+                "        return value", "    return None", "", ""]
+    return out

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitrepo import make_repo
+from gitrepo import make_repo, module_lines
 
 from streameval.commands.main import main as streameval_main
 from streameval.live.watch import WatchConfig, Watcher
@@ -36,16 +36,9 @@ from streameval.runs.resources import load_resources
 INSTANCE = "demo__agents-1"
 
 
-def _func(name: str, body: str) -> list[str]:
-    return [f"def {name}(x):", f"    value = {body}", "    if value:", "        return value",
-            "    return None", "", ""]
-
-
 #: 1-2 header; eight functions of seven lines: alpha at 3, beta 10, gamma 17, delta 24,
 #: eps 31, zeta 38, eta 45, theta 52 ("def", "value = x * N", ...)
-NAMES = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
-MOD_LINES = ['"""A module."""', "import os"] + [
-    ln for i, n in enumerate(NAMES) for ln in _func(n, f"x * {i + 2}")]
+MOD_LINES = module_lines()
 MOD = "\n".join(MOD_LINES) + "\n"
 UTIL = "def helper(x):\n    return x\n\n\ndef other(y):\n    return y\n"
 BIG = "".join(f"line {i} of the big file\n" for i in range(1, 301))

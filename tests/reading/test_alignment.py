@@ -10,7 +10,7 @@ failing after an edit. Expected base lines are worked out by hand from ``BASE`` 
 from __future__ import annotations
 
 import pytest
-from gitrepo import make_repo
+from gitrepo import FUNC_NAMES, make_repo, module_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,22 +23,15 @@ from streameval.sources.repo import GitRepo
 T = "/testbed"
 
 
-def _func(name: str, body: str) -> list[str]:
-    return [f"def {name}(x):", f"    value = {body}", "    if value:", "        return value",
-            "    return None", "", ""]
-
-
 #: 1-2 header; then 8 functions of 7 lines each: alpha at 3, beta 10, gamma 17, delta 24,
 #: eps 31, zeta 38, eta 45, theta 52 (line 3+7k: "def ...", +4: "    return None")
-NAMES = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
-BASE_LINES = ['"""A module."""', "import os"] + [
-    ln for i, n in enumerate(NAMES) for ln in _func(n, f"x * {i + 2}")]
+BASE_LINES = module_lines()
 BASE = "\n".join(BASE_LINES) + "\n"
 BIG = "".join(f"line {i} of the big file\n" for i in range(1, 301))
 
 
 def line_of(name: str) -> int:
-    return 3 + 7 * NAMES.index(name)
+    return 3 + 7 * FUNC_NAMES.index(name)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from claude_run import started
-from gitrepo import make_repo
+from gitrepo import make_repo, module_lines
 
 from streameval.model import RunInfo, ToolCall
 from streameval.reading.steps import StepBuilder
@@ -31,16 +31,8 @@ from streameval.runs.resources import load_resources
 from streameval.sources.repo import GitRepo
 from streameval.traces.files import iter_lines, open_adapter
 
-
-def _func(name: str, body: str) -> list[str]:
-    return [f"def {name}(x):", f"    value = {body}", "    if value:", "        return value",
-            "    return None", "", ""]
-
-
-NAMES = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
 #: alpha at 3, beta 10, gamma 17, delta 24, eps 31, zeta 38, eta 45, theta 52 (58 lines)
-A = ['"""A module."""', "import os"] + [
-    ln for i, n in enumerate(NAMES) for ln in _func(n, f"x * {i + 2}")]
+A = module_lines()
 #: blank lines and `return None` as in a.py: a line of one credited in the other is wrong
 B = ['"""Helpers."""', "", "def one(x):", "    return None", "", "", "def two(x):",
      "    if x:", "        return x", "    return None", "", "", "def three(x):",
