@@ -109,6 +109,8 @@ class ClaudeAdapter(TypedJsonlAdapter):
         self._usage_seen: OrderedDict[str, _Counts] = OrderedDict()
         self._stream_cwd: str | None = None
         self._session_id: str | None = None
+        #: the session's model was told (a RunInfo naming it went out)
+        self._model_told = False
         #: decided at the first message line: the file is a sub-agent's own transcript
         #: (its sidechain lines are this run's), or None while not known
         self._subagent_file: bool | None = None
@@ -137,6 +139,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
             return []  # compact_boundary, stop_hook_summary, api_error, task_*...
         self._stream_cwd = as_str(obj.get("cwd"))
         self._session_id = as_str(obj.get("session_id"))
+        self._model_told = as_str(obj.get("model")) is not None
         return [RunInfo(session_id=self._session_id, agent="claude-code",
                         model=as_str(obj.get("model")), cwd=self._stream_cwd,
                         timestamp=parse_timestamp(obj.get("timestamp")), lineno=lineno)]
@@ -163,6 +166,14 @@ class ClaudeAdapter(TypedJsonlAdapter):
         info = self._session_info(obj, message, lineno)
         if info is not None:
             events.append(info)
+            self._model_told = info.model is not None
+        elif not self._model_told and self._session_id is not None \
+                and (obj.get("isSidechain") is not True or self._subagent_file) \
+                and (model := as_str(message.get("model"))) is not None:
+            # the session's first assistant line named no model (a pushed run's hook
+            # lines carry none): the first line that names one tells it
+            events.append(RunInfo(session_id=self._session_id, model=model, lineno=lineno))
+            self._model_told = True
         usage = self._pushed_usage(message, obj, lineno) if "usageSource" in obj \
             else self._usage_increment(message, obj, lineno)
         if usage is not None:

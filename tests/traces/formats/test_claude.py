@@ -334,6 +334,23 @@ def test_two_sessions_in_one_stream(real_fixtures: Path):
     assert len([e for e in events if isinstance(e, Usage) and e.cumulative]) == 2
 
 
+def test_a_pushed_runs_model_comes_from_the_first_line_that_names_one():
+    """Hook lines carry no model. When the first hook came before Claude Code had written
+    its first response to the transcript, the session's first assistant line named none,
+    and the record said ``unknown`` although later usage lines named it (the real-CLI
+    push test, about 2 runs in 3 under load)."""
+    from streameval.traces.ingest.claude_lines import usage_line
+
+    adapter = ClaudeAdapter()
+    events = run(adapter, [
+        assistant(tool_use("t1", file_path="/w/a.py"), sessionId="s1"),
+        usage_line("s1", "transcript", {"input_tokens": 5}, model="claude-x", cumulative=True),
+        usage_line("s1", "transcript", {"input_tokens": 9}, model="claude-y", cumulative=True),
+    ])
+    infos = [e for e in events if isinstance(e, RunInfo)]
+    assert [(i.session_id, i.model) for i in infos] == [("s1", None), ("s1", "claude-x")]
+
+
 def test_result_line_flushes_calls_of_the_finished_process():
     adapter = ClaudeAdapter()
     adapter.feed(line({"type": "system", "subtype": "init", "session_id": "s1", "cwd": "/w"}), 1)
