@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 from machine import describe
+from truth.sources import mirror_for
 
 from streameval.model import Read, ToolCall
 from streameval.reading.steps import StepBuilder
@@ -55,16 +56,6 @@ def base_commits() -> dict[str, str]:
 def git(gitdir: Path, *args: str) -> bytes:
     return subprocess.run(["git", "--git-dir", str(gitdir), *args], check=True,
                           capture_output=True).stdout
-
-
-def mirror_for(mirrors: Path, iid: str) -> Path | None:
-    owner, rest = iid.split("__", 1)
-    name = rest.rsplit("-", 1)[0]
-    for cand in (mirrors / f"{owner}+{name}" / "repo",
-                 *(p / "repo" for p in mirrors.glob(f"*+{name}"))):
-        if cand.is_dir():
-            return cand
-    return None
 
 
 class Audit:

@@ -23,13 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from truth.score import Line, credited, ranges  # noqa: E402
-from truth.sources import corpus_runs  # noqa: E402
-
 from streameval.model import RunInfo, ToolCall  # noqa: E402
 from streameval.reading.steps import StepBuilder  # noqa: E402
 from streameval.sources.basetext import BaseTexts  # noqa: E402
 from streameval.sources.repo import GitRepo  # noqa: E402
+from truth.score import Line, credited, ranges  # noqa: E402
+from truth.sources import corpus_runs  # noqa: E402
 
 
 def parse_ranges(per_file: dict[str, str] | None) -> set[Line]:

@@ -52,14 +52,7 @@ def ranges(lines: set[Line]) -> dict[str, str]:
         per.setdefault(p, []).append(n)
     out = {}
     for p, ns in sorted(per.items()):
-        ns.sort()
-        spans: list[list[int]] = []
-        for n in ns:
-            if spans and n == spans[-1][1] + 1:
-                spans[-1][1] = n
-            else:
-                spans.append([n, n])
-        out[p] = ",".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
+        out[p] = line_ranges(sorted(ns))
     return out
 
 
@@ -155,3 +148,14 @@ def _false_class(p: str, n: int, real: set[Line], files: set[str], truth: CallTr
     if any(q == p and (base.text(q, m) or "").strip() == text for q, m in real):
         return "wrong place: displaced among identical base lines"
     return "wrong place: a base line the agent deleted" if gone else "wrong place: other"
+
+
+def line_ranges(ns: list[int]) -> str:
+    """Sorted line numbers as ``"3-9,12"``."""
+    spans: list[list[int]] = []
+    for n in ns:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)

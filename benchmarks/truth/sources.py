@@ -23,6 +23,7 @@ from streameval.model import RunInfo, ToolCall, TraceEvent
 from streameval.traces.files import iter_lines, open_adapter
 from streameval.traces.formats.miniswe import MiniSweAdapter
 from truth.runner import RunSpec
+from truth.score import line_ranges
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -132,20 +133,10 @@ def agreement(records: list[dict], expected: list[dict[str, set[int]]]) -> list[
     reads = [r for r in records if r["kind"] in ("shell", "read", "edit") and r.get("truth")]
     out = []
     for r, exp in zip(reads, expected):
-        want = {p: _ranges(sorted(ns)) for p, ns in exp.items()}
+        want = {p: line_ranges(sorted(ns)) for p, ns in exp.items()}
         out.append({"call": r["call"], "command": r["command"][:80], "harness": r["truth"],
                     "scenario": want, "agree": r["truth"] == want})
     return out
-
-
-def _ranges(ns: list[int]) -> str:
-    spans: list[list[int]] = []
-    for n in ns:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
 def root_of(events: list[TraceEvent], tree: set[str]) -> str:
