@@ -18,12 +18,23 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+import orjson
+
 from streameval.traces.ingest import transcript
 from streameval.traces.ingest.keys import USAGE_ID
 
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dumps(value: Any) -> bytes:
+    """``value`` as one JSON line: orjson (the hot path of every pushed call), the
+    standard library for what orjson will not write (integers past 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
 
 
 def _base(session_id: str, cwd: str | None, timestamp: str | None) -> dict:
@@ -49,13 +60,13 @@ def tool_call_lines(session_id: str, cwd: str | None, call_id: str, tool: str, t
                               "message": {"role": "user", "content": [result]}}
     if isinstance(structured, dict):
         answer["toolUseResult"] = structured
-    return [json.dumps(use).encode(), json.dumps(answer).encode()]
+    return [_dumps(use), _dumps(answer)]
 
 
 def end_line(session_id: str) -> bytes:
     """The run is over (SessionEnd): a stream-json ``result`` ends it for the adapter."""
-    return json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                       "session_id": session_id}).encode()
+    return _dumps({"type": "result", "subtype": "success", "is_error": False,
+                   "session_id": session_id})
 
 
 def shown_text(tool: str, response: Any) -> str:
@@ -109,7 +120,7 @@ def usage_line(session_id: str, source: str, usage: dict[str, int], *, model: st
         line["costUSD"] = cost_usd
     if cumulative:
         line["usageCumulative"] = True
-    return json.dumps(line).encode()
+    return _dumps(line)
 
 
 def transcript_usage_lines(hook: dict, roots: list | None = None,
