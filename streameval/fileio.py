@@ -104,11 +104,18 @@ def write_atomic(target: Path, data: bytes) -> None:
         raise
 
 
-def append_whole(path: Path, line: bytes) -> None:
+def append_whole(path: Path, line: bytes, *, nofollow: bool = False) -> None:
     """Append ``line`` and fsync; on any failure cut the file back to where it was and
-    raise, so no partial record is ever left for the next line to be glued onto."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    raise, so no partial record is ever left for the next line to be glued onto. The
+    folder is made only when missing (a hot path: each system call gives up the
+    interpreter lock). ``nofollow``: a symlink is refused (OSError ELOOP)."""
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+             | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0))
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
     try:
         start = os.fstat(fd).st_size
         try:

@@ -24,6 +24,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,12 +52,52 @@ HEAVY = 1 << 20
 HEAVY_AT_ONCE = 1
 
 
+#: a hook body up to this size is decoded on the event loop, and answered there when
+#: storing it needs no disk (``Spool.append(io=False)``); decoding holds the interpreter
+#: lock wherever it runs, and a thread's round trip costs more than a small decode
+INLINE_MAX = 64 << 10
+
+
+@dataclass
+class _HookPlan:
+    """A decoded hook: what it is, and the entries it stores."""
+
+    hook: dict
+    sid: str
+    event: str
+    entries: list[Entry]
+    meta: dict
+
+
+@contextmanager
+def _refusals():
+    """The spool's and the payload checks' errors, as the HTTP answers they are."""
+    try:
+        yield
+    except SpoolError as exc:
+        extra = {"offset": exc.offset} if exc.offset is not None else {}
+        raise Refused(exc.status, str(exc), "spool", **extra) from None
+    except payload.PayloadError as exc:
+        raise Refused(400, f"payload {exc}", exc.reason) from None
+
+
+def _meta(request: Request) -> dict:
+    """The run's labels given in the query string."""
+    query = request.query
+    return {k: query[k] for k in ("instance_id", "agent", "model") if k in query}
+
+
 @dataclass
 class _Answer:
     """What storing a request gives: the response, and what to wait for before it."""
 
     response: Response
     wait: tuple[Path, int] | None = None
+    #: the response made once the wait is over (what the watcher knows by then)
+    then: Callable[[], Response] | None = None
+
+
+_EMPTY = Response.json({})
 
 
 class IngestRoutes:
@@ -117,11 +158,21 @@ class IngestRoutes:
                 raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md", "not_found")
             app = request.app
             body = await request.body(request.content_length(app.limits.max_body))
-            answer = await app.run(INGEST, self._store, route, path, request, body)
+            answer = None
+            if route == "claude" and len(body) <= INLINE_MAX:
+                with _refusals():
+                    plan = self._hook_plan(body, _meta(request))
+                    answer = self._hook_store(plan, io=False)
+                if answer is None:
+                    answer = await app.run(INGEST, self._stored_hook, plan)
+            else:
+                answer = await app.run(INGEST, self._store, route, path, request, body)
             del body
             app.budget.release(request)   # stored: its bytes are no longer held
             if answer.wait is not None and self.waits is not None:
                 await self.waits.wait(*answer.wait, SCORE_WAIT)
+            if answer.then is not None:
+                answer.response = answer.then()
         except Refused as exc:
             self._count(route, exc.status, request, str(exc))
             raise
@@ -149,19 +200,19 @@ class IngestRoutes:
             return self._store_now(route, path, request, body)
 
     def _store_now(self, route: str, path: str, request: Request, body: bytearray) -> _Answer:
-        query = request.query
-        meta = {k: query[k] for k in ("instance_id", "agent", "model") if k in query}
-        try:
+        meta = _meta(request)
+        with _refusals():
             if route == "claude":
-                return self._claude_hook(body, meta)
+                return self._stored_hook(self._hook_plan(body, meta))
             if route == "logs":
                 return self._otlp(body, request.header("content-type"), meta)
-            return self._lines(path, body, meta, query.get("offset"))
-        except SpoolError as exc:
-            extra = {"offset": exc.offset} if exc.offset is not None else {}
-            raise Refused(exc.status, str(exc), "spool", **extra) from None
-        except payload.PayloadError as exc:
-            raise Refused(400, f"payload {exc}", exc.reason) from None
+            return self._lines(path, body, meta, request.query.get("offset"))
+
+    def _stored_hook(self, plan: _HookPlan) -> _Answer:
+        with _refusals():
+            answer = self._hook_store(plan, io=True)
+        assert answer is not None
+        return answer
 
     def _lines(self, path: str, body: bytearray, meta: dict, offset: str | None) -> _Answer:
         parts = path.split("/")
@@ -182,7 +233,8 @@ class IngestRoutes:
             self.duplicates["lines"] += 1
         return _Answer(Response.json({"accepted": stored.accepted, "offset": stored.offset}))
 
-    def _claude_hook(self, body: bytearray, meta: dict) -> _Answer:
+    def _hook_plan(self, body: bytearray, meta: dict) -> _HookPlan:
+        """A hook payload decoded and checked, and the entries it stores (no disk)."""
         hook = payload.loads(body)
         if not isinstance(hook, dict) or not isinstance(hook.get("session_id"), str) \
                 or not isinstance(hook.get("hook_event_name"), str):
@@ -206,34 +258,44 @@ class IngestRoutes:
                 is_error=failed)))
         elif event == "SessionEnd":
             entries.append(Entry(SESSION_END, [claude_lines.end_line(sid)]))
-        called = bool(entries) and event != "SessionEnd"
+        return _HookPlan(hook, sid, event, entries, meta)
+
+    def _hook_store(self, plan: _HookPlan, io: bool) -> _Answer | None:
+        """Store a planned hook and answer it; with ``io=False`` on the event loop, None
+        when that needs the disk (a transcript to read, lines to write, a run to make)."""
+        hook, sid, event, entries = plan.hook, plan.sid, plan.event, plan.entries
         if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
             # tokens: the hook carries none, its transcript (read only where allowed) does;
             # a run total, so storing one twice changes nothing (it has no key). PreToolUse
             # comes after the response that asked for the call is written: a run killed in
             # its last call still has that response's usage
-            usage = self._transcript_usage(hook)
-            if usage:
-                entries.insert(0, Entry(None, usage))
-        stored = self.spool.append("claude-hooks", sid, entries, meta)
+            if isinstance(hook.get("transcript_path"), str):
+                if not io:
+                    return None
+                usage = self._transcript_usage(hook)
+                if usage:
+                    entries = [Entry(None, usage), *entries]
+        stored = self.spool.append("claude-hooks", sid, entries, plan.meta, io=io)
+        if stored is None:
+            return None
         if stored.duplicates:
             self.duplicates["claude"] += stored.duplicates
         if event == "SessionEnd":
             self.spool.end("claude-hooks", sid)
         if event == "PreToolUse":
-            reason = self.steer(stored.path) if self.steer is not None else None
-            if reason:
-                return _Answer(Response.json({"hookSpecificOutput": {
-                    "hookEventName": "PreToolUse", "permissionDecision": "deny",
-                    "permissionDecisionReason": reason}}))
-            return _Answer(Response.json({}))
-        wait = None
-        if called:
-            try:
-                wait = (stored.path, stored.path.stat().st_size)
-            except OSError:
-                wait = None
-        return _Answer(Response.json({}), wait)
+            # the calls stored before this one scored first (at most SCORE_WAIT), then
+            # the steering answer: a policy a call trips denies the very next call
+            return _Answer(_EMPTY, (stored.path, stored.before) if stored.before > 0 else None,
+                           then=lambda: self._pre_answer(stored.path))
+        return _Answer(_EMPTY)
+
+    def _pre_answer(self, path: Path) -> Response:
+        reason = self.steer(path) if self.steer is not None else None
+        if not reason:
+            return _EMPTY
+        return Response.json({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": reason}})
 
     def _transcript_usage(self, hook: dict) -> list[bytes]:
         """The cumulative usage line of the hook's transcript (read where allowed), and

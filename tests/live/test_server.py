@@ -134,30 +134,35 @@ def test_oversized_headers_are_cut_off(w):
 
 
 def test_waits_for_scoring_cost_no_thread(w):
-    """48 PostToolUse hooks waiting for a watcher that never scores: answered after the
-    wait, with no thread per waiting hook (648f216 slept in one of 64 handler threads)."""
-    srv = Served(w, scored=True)   # nothing drives the watcher: every hook waits its 2 s
-    base = {"session_id": "w1", "hook_event_name": "PostToolUse", "tool_name": "Bash",
-            "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a", "stderr": ""}}
+    """48 PreToolUse hooks waiting for a watcher that never scores the call stored
+    before them: answered after the wait, with no thread per waiting hook (648f216 slept
+    in one of 64 handler threads). The PostToolUse that stored the call did not wait."""
+    srv = Served(w, scored=True)   # nothing drives the watcher: every wait is its 2 s
+    post = {"session_id": "w1", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_use_id": "t0", "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "a", "stderr": ""}}
+    assert srv.post("/v1/hooks/claude", json.dumps(post).encode()) == (200, {})
+    assert len(srv.app.waits) == 0
     before = threading.active_count()
     peak = [0]
 
-    def post(i):
-        body = json.dumps({**base, "tool_use_id": f"t{i}"}).encode()
-        return srv.post("/v1/hooks/claude", body, timeout=30)[0]
+    def pre(i):
+        body = json.dumps({"session_id": "w1", "hook_event_name": "PreToolUse",
+                           "tool_name": "Bash", "tool_use_id": f"t{i}",
+                           "tool_input": {"command": "ls"}}).encode()
+        return srv.post("/v1/hooks/claude", body, timeout=30)
 
     trace = w.cfg.root / SPOOL_NAME / "claude-hooks" / "w1" / "trace.jsonl"
-
-    def stored() -> int:
-        return len(trace.read_bytes().splitlines()) if trace.exists() else 0
-
     with ThreadPoolExecutor(48) as pool:
-        futures = [pool.submit(post, i) for i in range(48)]
-        while not any(f.done() for f in futures):   # every hook stored, then waiting
+        futures = [pool.submit(pre, i) for i in range(1, 49)]
+        waiting = 0
+        while not any(f.done() for f in futures):   # every hook waiting, then answered
             # the 48 client threads are the test's; the server adds only its pools
             peak[0] = max(peak[0], threading.active_count() - before - 48)
+            waiting = max(waiting, len(srv.app.waits))
             time.sleep(0.005)
-        assert stored() == 2 * 48
-        assert [f.result() for f in futures] == [200] * 48
+        assert waiting == 48
+        assert [f.result() for f in futures] == [(200, {})] * 48
+    assert len(trace.read_bytes().splitlines()) == 2   # the one call; PreToolUse stores none
     assert peak[0] <= 12
     srv.close()

@@ -85,6 +85,10 @@ class Stored:
     accepted: int = 0
     duplicates: int = 0
     offset: int | None = None
+    #: bytes of the run's trace before and after this append (the spool is its only
+    #: writer)
+    before: int = 0
+    size: int = 0
 
 
 @dataclass
@@ -98,6 +102,8 @@ class _Run:
     size: int = -1
     used: float = 0.0
     busy: int = 0
+    #: its ``meta.json`` is known to be on disk (checked or written by this process)
+    meta_ok: bool = False
     ended: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -143,10 +149,19 @@ class Spool:
         return len(names)
 
     # ------------------------------------------------------------------ appends
-    def append(self, source: str, run_id: str, entries: list[Entry], meta: dict) -> Stored:
+    def append(self, source: str, run_id: str, entries: list[Entry], meta: dict, *,
+               io: bool = True) -> Stored | None:
         """Store the entries not stored before (by key), creating the run when new.
-        Raises SpoolError (400 bad name, 409 a symlink, 429 too many open runs)."""
-        with self._claim(source, run_id) as run:
+        Raises SpoolError (400 bad name, 409 a symlink, 429 too many open runs).
+
+        With ``io=False`` nothing touches the disk or waits for a lock: the answer when
+        there is nothing to write (a PreToolUse, a retry) to a run already on disk, else
+        None, and the caller asks again with ``io=True`` on an ingest thread. Half of a
+        hook-connected agent's requests are answered so, without a thread's round trip."""
+        claim = self._claim(source, run_id)
+        if not io and not claim.try_enter():
+            return None
+        with claim as run:
             fresh, dup, seen = [], 0, set()
             for e in entries:
                 if e.key is not None and (e.key in run.keys or e.key in seen):
@@ -156,10 +171,14 @@ class Spool:
                     seen.add(_own(e.key))
                 fresh.append(e)
             data = b"".join(_line(ln) for e in fresh for ln in e.lines if ln.strip())
+            if not io and (data or not run.meta_ok):
+                return None
+            before = max(run.size, 0)
             self._write(run, data, meta)
             run.keys |= seen
             return Stored(self.trace_path(source, run_id), sum(
-                1 for e in fresh for ln in e.lines if ln.strip()), dup)
+                1 for e in fresh for ln in e.lines if ln.strip()), dup, before=before,
+                size=run.size)
 
     def append_raw(self, run_id: str, body: bytes | bytearray, meta: dict) -> Stored:
         """Raw lines without an offset: whole lines are stored (blank ones dropped, a
@@ -278,14 +297,20 @@ class Spool:
         if run.size == -2:
             self._create(run, data, meta)
             run.size = len(data)
+            run.meta_ok = True
             return
-        if not (run_dir / META).exists():
-            self._write_meta(run_dir, run.run_id, meta)
+        if not run.meta_ok:
+            if not (run_dir / META).exists():
+                self._write_meta(run_dir, run.run_id, meta)
+            run.meta_ok = True
         if data:
-            path = run_dir / TRACE
-            _no_symlink(path)
             self._step("append")
-            append_whole(path, data)
+            try:
+                append_whole(run_dir / TRACE, data, nofollow=True)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise SpoolError(f"{run_dir / TRACE} is a symlink; refused", 409) from None
+                raise
             run.size += len(data)
         self._step("answer")
 
@@ -344,8 +369,22 @@ class _Claim:
 
     def __init__(self, spool: Spool, run: _Run):
         self.spool, self.run = spool, run
+        self._entered = False
+
+    def try_enter(self) -> bool:
+        """Take the run's lock only when it is free and the run already loaded (no wait,
+        no disk); on False the claim is given back."""
+        if self.run.size != -1 and self.run.lock.acquire(blocking=False):
+            if self.run.size != -1:
+                self._entered = True
+                return True
+            self.run.lock.release()
+        self.spool._release(self.run)
+        return False
 
     def __enter__(self) -> _Run:
+        if self._entered:
+            return self.run
         self.run.lock.acquire()
         try:
             if self.run.size == -1:
