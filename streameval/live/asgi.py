@@ -165,6 +165,9 @@ class Budget:
         self._held_by: dict[int, tuple[str, int]] = {}
 
     def reserve(self, request: Request, n: int) -> None:
+        """Hold ``n`` bytes for ``request`` (once: a request reserved already holds them)."""
+        if id(request) in self._held_by:
+            return
         share = max(self.total // 2, 1)
         if self.held + n > self.total or self.by_client[request.client] + n > share:
             raise Refused(503, f"{self.held} body bytes in flight (limit {self.total}); "

@@ -18,6 +18,7 @@ lines in the spool, scored by the watcher.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import threading
@@ -46,10 +47,13 @@ SPOOL_NAME = "ingest"
 #: a body this big is decoded by at most ``HEAVY_AT_ONCE`` threads at a time: decoded,
 #: 8 MiB of OTLP JSON is some 40 MB of objects, and eight at once would be 320 MB. One:
 #: decoding holds the interpreter lock, so a second decode at once ran no sooner and
-#: only added its 40 MB to the peak (the others wait admitted, within the in-flight
-#: budget, and nothing is answered before it is on disk)
+#: only added its 40 MB to the peak. And only ``HEAVY_READ`` of them are read at once
+#: (one decoded, the next arriving): the others wait unread, their bytes in the
+#: clients' sockets, not in ours (eight bodies of 8 MiB admitted at once held 63 MB
+#: while seven waited to be decoded); a body's deadline starts when it is read
 HEAVY = 1 << 20
 HEAVY_AT_ONCE = 1
+HEAVY_READ = 2
 
 
 #: a hook body up to this size is decoded on the event loop, and answered there when
@@ -130,6 +134,8 @@ class IngestRoutes:
         #: route -> entries already stored (retries)
         self.duplicates: Counter = duplicates if duplicates is not None else Counter()
         self.app: App | None = None
+        #: big bodies read at once (``HEAVY_READ``); made on the server's loop
+        self._big: asyncio.Semaphore | None = None
         self._heavy = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 
     @property
@@ -157,18 +163,16 @@ class IngestRoutes:
             if route == "other":
                 raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md", "not_found")
             app = request.app
-            body = await request.body(request.content_length(app.limits.max_body))
-            answer = None
-            if route == "claude" and len(body) <= INLINE_MAX:
-                with _refusals():
-                    plan = self._hook_plan(body, _meta(request))
-                    answer = self._hook_store(plan, io=False)
-                if answer is None:
-                    answer = await app.run(INGEST, self._stored_hook, plan)
+            length = request.content_length(app.limits.max_body)
+            if length >= HEAVY:
+                # admitted now (else 503), read when its turn comes
+                app.budget.reserve(request, length)
+                if self._big is None:
+                    self._big = asyncio.Semaphore(HEAVY_READ)
+                async with self._big:   # the others wait unread, in their sockets
+                    answer = await self._stored(route, path, request, length)
             else:
-                answer = await app.run(INGEST, self._store, route, path, request, body)
-            del body
-            app.budget.release(request)   # stored: its bytes are no longer held
+                answer = await self._stored(route, path, request, length)
             if answer.wait is not None and self.waits is not None:
                 await self.waits.wait(*answer.wait, SCORE_WAIT)
             if answer.then is not None:
@@ -178,6 +182,22 @@ class IngestRoutes:
             raise
         self._count(route, answer.response.status, request, "")
         return answer.response
+
+    async def _stored(self, route: str, path: str, request: Request, length: int) -> _Answer:
+        """The body read and stored; its bytes released from the in-flight budget."""
+        app = request.app
+        body = await request.body(length)
+        if route == "claude" and length <= INLINE_MAX:
+            with _refusals():
+                plan = self._hook_plan(body, _meta(request))
+                answer = self._hook_store(plan, io=False)
+            if answer is None:
+                answer = await app.run(INGEST, self._stored_hook, plan)
+        else:
+            answer = await app.run(INGEST, self._store, route, path, request, body)
+        del body
+        app.budget.release(request)   # stored: its bytes are no longer held
+        return answer
 
     def _count(self, route: str, status: int, request: Request, error: str) -> None:
         self.counts[(route, status)] += 1

@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from claude_run import wait_until
 from served import SPOOL_NAME, Limits, Served
 
 
@@ -123,6 +124,31 @@ def test_bodies_past_the_in_flight_budget_get_503_with_retry_after(w):
             sock.close()
     assert w.table.stats.http_refused["busy"] == 1
     assert not (w.cfg.root / SPOOL_NAME / "lines" / "two").exists()
+    srv.close()
+
+
+def test_big_bodies_wait_their_turn_unread(w):
+    """Bodies of HEAVY bytes or more are read HEAVY_READ at a time: a third one, sent
+    whole, is admitted but not read (its bytes stay in its socket) while two slow ones
+    hold the turns, and is stored once one of them gives up."""
+    from streameval.live.ingest import HEAVY, HEAVY_READ
+
+    srv = Served(w, limits=Limits(max_body=4 * HEAVY))
+    head = b"POST /v1/runs/slow/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\nx" % HEAVY
+    holds = [_slow(srv.port, head, f"127.0.0.{2 + k}") for k in range(HEAVY_READ)]
+    trace = w.cfg.root / SPOOL_NAME / "lines" / "third" / "trace.jsonl"
+    body = b'{"a": 1}\n' * (HEAVY // 9 + 1)
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(srv.post, "/v1/runs/third/lines", body, "application/x-ndjson", None, 60)
+        wait_until(lambda: srv.app._big is not None and srv.app._big.locked(),
+                   what="the turns taken")
+        time.sleep(0.3)    # time enough to have been read and stored, were it read
+        assert not trace.exists() and not answer.done()
+        holds.pop().close()   # one slow body gives up: its turn goes to the third
+        assert answer.result(timeout=60)[0] == 200
+    assert trace.read_bytes() == body
+    for sock in holds:
+        sock.close()
     srv.close()
 
 
