@@ -41,13 +41,17 @@ from loadgen import Conn, Outcomes, Pool, Watch, impls, open_loop
 from machine import machine
 
 
+#: more arguments of every watcher started (``--ingest-process``)
+EXTRA: list[str] = []
+
+
 def start(impl, work: Path, name: str) -> Watch:
     repo, gold = work / "repo", work / "gold.jsonl"
     runs = work / f"runs-{impl.name}-{name}"
     runs.mkdir()
     return Watch(impl, [str(runs), "--gold", str(gold), "--repo", str(repo), "--port", "0",
                         "--ingest", "--ingest-max-runs", "100000", "--idle-timeout", "3600",
-                        "--patch-grace", "0"],
+                        "--patch-grace", "0", *EXTRA],
                  work / f"watch-{impl.name}-{name}.log")
 
 
@@ -265,6 +269,9 @@ def phase_memory(impl, work: Path, args) -> dict:
                          "rss_before_mb": round(before / 1e6, 1),
                          "peak_rss_mb": round(w.status("VmHWM") / 1e6, 1),
                          "rss_after_mb": round(w.status("VmRSS") / 1e6, 1)}
+            if len(w.pids()) > 1:   # the watcher's and the front's peaks, in that order
+                out[name]["peak_rss_mb_each"] = [round(w.status("VmHWM", pid) / 1e6, 1)
+                                                 for pid in w.pids()]
         finally:
             w.stop()
     return out
@@ -282,8 +289,12 @@ def main() -> None:
     p.add_argument("--hook-events", choices=("both", "pre"), default="both",
                    help="pre: PreToolUse only, nothing to score (the HTTP front alone)")
     p.add_argument("--line-rate", type=float, default=5000.0)
+    p.add_argument("--ingest-process", action="store_true",
+                   help="start the watchers with --ingest-process (the front in its own process)")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
+    if args.ingest_process:
+        EXTRA.append("--ingest-process")
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "phases": {}}
     print(json.dumps(results["machine"]), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:

@@ -62,23 +62,54 @@ class Watch:
             time.sleep(0.05)
         raise RuntimeError("watch did not start")
 
-    def status(self, key: str) -> int:
-        """A /proc/PID/status field in bytes (VmRSS, VmHWM)."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-        return 0
+    def pids(self) -> list[int]:
+        """The watcher and its Python children (an ingest front; not git)."""
+        pids = [self.proc.pid]
+        for task in Path(f"/proc/{self.proc.pid}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for pid in children:
+                try:
+                    if b"streameval" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        pids.append(int(pid))
+                except OSError:
+                    pass
+        return pids
+
+    def status(self, key: str, pid: int | None = None) -> int:
+        """A /proc/PID/status field in bytes (VmRSS, VmHWM), summed over ``pids()`` (two
+        processes' peaks added: at most what they held at once), or of ``pid``."""
+        total = 0
+        for pid in self.pids() if pid is None else [pid]:
+            try:
+                text = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                if line.startswith(key + ":"):
+                    total += int(line.split()[1]) * 1024
+        return total
 
     def reset_peak(self) -> None:
         """Peak RSS starts again from the current RSS (root may; else left as is)."""
-        try:
-            Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")
-        except OSError:
-            pass
+        for pid in self.pids():
+            try:
+                Path(f"/proc/{pid}/clear_refs").write_text("5")
+            except OSError:
+                pass
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds of the watcher and of its ingest front, when it has one."""
+        total = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -28,7 +28,7 @@ from streameval.commands.options import (
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
 from streameval.live.exporter import PER_RUN_SERIES
-from streameval.live.ingest import IngestRoutes, ingest_routes
+from streameval.live.ingest import SPOOL_NAME, IngestRoutes, ingest_routes
 from streameval.live.loop import run_until_signal
 from streameval.live.narrate import start_line
 from streameval.live.otel_feed import attach as attach_otel
@@ -132,13 +132,17 @@ def run(args: argparse.Namespace) -> int:
     except AbortConfigError as exc:
         print(f"streameval watch: {exc}", file=sys.stderr)
         return 2
+    front = None
     try:
-        ingest = _ingest_routes(args, w)
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
-        server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=ingest,
-                                        per_run_series=args.per_run_series)
+        if args.ingest and args.ingest_process:
+            server, port, front = _serve_with_front(args, w)
+        else:
+            server, _registry, port = serve(w.table, cfg.host, cfg.port,
+                                            ingest=_ingest_routes(args, w),
+                                            per_run_series=args.per_run_series)
     except UsageError:
         if engine is not None:
             engine.close()
@@ -153,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        if front is not None:
+            front.close()
         server.close()
         if engine is not None:
             engine.close()
@@ -184,6 +190,11 @@ def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
                         "required when --host is not a loopback address")
     p.add_argument("--ingest-max-runs", type=positive_int, default=1000, metavar="N",
                    help="runs each push source may create (default 1000)")
+    p.add_argument("--ingest-process", action="store_true",
+                   help="with --ingest: serve the port from a second process (the pushes, "
+                        "and /metrics and the page passed on to the watcher), so that hooks "
+                        "are answered on one core while runs are scored on the other; for "
+                        "fleets of hook-connected agents (docs/ingest.md)")
 
 
 def is_loopback(host: str) -> bool:
@@ -195,14 +206,49 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes | None:
-    """The ingest routes for ``watcher``, or None without ``--ingest``; UsageError when a
-    non-loopback server would take pushes without a token."""
-    if not args.ingest:
-        return None
+def _ingest_token(args: argparse.Namespace, watcher: Watcher) -> str | None:
+    """The pushes' bearer token; UsageError when a non-loopback server would take
+    pushes without one."""
     token = args.ingest_token or config.ingest_token()
     if token is None and not is_loopback(watcher.cfg.host):
         raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
                          f"or set {config.INGEST_TOKEN_ENV} (anyone who can reach the port "
                          "could push runs)")
-    return ingest_routes(watcher, token, args.ingest_max_runs)
+    return token
+
+
+def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes | None:
+    """The ingest routes for ``watcher``, or None without ``--ingest``."""
+    if not args.ingest:
+        return None
+    return ingest_routes(watcher, _ingest_token(args, watcher), args.ingest_max_runs)
+
+
+def _serve_with_front(args: argparse.Namespace, w: Watcher):
+    """``--ingest-process``: the watcher's server on a private Unix socket, the public
+    port served by the ingest front (``live.front``); (server, port, link)."""
+    import socket
+    import tempfile
+
+    from streameval.live import front
+    from streameval.live.guard import Limits
+    from streameval.live.server import bind
+
+    token = _ingest_token(args, w)
+    public = bind(w.cfg.host, w.cfg.port, backlog=min(Limits().max_connections, 4096))
+    private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
+    inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        inner.bind(str(private))
+        inner.listen(128)
+        inner.setblocking(False)
+        server, _registry, _ = serve(w.table, ingest=None, per_run_series=args.per_run_series,
+                                     sock=inner)
+        link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME, token=token,
+                          max_runs=args.ingest_max_runs)
+    except BaseException:
+        public.close()
+        inner.close()
+        raise
+    link.private_dir = private.parent
+    return server, public.getsockname()[1], link

@@ -52,14 +52,17 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
 class HttpServer:
     """``app`` served on ``host:port`` from a background thread until ``close()``."""
 
-    def __init__(self, app: App, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT):
+    def __init__(self, app: App, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 sock: socket.socket | None = None):
         import uvicorn
 
         self.app = app
         # the kernel's listen queue: a burst of agents' hooks must not wait for a SYN
         # retry (socketserver's default of 5 made the 6th wait a second or more)
-        self._sock = bind(host, port, backlog=min(app.limits.max_connections, 4096))
-        self.port: int = self._sock.getsockname()[1]
+        self._sock = sock if sock is not None else \
+            bind(host, port, backlog=min(app.limits.max_connections, 4096))
+        name = self._sock.getsockname()
+        self.port: int = name[1] if isinstance(name, tuple) else 0   # 0: a Unix socket
         self.host = host
         config = uvicorn.Config(
             app, http=guarded(app.guard), lifespan="off", loop="asyncio", log_config=None,
@@ -119,7 +122,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=None,
           ingest=None, limits=None, per_run_series: int | None = None,
-          fleet_groups: int | None = None):
+          fleet_groups: int | None = None, sock: socket.socket | None = None):
     """Serve ``/metrics`` for ``table`` (and the ingest routes of ``ingest``, an
     ``IngestRoutes``); returns (server, registry, port).
 
@@ -147,7 +150,7 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
     if ingest is not None:
         ingest.mount(app)
     try:
-        server = HttpServer(app, host, port)
+        server = HttpServer(app, host, port, sock=sock)
     except BaseException:
         registry.unregister(collector)
         app.close()

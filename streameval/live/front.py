@@ -1,0 +1,389 @@
+"""The ingest front in a process of its own (``watch --ingest --ingest-process``).
+
+One CPython process has one interpreter lock: with the HTTP front, the spool's writes
+and the watcher's scoring in one process, 1,000 hooks a second took all of one core
+and the answers queued behind the scoring (benchmarks/README.md, "Ingest and soak").
+Here the front (the public socket, every ``/v1/`` route, the spool) runs in a child
+process on the other core, and the watcher's process keeps what only it knows:
+
+- the front answers a hook's score wait and its steering deny from what the watcher
+  sends after every batch it processed: each spooled trace's bytes scored, and the
+  reason a policy stopped its run (``Link``);
+- every other path (``/metrics``, the page, its API) is passed to the watcher's own
+  server on a Unix socket only the two processes share (``Upstream``), on the front's
+  protected lane;
+- the front's counters reach the watcher's ``/metrics`` every ``TICK`` seconds.
+
+The child dies with the watcher (``PR_SET_PDEATHSIG``, and the end of the link). The
+spool is the seam, as in one process: a 200 means stored and fsync'd; the watcher
+finds the files as it finds any trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+
+from streameval.live.asgi import PROTECTED, Refused, Request, Response
+
+log = logging.getLogger(__name__)
+
+#: seconds between the front's counter reports and its transcript settling
+TICK = 0.2
+#: connections the front keeps open to the watcher's server at once
+UPSTREAM_CONNECTIONS = 8
+#: the counters the front keeps for the watcher's ``/metrics`` (``EvaluatorStats``)
+COUNTERS = ("ingest_requests", "ingest_rejected", "ingest_duplicates", "http_refused")
+#: request headers not passed upstream (hop by hop, or set again)
+_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"te",
+        b"upgrade", b"proxy-connection"}
+
+
+# ---------------------------------------------------------------------- the link
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.sendall(orjson.dumps(message) + b"\n")
+
+
+def _lines(sock: socket.socket, buf: bytearray) -> list[dict] | None:
+    """The whole messages received so far (None: the other end closed)."""
+    chunk = sock.recv(1 << 16)
+    if not chunk:
+        return None
+    buf += chunk
+    out = []
+    while True:
+        nl = buf.find(b"\n")
+        if nl < 0:
+            return out
+        out.append(orjson.loads(bytes(buf[:nl])))
+        del buf[:nl + 1]
+
+
+class Link:
+    """The watcher's end: starts the front (again, should it die), sends it what the
+    watcher scored, and takes its counters into the watcher's ``/metrics``."""
+
+    #: starts of the front within ``RESTART_WINDOW`` seconds before the watcher gives up
+    MAX_STARTS = 5
+    RESTART_WINDOW = 60.0
+
+    def __init__(self, watcher, public: socket.socket, upstream: str, spool_dir: Path, *,
+                 token: str | None, max_runs: int, limits=None):
+        self.watcher = watcher
+        self.public = public          # kept: a front started again serves the same port
+        self.prefix = str(spool_dir) + os.sep
+        self._config = {"spool": str(spool_dir), "upstream": upstream, "max_runs": max_runs,
+                        "idle": watcher.cfg.idle_timeout,
+                        "limits": vars(limits) if limits is not None else {},
+                        "verbose": logging.getLogger().getEffectiveLevel()}
+        self._token = token
+        self._sent: dict[Path, tuple[int, str | None]] = {}
+        self._lock = threading.Lock()
+        self.closed = False
+        self.starts: list[float] = []
+        #: the counters of fronts that died: a new front counts from 0, the watcher's
+        #: counters go on from where they were
+        self._base = {name: Counter() for name in COUNTERS}
+        self._last = {name: Counter() for name in COUNTERS}
+        #: a folder of the caller's to remove once the front is gone (its socket's)
+        self.private_dir: Path | None = None
+        self.proc, self.sock = self._spawn()
+        watcher.listeners.append(self.scored)
+        self._reader = threading.Thread(target=self._read, name="front-link", daemon=True)
+        self._reader.start()
+
+    def _spawn(self) -> tuple[subprocess.Popen, socket.socket]:
+        self.starts = [t for t in self.starts if time.monotonic() - t < self.RESTART_WINDOW]
+        self.starts.append(time.monotonic())
+        mine, theirs = socket.socketpair()
+        env = dict(os.environ)
+        if self._token is not None:
+            env["STREAMEVAL_FRONT_TOKEN"] = self._token   # not on the command line (ps)
+        fds = (self.public.fileno(), theirs.fileno())
+        proc = subprocess.Popen([sys.executable, "-m", "streameval.live.front", *map(str, fds)],
+                                pass_fds=fds, env=env, stdin=subprocess.DEVNULL)
+        theirs.close()
+        try:
+            _send(mine, self._config)
+            mine.settimeout(60)
+            ready = _lines(mine, bytearray())
+            if not ready or not ready[0].get("ready"):
+                raise OSError("no ready message")
+            mine.settimeout(None)
+        except OSError as exc:
+            proc.kill()
+            proc.wait()
+            mine.close()
+            raise RuntimeError(f"the ingest front did not start ({exc})") from None
+        with self._lock:
+            self._sent.clear()   # the new front knows nothing scored yet
+        return proc, mine
+
+    def scored(self, _watcher=None) -> None:
+        """After a batch: every spooled trace whose scored bytes or steering changed."""
+        w = self.watcher
+        changed = {}
+        with self._lock:
+            for path, f in list(w.followers.items()):
+                if not str(path).startswith(self.prefix):
+                    continue
+                now = (f.tail.offset - f.tail.pending, w.steer_reason(path))
+                if self._sent.get(path) != now:
+                    self._sent[path] = now
+                    changed[str(path)] = now
+            for path in [p for p in self._sent if p not in w.followers]:
+                del self._sent[path]
+            if changed and not self.closed:
+                try:
+                    _send(self.sock, {"scored": changed})
+                except OSError:
+                    pass   # the reader sees the front gone and starts another
+
+    def _read(self) -> None:
+        buf = bytearray()
+        while True:
+            try:
+                messages = _lines(self.sock, buf)
+            except OSError:
+                messages = None
+            if messages is None:
+                if self.closed or not self._restart():
+                    return
+                buf = bytearray()
+                continue
+            for m in messages:
+                self._count(m)
+
+    def _count(self, message: dict) -> None:
+        stats = self.watcher.table.stats
+        for name in COUNTERS:
+            counter: Counter = getattr(stats, name)
+            last, base = self._last[name], self._base[name]
+            for key, n in message.get(name, []):
+                key = tuple(key) if isinstance(key, list) else key
+                last[key] = n
+                counter[key] = base[key] + n
+
+    def _restart(self) -> bool:
+        code = self.proc.wait()
+        if len(self.starts) >= self.MAX_STARTS:
+            log.error("the ingest front stopped (exit %s), its %d(th) start within %.0f s; "
+                      "pushed requests are no longer answered", code, len(self.starts),
+                      self.RESTART_WINDOW)
+            return False
+        log.error("the ingest front stopped (exit %s); starting it again (acknowledged "
+                  "pushes are on disk; unanswered ones are retried by their clients)", code)
+        for name in COUNTERS:
+            self._base[name].update(self._last[name])
+            self._last[name].clear()
+        self.sock.close()
+        try:
+            self.proc, self.sock = self._spawn()
+        except RuntimeError as exc:
+            log.error("%s", exc)
+            return False
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.sock.close()
+        self.public.close()
+        if self.private_dir is not None:
+            shutil.rmtree(self.private_dir, ignore_errors=True)
+
+
+
+# ---------------------------------------------------------------------- the front
+
+
+class Upstream:
+    """Every path the front does not serve, passed to the watcher's server as it came
+    (a few keep-alive connections on its Unix socket; no thread)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._slots: asyncio.Semaphore | None = None
+
+    async def __call__(self, request: Request) -> Response:
+        body = b""
+        if b"content-length" in request.headers:
+            body = bytes(await request.body(request.content_length(request.app.limits.max_body)))
+        scope = request.scope
+        target = scope.get("raw_path") or request.path.encode()
+        if scope.get("query_string"):
+            target += b"?" + scope["query_string"]
+        head = [f"{request.method} ".encode() + target + b" HTTP/1.1"]
+        head += [k + b": " + v for k, v in scope["headers"] if k.lower() not in _HOP]
+        head.append(b"content-length: " + str(len(body)).encode())
+        data = b"\r\n".join(head) + b"\r\n\r\n" + body
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(UPSTREAM_CONNECTIONS)
+        async with self._slots:
+            for attempt in (0, 1):   # a kept connection the watcher closed: once more
+                reader, writer = self._idle.pop() if self._idle and attempt == 0 else \
+                    await asyncio.open_unix_connection(self.path, limit=1 << 24)
+                try:
+                    writer.write(data)
+                    response, keep = await self._response(reader, request.method == "HEAD")
+                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    writer.close()
+                    if attempt:
+                        raise Refused(502, "the watcher did not answer", "upstream") from None
+                    continue
+                if keep:
+                    self._idle.append((reader, writer))
+                else:
+                    writer.close()
+                return response
+        raise Refused(502, "the watcher did not answer", "upstream")   # pragma: no cover
+
+    @staticmethod
+    async def _response(reader: asyncio.StreamReader, head_only: bool) -> tuple[Response, bool]:
+        status_line = await reader.readline()
+        if not status_line:
+            raise ValueError("closed")
+        status = int(status_line.split(b" ", 2)[1])
+        headers, ctype, length, keep = [], "application/octet-stream", None, True
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            name, value = name.strip().lower(), value.strip()
+            if name == b"content-type":
+                ctype = value.decode("latin-1")
+            elif name == b"content-length":
+                length = int(value)
+            elif name == b"connection":
+                keep = b"close" not in value.lower()
+            elif name not in _HOP:
+                headers.append((name, value))
+        if head_only:
+            body = b""
+        elif length is not None:
+            body = await reader.readexactly(length)
+        else:
+            body, keep = await reader.read(), False
+        return Response(status, body, ctype, headers), keep
+
+
+class _Scored:
+    """What the watcher last said it scored: bytes per spooled trace, and steering."""
+
+    def __init__(self):
+        self.bytes: dict[Path, int] = {}
+        self.steer: dict[Path, str] = {}
+
+    def processed(self, path: Path) -> int:
+        return self.bytes.get(path, -1)
+
+    def reason(self, path: Path) -> str | None:
+        return self.steer.get(path)
+
+    def take(self, changed: dict) -> None:
+        for text, (n, reason) in changed.items():
+            path = Path(text)
+            self.bytes[path] = n
+            if reason:
+                self.steer[path] = reason
+            else:
+                self.steer.pop(path, None)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL when the watcher dies, however it dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):   # pragma: no cover - not glibc
+        pass
+
+
+def main(argv: list[str]) -> int:
+    """The front: ``python -m streameval.live.front PUBLIC_FD LINK_FD``."""
+    from streameval.live import heap
+    from streameval.live.asgi import App
+    from streameval.live.guard import Limits
+    from streameval.live.ingest import IngestRoutes
+    from streameval.live.server import HttpServer
+    from streameval.traces.ingest.spool import Spool
+
+    _die_with_parent()
+    public = socket.socket(fileno=int(argv[0]))
+    link = socket.socket(fileno=int(argv[1]))
+    buf = bytearray()
+    config = (_lines(link, buf) or [None])[0]
+    if config is None:
+        return 1
+    logging.basicConfig(level=config.get("verbose") or logging.WARNING,
+                        format="streameval watch (ingest front): %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the watcher's to handle
+    heap.fix_mmap_threshold()
+    scored = _Scored()
+    spool = Spool(Path(config["spool"]), config["max_runs"], idle=config["idle"])
+    routes = IngestRoutes(spool, token=os.environ.get("STREAMEVAL_FRONT_TOKEN"),
+                          processed=scored.processed, steer=scored.reason)
+    limits = Limits(**config["limits"])
+    app = App(limits)
+    routes.mount(app)
+    app.route("/", Upstream(config["upstream"]), lane=PROTECTED, prefix=True)
+    server = HttpServer(app, sock=public)
+    _send(link, {"ready": True})
+    sel = selectors.DefaultSelector()
+    sel.register(link, selectors.EVENT_READ)
+    counters = {"ingest_requests": routes.counts, "ingest_rejected": routes.rejected,
+                "ingest_duplicates": routes.duplicates, "http_refused": app.refused}
+    last = time.monotonic()
+    try:
+        while True:
+            if sel.select(TICK):
+                messages = _lines(link, buf)
+                if messages is None:
+                    return 0   # the watcher stopped
+                for m in messages:
+                    scored.take(m.get("scored", {}))
+                if routes.waits is not None:
+                    routes.waits.notify()
+            if time.monotonic() - last >= TICK:
+                last = time.monotonic()
+                routes.settle()
+                _send(link, {name: [[list(k) if isinstance(k, tuple) else k, n]
+                                    for k, n in list(c.items())]
+                             for name, c in counters.items()})
+    except OSError:
+        return 0
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""``watch --ingest --ingest-process``: the ingest front in a process of its own.
+
+The real command line: hooks pushed to the front become records equal to replay of
+the spooled trace; the session's next PreToolUse is denied once a policy stopped the
+run (the watcher tells the front what it scored, across processes); /metrics and the
+page are passed on to the watcher and carry the front's counters; a front killed with
+SIGKILL is started again on the same port, its counters going on; and the front dies
+with the watcher.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from claude_run import APP, make_setup, wait_until
+
+from streameval.live.ingest import SPOOL_NAME
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
+from streameval.scoring.record import record_line
+
+POLICY = '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "file"\n'
+
+
+class Watch:
+    def __init__(self, tmp_path):
+        self.s = s = make_setup(tmp_path)
+        self.runs = tmp_path / "runs"
+        self.runs.mkdir()
+        self.out = tmp_path / "out.jsonl"
+        self.log = tmp_path / "watch.log"
+        policy = tmp_path / "abort.toml"
+        policy.write_text(POLICY)
+        cmd = [sys.executable, "-m", "streameval", "watch", str(self.runs), "--gold", str(s.gold),
+               "--repo", str(s.repo), "--port", "0", "--out", str(self.out), "--ingest",
+               "--ingest-process", "--abort-config", str(policy), "--idle-timeout", "30",
+               "--patch-grace", "0"]
+        with open(self.log, "wb") as fh:
+            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        wait_until(lambda: b"serving metrics on" in self.log.read_bytes()
+                   or self.proc.poll() is not None, what="watch to start")
+        assert self.proc.poll() is None, self.log.read_text()[-2000:]
+        self.port = int(self.log.read_text().split("http://127.0.0.1:")[1].split("/")[0])
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def hook(self, event: str, call: str, **more) -> dict:
+        body = {"session_id": "s1", "hook_event_name": event, "tool_name": "Read",
+                "tool_use_id": call, "cwd": "/workspace/demo", "tool_input": {}, **more}
+        req = urllib.request.Request(self.url(f"/v1/hooks/claude?instance_id={self.s.instance}"),
+                                     json.dumps(body).encode(), {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert r.status == 200
+            return json.loads(r.read())
+
+    def read_call(self, call: str) -> dict:
+        return self.hook("PostToolUse", call, tool_input={"file_path": "/workspace/demo/src/app.py"},
+                         tool_response={"type": "text", "file": {"content": APP.rstrip("\n"),
+                                                                 "startLine": 1}})
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        with urllib.request.urlopen(self.url(path), timeout=10) as r:
+            return r.status, r.read()
+
+    def front_pid(self) -> int:
+        children = []   # a front started again is the child of the thread that saw it die
+        for task in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{task}/children") as fh:
+                    children += fh.read().split()
+            except OSError:
+                pass
+        fronts = []
+        for c in children:
+            try:
+                with open(f"/proc/{c}/cmdline", "rb") as fh:
+                    if b"streameval.live.front" in fh.read():
+                        fronts.append(int(c))
+            except OSError:
+                pass   # a child (git) that just ended
+        [pid] = fronts
+        return pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+
+
+@pytest.fixture
+def watch(tmp_path):
+    w = Watch(tmp_path)
+    yield w
+    w.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_hooks_through_the_front_are_scored_steered_and_served(watch):
+    assert watch.hook("PreToolUse", "t1") == {}
+    assert watch.read_call("t1") == {}
+    # the watcher scores t1 in its own process; the front's next PreToolUse waits for
+    # it and carries the deny of the policy it tripped
+    answer = watch.hook("PreToolUse", "t2")["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny" and "policy budget" in answer["permissionDecisionReason"]
+    assert watch.hook("SessionEnd", "end") == {}
+    wait_until(lambda: watch.out.exists() and watch.out.read_bytes().endswith(b"\n"), what="record")
+    status, text = watch.get("/metrics")          # passed on to the watcher
+    assert status == 200
+    wait_until(lambda: 'streameval_ingest_requests_total{route="claude",status="200"} 4.0'
+               in watch.get("/metrics")[1].decode(), what="the front's counters")
+    assert watch.get("/")[0] == 200               # the page
+    runs = json.loads(watch.get("/api/runs")[1])
+    assert "s1" in json.dumps(runs)
+    watch.stop()
+    pushed = watch.runs / SPOOL_NAME / "claude-hooks" / "s1" / "trace.jsonl"
+    res = load_resources(str(watch.s.gold), None, str(watch.s.repo))
+    last = watch.out.read_bytes().splitlines()[-1]
+    assert last + b"\n" == record_line(evaluate_trace(pushed, res, root=watch.runs)[0])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_front_is_started_again_on_the_same_port(watch):
+    assert watch.read_call("t1") == {}
+    wait_until(lambda: 'streameval_ingest_requests_total{route="claude",status="200"} 1.0'
+               in watch.get("/metrics")[1].decode(), what="the front's counters")
+    first = watch.front_pid()
+    os.kill(first, signal.SIGKILL)
+    wait_until(lambda: _other_front(watch, first), what="a new front")
+    assert watch.read_call("t2") == {}          # the same port, the same spool
+    # the counters go on from where the dead front left them
+    wait_until(lambda: 'streameval_ingest_requests_total{route="claude",status="200"} 2.0'
+               in watch.get("/metrics")[1].decode(), what="counters going on")
+    pushed = watch.runs / SPOOL_NAME / "claude-hooks" / "s1" / "trace.jsonl"
+    assert len(pushed.read_bytes().splitlines()) == 4   # two calls, each stored once
+    assert "starting it again" in watch.log.read_text()
+
+
+def _other_front(watch: Watch, first: int) -> bool:
+    try:
+        return watch.front_pid() != first and watch.get("/metrics")[0] == 200
+    except (ValueError, OSError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_front_dies_with_the_watcher(watch):
+    front = watch.front_pid()
+    watch.proc.send_signal(signal.SIGKILL)
+    watch.proc.wait(10)
+    wait_until(lambda: not os.path.exists(f"/proc/{front}") or _zombie(front), what="the front to end")
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", watch.port), timeout=5).close()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
