@@ -84,7 +84,7 @@ class HttpServer:
             raise RuntimeError("the HTTP server did not start")
 
     def _run(self) -> None:
-        loop = new_event_loop()
+        loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self.loop = loop
         loop.call_soon(self._started.set)
@@ -107,17 +107,6 @@ class HttpServer:
             pass
 
     shutdown = close
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's event loop where it is installed (its transports and scheduling cost
-    a fraction of asyncio's own, and the server's thread shares one interpreter lock
-    with the watcher's scoring), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=None,
