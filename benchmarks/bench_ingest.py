@@ -12,8 +12,8 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
     (p50/p99/max), pushes answered per second.
 ``hooks``   Claude Code hook payloads, open loop at ``--hook-rate`` requests/s:
     PreToolUse then PostToolUse of each call (a Read of 40 lines of a repository file,
-    so every call is scored; PostToolUse is answered once scored), over 100 sessions.
-    Latency from when each request was due.
+    so every call is scored; a session's PreToolUse is answered once the calls before
+    it are scored), over 100 sessions. Latency from when each request was due.
 ``lines``   trace lines, open loop at ``--line-rate`` lines/s, in requests of 50 lines
     (25 tool calls) with their byte offset, over 200 runs.
 ``memory``  8 bodies of 8 MiB at once, from 8 addresses: OTLP JSON (Codex tool results
@@ -22,6 +22,7 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
 
     python benchmarks/bench_ingest.py                      # new and base, every phase
     python benchmarks/bench_ingest.py --impl new --phases hooks --hook-rate 1500
+    python benchmarks/bench_ingest.py --impl new --ingest-front thread   # one process
 
 Loopback only; every phase is bounded in time (``--seconds``). No pytest: timings
 belong here. The load generator shares the machine's 2 cores with the watcher.
@@ -41,7 +42,7 @@ from loadgen import Conn, Outcomes, Pool, Watch, impls, open_loop
 from machine import machine
 
 
-#: more arguments of every watcher started (``--ingest-process``)
+#: more arguments of every watcher started (``--ingest-front``)
 EXTRA: list[str] = []
 
 
@@ -289,12 +290,12 @@ def main() -> None:
     p.add_argument("--hook-events", choices=("both", "pre"), default="both",
                    help="pre: PreToolUse only, nothing to score (the HTTP front alone)")
     p.add_argument("--line-rate", type=float, default=5000.0)
-    p.add_argument("--ingest-process", action="store_true",
-                   help="start the watchers with --ingest-process (the front in its own process)")
+    p.add_argument("--ingest-front", choices=("process", "thread"),
+                   help="start the watchers with --ingest-front (default: the watcher's default)")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    if args.ingest_process:
-        EXTRA.append("--ingest-process")
+    if args.ingest_front:
+        EXTRA.extend(["--ingest-front", args.ingest_front])
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "phases": {}}
     print(json.dumps(results["machine"]), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:

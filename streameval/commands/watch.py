@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
-        if args.ingest and args.ingest_process:
+        if args.ingest and args.ingest_front == "process":
             server, port, front = _serve_with_front(args, w)
         else:
             server, _registry, port = serve(w.table, cfg.host, cfg.port,
@@ -190,11 +190,12 @@ def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
                         "required when --host is not a loopback address")
     p.add_argument("--ingest-max-runs", type=positive_int, default=1000, metavar="N",
                    help="runs each push source may create (default 1000)")
-    p.add_argument("--ingest-process", action="store_true",
-                   help="with --ingest: serve the port from a second process (the pushes, "
-                        "and /metrics and the page passed on to the watcher), so that hooks "
-                        "are answered on one core while runs are scored on the other; for "
-                        "fleets of hook-connected agents (docs/ingest.md)")
+    p.add_argument("--ingest-front", choices=("process", "thread"), default="process",
+                   help="with --ingest: 'process' (the default) serves the port from a second "
+                        "process that stores the pushes and passes /metrics and the page on "
+                        "to the watcher, so hooks are answered on one core while runs are "
+                        "scored on another; 'thread' serves everything from the watcher's "
+                        "own process (docs/ingest.md)")
 
 
 def is_loopback(host: str) -> bool:
@@ -225,7 +226,7 @@ def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes |
 
 
 def _serve_with_front(args: argparse.Namespace, w: Watcher):
-    """``--ingest-process``: the watcher's server on a private Unix socket, the public
+    """``--ingest-front process``: the watcher's server on a private Unix socket, the public
     port served by the ingest front (``live.front``); (server, port, link)."""
     import socket
     import tempfile

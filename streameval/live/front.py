@@ -1,4 +1,4 @@
-"""The ingest front in a process of its own (``watch --ingest --ingest-process``).
+"""The ingest front in a process of its own (``watch --ingest``, ``--ingest-front process``).
 
 One CPython process has one interpreter lock: with the HTTP front, the spool's writes
 and the watcher's scoring in one process, 1,000 hooks a second took all of one core
@@ -87,11 +87,12 @@ class Link:
         self.watcher = watcher
         self.public = public          # kept: a front started again serves the same port
         self.prefix = str(spool_dir) + os.sep
+        # sent on the private socket pair: the token is on no command line and in no
+        # environment
         self._config = {"spool": str(spool_dir), "upstream": upstream, "max_runs": max_runs,
-                        "idle": watcher.cfg.idle_timeout,
+                        "idle": watcher.cfg.idle_timeout, "token": token,
                         "limits": vars(limits) if limits is not None else {},
                         "verbose": logging.getLogger().getEffectiveLevel()}
-        self._token = token
         self._sent: dict[Path, tuple[int, str | None]] = {}
         self._lock = threading.Lock()
         self.closed = False
@@ -111,12 +112,9 @@ class Link:
         self.starts = [t for t in self.starts if time.monotonic() - t < self.RESTART_WINDOW]
         self.starts.append(time.monotonic())
         mine, theirs = socket.socketpair()
-        env = dict(os.environ)
-        if self._token is not None:
-            env["STREAMEVAL_FRONT_TOKEN"] = self._token   # not on the command line (ps)
         fds = (self.public.fileno(), theirs.fileno())
         proc = subprocess.Popen([sys.executable, "-m", "streameval.live.front", *map(str, fds)],
-                                pass_fds=fds, env=env, stdin=subprocess.DEVNULL)
+                                pass_fds=fds, stdin=subprocess.DEVNULL)
         theirs.close()
         try:
             _send(mine, self._config)
@@ -350,8 +348,8 @@ def main(argv: list[str]) -> int:
     heap.fix_mmap_threshold()
     scored = _Scored()
     spool = Spool(Path(config["spool"]), config["max_runs"], idle=config["idle"])
-    routes = IngestRoutes(spool, token=os.environ.get("STREAMEVAL_FRONT_TOKEN"),
-                          processed=scored.processed, steer=scored.reason)
+    routes = IngestRoutes(spool, token=config["token"], processed=scored.processed,
+                          steer=scored.reason)
     limits = Limits(**config["limits"])
     app = App(limits)
     routes.mount(app)

@@ -1,4 +1,5 @@
-"""``watch --ingest --ingest-process``: the ingest front in a process of its own.
+"""``watch --ingest``: the ingest front in a process of its own (``--ingest-front
+process``, the default).
 
 The real command line: hooks pushed to the front become records equal to replay of
 the spooled trace; the session's next PreToolUse is denied once a policy stopped the
@@ -40,7 +41,7 @@ class Watch:
         policy.write_text(POLICY)
         cmd = [sys.executable, "-m", "streameval", "watch", str(self.runs), "--gold", str(s.gold),
                "--repo", str(s.repo), "--port", "0", "--out", str(self.out), "--ingest",
-               "--ingest-process", "--abort-config", str(policy), "--idle-timeout", "30",
+               "--abort-config", str(policy), "--idle-timeout", "30",
                "--patch-grace", "0"]
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.request
 from pathlib import Path
 
@@ -188,6 +189,43 @@ def test_steering_answer_for_a_run_a_policy_stopped(served):
     engine.close()
 
 
+def test_the_next_pre_tool_use_waits_until_the_calls_before_it_are_scored(served):
+    """The PostToolUse that trips a policy is answered once stored; the session's next
+    PreToolUse waits until that call is scored and is denied, even when it arrives before
+    the watcher has read the call (here: while nothing drives the watcher)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from streameval.live.abort.engine import AbortEngine, attach, parse_policies
+
+    s, runs, res, w, _srv = served
+    srv = Served(w, scored=True)
+    engine = attach(w, AbortEngine(parse_policies(
+        '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "file"\n', "t.toml")))
+    try:
+        pre = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Read",
+               "tool_use_id": "t1", "tool_input": {}, "cwd": "/workspace/demo"}
+        post = {**pre, "hook_event_name": "PostToolUse",
+                "tool_input": {"file_path": "/workspace/demo/src/app.py"},
+                "tool_response": {"type": "text", "file": {"content": APP.rstrip("\n"), "startLine": 1}}}
+        q = f"?instance_id={s.instance}"
+        assert srv.post(f"/v1/hooks/claude{q}", json.dumps(pre).encode()) == (200, {})
+        assert srv.post(f"/v1/hooks/claude{q}", json.dumps(post).encode()) == (200, {})
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(srv.post, f"/v1/hooks/claude{q}",
+                                 json.dumps({**pre, "tool_use_id": "t2"}).encode())
+            while len(srv.app.waits) == 0 and not answer.done():
+                time.sleep(0.005)
+            assert not answer.done()           # waiting for the watcher, not answered
+            _poll(w)                           # the watcher reads and scores the call
+            status, out = answer.result(timeout=30)
+        assert status == 200
+        hook = out["hookSpecificOutput"]
+        assert hook["permissionDecision"] == "deny" and "policy budget" in hook["permissionDecisionReason"]
+    finally:
+        engine.close()
+        srv.close()
+
+
 def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
     import argparse
 
@@ -240,8 +278,13 @@ def test_watch_ingest_on_the_command_line(tmp_path):
         with urllib.request.urlopen(req, timeout=10) as r:
             assert json.loads(r.read()) == {"accepted": 4}
         wait_until(lambda: out.exists() and out.read_bytes().endswith(b"\n"), what="record")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            assert 'streameval_ingest_requests_total{route="lines",status="200"} 1.0' in r.read().decode()
+
+        def counted() -> bool:   # the front's counters reach the watcher every 0.2 s
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return 'streameval_ingest_requests_total{route="lines",status="200"} 1.0' \
+                    in r.read().decode()
+
+        wait_until(counted, what="the push counted in /metrics")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
