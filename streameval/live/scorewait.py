@@ -1,10 +1,11 @@
 """Waiting, without a thread, for the watcher to have scored what a request stored.
 
-A ``PostToolUse`` hook is answered once its call is scored (at most ``SCORE_WAIT``),
-so a policy the call trips is known before the agent's next call. Each wait is a
-future on the server's event loop; the watcher, after every batch it processed, asks
-the loop to settle the waits whose bytes it has read. A thousand waiting hooks cost a
-thousand futures, not a thousand sleeping threads.
+A session's ``PreToolUse`` hook is answered once the calls stored before it are scored
+(at most ``SCORE_WAIT``), so a policy a call trips denies the agent's very next call.
+Each wait is a future on the server's event loop; the watcher, after every batch it
+processed, asks the loop to settle the waits whose bytes it has read (from another
+process: ``live.front``). A thousand waiting hooks cost a thousand futures, not a
+thousand sleeping threads.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-#: seconds a PostToolUse answer waits for the watcher to have scored the call
+#: seconds a PreToolUse answer waits for the watcher to have scored the calls before it
 SCORE_WAIT = 2.0
 
 
