@@ -31,7 +31,7 @@ POLICY = '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "
 
 
 class Watch:
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, extra: tuple[str, ...] = ()):
         self.s = s = make_setup(tmp_path)
         self.runs = tmp_path / "runs"
         self.runs.mkdir()
@@ -42,7 +42,7 @@ class Watch:
         cmd = [sys.executable, "-m", "streameval", "watch", str(self.runs), "--gold", str(s.gold),
                "--repo", str(s.repo), "--port", "0", "--out", str(self.out), "--ingest",
                "--abort-config", str(policy), "--idle-timeout", "30",
-               "--patch-grace", "0"]
+               "--patch-grace", "0", *extra]
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
@@ -54,11 +54,12 @@ class Watch:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def hook(self, event: str, call: str, **more) -> dict:
+    def hook(self, event: str, call: str, headers: dict | None = None, **more) -> dict:
         body = {"session_id": "s1", "hook_event_name": event, "tool_name": "Read",
                 "tool_use_id": call, "cwd": "/workspace/demo", "tool_input": {}, **more}
         req = urllib.request.Request(self.url(f"/v1/hooks/claude?instance_id={self.s.instance}"),
-                                     json.dumps(body).encode(), {"Content-Type": "application/json"})
+                                     json.dumps(body).encode(),
+                                     {"Content-Type": "application/json", **(headers or {})})
         with urllib.request.urlopen(req, timeout=30) as r:
             assert r.status == 200
             return json.loads(r.read())
@@ -158,8 +159,15 @@ def test_the_front_dies_with_the_watcher(watch):
     watch.proc.send_signal(signal.SIGKILL)
     watch.proc.wait(10)
     wait_until(lambda: not os.path.exists(f"/proc/{front}") or _zombie(front), what="the front to end")
-    with pytest.raises(OSError):
-        socket.create_connection(("127.0.0.1", watch.port), timeout=5).close()
+    wait_until(lambda: _refused(watch.port), what="the port to be free")
+
+
+def _refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
 
 
 def _zombie(pid: int) -> bool:
@@ -168,3 +176,22 @@ def _zombie(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_the_front_asks_for_the_token(tmp_path):
+    """The token reaches the front on its private socket pair (no command line, no
+    environment), and the front refuses a push without it."""
+    import urllib.error
+
+    w = Watch(tmp_path, ("--ingest-token", "s3cret-token"))
+    try:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            w.hook("PreToolUse", "t1")
+        assert err.value.code == 401
+        err.value.close()
+        assert w.hook("PreToolUse", "t1", headers={"Authorization": "Bearer s3cret-token"}) == {}
+        pid = w.front_pid()
+        with open(f"/proc/{pid}/cmdline", "rb") as fh, open(f"/proc/{pid}/environ", "rb") as env:
+            assert b"s3cret-token" not in fh.read() + env.read()
+    finally:
+        w.stop()
