@@ -228,6 +228,7 @@ def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes |
 def _serve_with_front(args: argparse.Namespace, w: Watcher):
     """``--ingest-front process``: the watcher's server on a private Unix socket, the public
     port served by the ingest front (``live.front``); (server, port, link)."""
+    import shutil
     import socket
     import tempfile
 
@@ -239,6 +240,7 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
     public = bind(w.cfg.host, w.cfg.port, backlog=min(Limits().max_connections, 4096))
     private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
     inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server = None
     try:
         inner.bind(str(private))
         inner.listen(128)
@@ -247,9 +249,14 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
                                      sock=inner)
         link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME, token=token,
                           max_runs=args.ingest_max_runs)
-    except BaseException:
+    except BaseException as exc:
+        if server is not None:
+            server.close()
         public.close()
         inner.close()
+        shutil.rmtree(private.parent, ignore_errors=True)
+        if isinstance(exc, RuntimeError):   # the front did not start: said, not a traceback
+            raise UsageError(f"{exc}; --ingest-front thread serves from this process") from None
         raise
     link.private_dir = private.parent
     return server, public.getsockname()[1], link

@@ -49,7 +49,9 @@ UPSTREAM_CONNECTIONS = 8
 COUNTERS = ("ingest_requests", "ingest_rejected", "ingest_duplicates", "http_refused")
 #: request headers not passed upstream (hop by hop, or set again)
 _HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"te",
-        b"upgrade", b"proxy-connection"}
+        b"upgrade", b"proxy-connection", b"expect"}
+#: seconds a request passed to the watcher's server may take (then 504)
+UPSTREAM_TIMEOUT = 30.0
 
 
 # ---------------------------------------------------------------------- the link
@@ -76,7 +78,11 @@ def _lines(sock: socket.socket, buf: bytearray) -> list[dict] | None:
 
 class Link:
     """The watcher's end: starts the front (again, should it die), sends it what the
-    watcher scored, and takes its counters into the watcher's ``/metrics``."""
+    watcher scored, and takes its counters into the watcher's ``/metrics``.
+
+    What is sent is state, not events (each spooled trace's scored bytes and steering),
+    so a sender thread sends the latest of it: the watcher's thread only merges into an
+    outbox and never blocks on a front that is slow to read."""
 
     #: starts of the front within ``RESTART_WINDOW`` seconds before the watcher gives up
     MAX_STARTS = 5
@@ -93,29 +99,39 @@ class Link:
                         "idle": watcher.cfg.idle_timeout, "token": token,
                         "limits": vars(limits) if limits is not None else {},
                         "verbose": logging.getLogger().getEffectiveLevel()}
+        #: what the front was told (or is about to be): path -> (bytes scored, steering)
         self._sent: dict[Path, tuple[int, str | None]] = {}
+        self._outbox: dict[str, tuple[int, str | None] | None] = {}
         self._lock = threading.Lock()
+        self._wake = threading.Event()
         self.closed = False
         self.starts: list[float] = []
-        #: the counters of fronts that died: a new front counts from 0, the watcher's
-        #: counters go on from where they were
-        self._base = {name: Counter() for name in COUNTERS}
+        #: the counts the current front last reported (it counts from 0 when started)
         self._last = {name: Counter() for name in COUNTERS}
         #: a folder of the caller's to remove once the front is gone (its socket's)
         self.private_dir: Path | None = None
         self.proc, self.sock = self._spawn()
         watcher.listeners.append(self.scored)
+        # steering decided at a tick (time budgets) reaches the front without a batch
+        watcher.tick_hooks.append(lambda _w, _now: self.scored())
         self._reader = threading.Thread(target=self._read, name="front-link", daemon=True)
         self._reader.start()
+        self._sender = threading.Thread(target=self._send_loop, name="front-send", daemon=True)
+        self._sender.start()
 
     def _spawn(self) -> tuple[subprocess.Popen, socket.socket]:
-        self.starts = [t for t in self.starts if time.monotonic() - t < self.RESTART_WINDOW]
-        self.starts.append(time.monotonic())
+        now = time.monotonic()
+        self.starts = [t for t in self.starts if now - t < self.RESTART_WINDOW] + [now]
         mine, theirs = socket.socketpair()
-        fds = (self.public.fileno(), theirs.fileno())
-        proc = subprocess.Popen([sys.executable, "-m", "streameval.live.front", *map(str, fds)],
-                                pass_fds=fds, stdin=subprocess.DEVNULL)
-        theirs.close()
+        try:
+            fds = (self.public.fileno(), theirs.fileno())
+            proc = subprocess.Popen([sys.executable, "-m", "streameval.live.front",
+                                     *map(str, fds)], pass_fds=fds, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            mine.close()
+            raise RuntimeError(f"the ingest front did not start ({exc})") from None
+        finally:
+            theirs.close()
         try:
             _send(mine, self._config)
             mine.settimeout(60)
@@ -123,44 +139,64 @@ class Link:
             if not ready or not ready[0].get("ready"):
                 raise OSError("no ready message")
             mine.settimeout(None)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             proc.kill()
             proc.wait()
             mine.close()
             raise RuntimeError(f"the ingest front did not start ({exc})") from None
-        with self._lock:
-            self._sent.clear()   # the new front knows nothing scored yet
         return proc, mine
 
     def scored(self, _watcher=None) -> None:
-        """After a batch: every spooled trace whose scored bytes or steering changed."""
+        """After a batch (and at every tick): each spooled trace whose scored bytes or
+        steering changed, and each one the watcher let go, into the outbox."""
         w = self.watcher
-        changed = {}
-        with self._lock:
-            for path, f in list(w.followers.items()):
+        changed: dict[str, tuple[int, str | None] | None] = {}
+        followers = w.followers
+        with self._lock:   # held for memory only: the sender thread does the I/O
+            for path, f in list(followers.items()):
                 if not str(path).startswith(self.prefix):
                     continue
                 now = (f.tail.offset - f.tail.pending, w.steer_reason(path))
                 if self._sent.get(path) != now:
                     self._sent[path] = now
                     changed[str(path)] = now
-            for path in [p for p in self._sent if p not in w.followers]:
+            for path in [p for p in self._sent if p not in followers]:
                 del self._sent[path]
-            if changed and not self.closed:
-                try:
-                    _send(self.sock, {"scored": changed})
-                except OSError:
-                    pass   # the reader sees the front gone and starts another
+                changed[str(path)] = None   # let go by the watcher: the front forgets it
+            self._outbox.update(changed)
+        if changed:
+            self._wake.set()
+
+    def _send_loop(self) -> None:
+        while not self.closed:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                out, self._outbox = self._outbox, {}
+                sock = self.sock
+            if not out:
+                continue
+            try:
+                _send(sock, {"scored": {k: v for k, v in out.items() if v is not None},
+                             "gone": [k for k, v in out.items() if v is None]})
+            except OSError:
+                pass   # the front is gone: the reader starts another, which gets all
 
     def _read(self) -> None:
         buf = bytearray()
         while True:
             try:
                 messages = _lines(self.sock, buf)
-            except OSError:
+            except (OSError, ValueError):
                 messages = None
             if messages is None:
-                if self.closed or not self._restart():
+                try:
+                    again = not self.closed and self._restart()
+                except Exception:   # noqa: BLE001 - said, and the port given up below
+                    log.exception("the ingest front could not be started again")
+                    again = False
+                if not again:
+                    self._give_up()
                     return
                 buf = bytearray()
                 continue
@@ -168,47 +204,67 @@ class Link:
                 self._count(m)
 
     def _count(self, message: dict) -> None:
+        """Add what the front counted since its last report (the watcher's own server
+        counts into the same counters)."""
         stats = self.watcher.table.stats
         for name in COUNTERS:
             counter: Counter = getattr(stats, name)
-            last, base = self._last[name], self._base[name]
+            last = self._last[name]
             for key, n in message.get(name, []):
                 key = tuple(key) if isinstance(key, list) else key
+                counter[key] += n - last[key]
                 last[key] = n
-                counter[key] = base[key] + n
 
     def _restart(self) -> bool:
         code = self.proc.wait()
-        if len(self.starts) >= self.MAX_STARTS:
-            log.error("the ingest front stopped (exit %s), its %d(th) start within %.0f s; "
-                      "pushed requests are no longer answered", code, len(self.starts),
-                      self.RESTART_WINDOW)
+        if self.closed or code == -signal.SIGTERM:
+            return False   # stopping, or stopped on purpose (a service's stop)
+        now = time.monotonic()
+        if len([t for t in self.starts if now - t < self.RESTART_WINDOW]) >= self.MAX_STARTS:
+            log.error("the ingest front stopped (exit %s) for the %d(th) time within %.0f s; "
+                      "the port is closed", code, self.MAX_STARTS, self.RESTART_WINDOW)
             return False
         log.error("the ingest front stopped (exit %s); starting it again (acknowledged "
                   "pushes are on disk; unanswered ones are retried by their clients)", code)
-        for name in COUNTERS:
-            self._base[name].update(self._last[name])
-            self._last[name].clear()
-        self.sock.close()
-        try:
-            self.proc, self.sock = self._spawn()
-        except RuntimeError as exc:
-            log.error("%s", exc)
+        for last in self._last.values():
+            last.clear()
+        proc, sock = self._spawn()
+        with self._lock:
+            old, self.proc, self.sock = self.sock, proc, sock
+            # the new front knows nothing scored yet: all of it, now
+            self._outbox = {str(p): v for p, v in self._sent.items()}
+        old.close()
+        self._wake.set()
+        if self.closed:   # stopped meanwhile
+            proc.kill()
             return False
         return True
 
+    def _give_up(self) -> None:
+        """No front serves the port: close it, so that clients are refused at once
+        rather than left waiting in its queue."""
+        if not self.closed:
+            try:
+                self.public.close()
+            except OSError:
+                pass
+
     def close(self) -> None:
         self.closed = True
+        self._wake.set()
+        with self._lock:
+            sock, proc = self.sock, self.proc
         try:
-            self.sock.shutdown(socket.SHUT_RDWR)
+            sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         try:
-            self.proc.wait(5)
+            proc.wait(5)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.sock.close()
+            proc.kill()
+            proc.wait()
+        self._reader.join(5)
+        sock.close()
         self.public.close()
         if self.private_dir is not None:
             shutil.rmtree(self.private_dir, ignore_errors=True)
@@ -243,13 +299,19 @@ class Upstream:
             self._slots = asyncio.Semaphore(UPSTREAM_CONNECTIONS)
         async with self._slots:
             for attempt in (0, 1):   # a kept connection the watcher closed: once more
-                reader, writer = self._idle.pop() if self._idle and attempt == 0 else \
-                    await asyncio.open_unix_connection(self.path, limit=1 << 24)
+                writer = None
                 try:
+                    reader, writer = self._idle.pop() if self._idle and attempt == 0 else \
+                        await asyncio.open_unix_connection(self.path, limit=1 << 24)
                     writer.write(data)
-                    response, keep = await self._response(reader, request.method == "HEAD")
-                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    response, keep = await asyncio.wait_for(
+                        self._response(reader, request.method == "HEAD"), UPSTREAM_TIMEOUT)
+                except asyncio.TimeoutError:
                     writer.close()
+                    raise Refused(504, "the watcher did not answer in time", "upstream") from None
+                except (OSError, asyncio.IncompleteReadError, ValueError):
+                    if writer is not None:
+                        writer.close()
                     if attempt:
                         raise Refused(502, "the watcher did not answer", "upstream") from None
                     continue
@@ -262,10 +324,15 @@ class Upstream:
 
     @staticmethod
     async def _response(reader: asyncio.StreamReader, head_only: bool) -> tuple[Response, bool]:
-        status_line = await reader.readline()
-        if not status_line:
-            raise ValueError("closed")
-        status = int(status_line.split(b" ", 2)[1])
+        while True:   # an interim 1xx answer is not the answer
+            status_line = await reader.readline()
+            if not status_line:
+                raise ValueError("closed")
+            status = int(status_line.split(b" ", 2)[1])
+            if status >= 200:
+                break
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass
         headers, ctype, length, keep = [], "application/octet-stream", None, True
         while True:
             line = await reader.readline()
@@ -303,14 +370,18 @@ class _Scored:
     def reason(self, path: Path) -> str | None:
         return self.steer.get(path)
 
-    def take(self, changed: dict) -> None:
-        for text, (n, reason) in changed.items():
+    def take(self, message: dict) -> None:
+        for text, (n, reason) in message.get("scored", {}).items():
             path = Path(text)
-            self.bytes[path] = n
+            # the reason first: a wait settled by these bytes answers with it
             if reason:
                 self.steer[path] = reason
             else:
                 self.steer.pop(path, None)
+            self.bytes[path] = n
+        for text in message.get("gone", []):
+            self.bytes.pop(Path(text), None)
+            self.steer.pop(Path(text), None)
 
 
 def _die_with_parent() -> None:
@@ -368,7 +439,7 @@ def main(argv: list[str]) -> int:
                 if messages is None:
                     return 0   # the watcher stopped
                 for m in messages:
-                    scored.take(m.get("scored", {}))
+                    scored.take(m)
                 if routes.waits is not None:
                     routes.waits.notify()
             if time.monotonic() - last >= TICK:

@@ -38,6 +38,10 @@ class ScoreWaits:
         entry = (path, size, fut)
         self._waiting.append(entry)
         try:
+            # asked again once waiting: a notify between the first look and the append
+            # found no one to wake
+            if self.processed(path) >= size:
+                return True
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
             return False

@@ -54,8 +54,9 @@ class Watch:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def hook(self, event: str, call: str, headers: dict | None = None, **more) -> dict:
-        body = {"session_id": "s1", "hook_event_name": event, "tool_name": "Read",
+    def hook(self, event: str, call: str, headers: dict | None = None, session: str = "s1",
+             **more) -> dict:
+        body = {"session_id": session, "hook_event_name": event, "tool_name": "Read",
                 "tool_use_id": call, "cwd": "/workspace/demo", "tool_input": {}, **more}
         req = urllib.request.Request(self.url(f"/v1/hooks/claude?instance_id={self.s.instance}"),
                                      json.dumps(body).encode(),
@@ -64,8 +65,9 @@ class Watch:
             assert r.status == 200
             return json.loads(r.read())
 
-    def read_call(self, call: str) -> dict:
-        return self.hook("PostToolUse", call, tool_input={"file_path": "/workspace/demo/src/app.py"},
+    def read_call(self, call: str, session: str = "s1") -> dict:
+        return self.hook("PostToolUse", call, session=session,
+                         tool_input={"file_path": "/workspace/demo/src/app.py"},
                          tool_response={"type": "text", "file": {"content": APP.rstrip("\n"),
                                                                  "startLine": 1}})
 
@@ -107,6 +109,10 @@ def watch(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_hooks_through_the_front_are_scored_steered_and_served(watch):
+    # a first run scored, so that what follows is not timed on a cold process (a
+    # PreToolUse waits at most 2 s for the watcher)
+    assert watch.read_call("w1", session="warm") == {}
+    wait_until(lambda: 'run_id="warm"' in watch.get("/metrics")[1].decode(), what="a warm watcher")
     assert watch.hook("PreToolUse", "t1") == {}
     assert watch.read_call("t1") == {}
     # the watcher scores t1 in its own process; the front's next PreToolUse waits for
@@ -117,15 +123,15 @@ def test_hooks_through_the_front_are_scored_steered_and_served(watch):
     wait_until(lambda: watch.out.exists() and watch.out.read_bytes().endswith(b"\n"), what="record")
     status, text = watch.get("/metrics")          # passed on to the watcher
     assert status == 200
-    wait_until(lambda: 'streameval_ingest_requests_total{route="claude",status="200"} 4.0'
+    wait_until(lambda: 'streameval_ingest_requests_total{route="claude",status="200"} 5.0'
                in watch.get("/metrics")[1].decode(), what="the front's counters")
     assert watch.get("/")[0] == 200               # the page
     runs = json.loads(watch.get("/api/runs")[1])
-    assert "s1" in json.dumps(runs)
+    assert '"s1"' in json.dumps(runs)
     watch.stop()
     pushed = watch.runs / SPOOL_NAME / "claude-hooks" / "s1" / "trace.jsonl"
     res = load_resources(str(watch.s.gold), None, str(watch.s.repo))
-    last = watch.out.read_bytes().splitlines()[-1]
+    [last] = [line for line in watch.out.read_bytes().splitlines() if b'"s1"' in line]
     assert last + b"\n" == record_line(evaluate_trace(pushed, res, root=watch.runs)[0])
 
 
@@ -195,3 +201,56 @@ def test_the_front_asks_for_the_token(tmp_path):
             assert b"s3cret-token" not in fh.read() + env.read()
     finally:
         w.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_front_that_keeps_dying_closes_the_port(watch):
+    """After MAX_STARTS starts within a minute the watcher gives up, and closes the
+    port: clients are refused at once, not left waiting in the listen queue."""
+    from streameval.live.front import Link
+
+    for _ in range(Link.MAX_STARTS):
+        pid = watch.front_pid()
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda pid=pid: _refused(watch.port) or _other_front(watch, pid),
+                   what="a new front or a closed port")
+    wait_until(lambda: _refused(watch.port), what="the port closed")
+    assert "the port is closed" in watch.log.read_text()
+    assert watch.proc.poll() is None            # the watcher itself goes on
+
+
+def test_the_front_forgets_what_the_watcher_let_go():
+    from pathlib import Path
+
+    from streameval.live.front import _Scored
+
+    scored = _Scored()
+    scored.take({"scored": {"/r/a/trace.jsonl": [120, "stopped (policy budget)"],
+                            "/r/b/trace.jsonl": [40, None]}})
+    a, b = Path("/r/a/trace.jsonl"), Path("/r/b/trace.jsonl")
+    assert (scored.processed(a), scored.reason(a)) == (120, "stopped (policy budget)")
+    assert (scored.processed(b), scored.reason(b)) == (40, None)
+    scored.take({"scored": {}, "gone": ["/r/a/trace.jsonl"]})
+    assert (scored.processed(a), scored.reason(a)) == (-1, None)
+    assert scored.processed(b) == 40
+
+
+def test_the_fronts_counts_are_added_to_the_watchers_own():
+    # the watcher's own server counts into the same counters (a 405 on the page)
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from streameval.live.front import COUNTERS, Link
+
+    stats = SimpleNamespace(**{name: Counter() for name in COUNTERS})
+    link = Link.__new__(Link)
+    link.watcher = SimpleNamespace(table=SimpleNamespace(stats=stats))
+    link._last = {name: Counter() for name in COUNTERS}
+    stats.http_refused["method"] = 1                                  # the watcher's own
+    link._count({"http_refused": [["method", 2]], "ingest_requests": [[["claude", 200], 5]]})
+    link._count({"http_refused": [["method", 3]], "ingest_requests": [[["claude", 200], 7]]})
+    assert stats.http_refused["method"] == 4 and stats.ingest_requests[("claude", 200)] == 7
+    for last in link._last.values():                                  # a front started again
+        last.clear()
+    link._count({"ingest_requests": [[["claude", 200], 1]]})
+    assert stats.ingest_requests[("claude", 200)] == 8
