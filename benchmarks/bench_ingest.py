@@ -9,7 +9,8 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
     a second, reconnecting when cut off; 64 pushers (127.0.0.3-6) post 20 trace lines
     each to their own run, closed loop, as fast as they are answered; a prober
     (127.0.0.1) GETs /metrics every 100 ms. Figures: probes answered, their latency
-    (p50/p99/max), pushes answered per second.
+    (p50/p99/max), pushes answered per second; the same for a second prober that GETs
+    the page and its data (``/``, ``/api/runs``) every 100 ms.
 ``hooks``   Claude Code hook payloads, open loop at ``--hook-rate`` requests/s:
     PreToolUse then PostToolUse of each call (a Read of 40 lines of a repository file,
     so every call is scored; a session's PreToolUse is answered once the calls before
@@ -110,15 +111,18 @@ async def _pushers(port: int, n: int, stop: asyncio.Event, pool: CallPool) -> Ou
     return out
 
 
-async def _prober(port: int, seconds: float) -> Outcomes:
+async def _prober(port: int, seconds: float, paths: tuple[str, ...] = ("/metrics",)) -> Outcomes:
     out = Outcomes()
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
+    k = 0
     while loop.time() < end:
         t = loop.time()
         conn = Conn(port, "127.0.0.1")
+        path = paths[k % len(paths)]
+        k += 1
         try:
-            status, _ = await asyncio.wait_for(conn.request("GET", "/metrics"), 5)
+            status, _ = await asyncio.wait_for(conn.request("GET", path), 5)
             out.add(str(status), loop.time() - t)
         except (asyncio.TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError, ValueError):
             out.add("failed", None)
@@ -138,11 +142,13 @@ def phase_starve(impl, work: Path, args) -> dict:
         await asyncio.sleep(2.0)   # every slow client connected
         push = asyncio.ensure_future(_pushers(w.port, 64, stop, pool))
         await asyncio.sleep(1.0)
-        probes = await _prober(w.port, args.seconds)
+        probes, page = await asyncio.gather(
+            _prober(w.port, args.seconds),
+            _prober(w.port, args.seconds, ("/", "/api/runs")))   # the page and its data
         stop.set()
         pushes = await push
         slow.cancel()
-        return {"probes": probes.summary(args.seconds),
+        return {"probes": probes.summary(args.seconds), "page_probes": page.summary(args.seconds),
                 "pushes": pushes.summary(args.seconds + 1), "slow_clients_cut_off": cut[0]}
 
     try:
