@@ -234,10 +234,10 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
 
     from streameval.live import front
     from streameval.live.guard import Limits
-    from streameval.live.server import bind
+    from streameval.live.server import backlog, bind
 
     token = _ingest_token(args, w)
-    public = bind(w.cfg.host, w.cfg.port, backlog=min(Limits().max_connections, 4096))
+    public = bind(w.cfg.host, w.cfg.port, backlog=backlog(Limits()))
     private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
     inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server = None

@@ -26,6 +26,11 @@ from streameval.live.guard import guarded
 log = logging.getLogger(__name__)
 
 
+def backlog(limits) -> int:
+    """The kernel's listen queue for a server with ``limits``."""
+    return min(limits.max_connections, 4096)
+
+
 def bind(host: str, port: int, backlog: int) -> socket.socket:
     """A listening socket on ``host:port``; UsageError naming them when it cannot be."""
     try:
@@ -60,7 +65,7 @@ class HttpServer:
         # the kernel's listen queue: a burst of agents' hooks must not wait for a SYN
         # retry (socketserver's default of 5 made the 6th wait a second or more)
         self._sock = sock if sock is not None else \
-            bind(host, port, backlog=min(app.limits.max_connections, 4096))
+            bind(host, port, backlog=backlog(app.limits))
         name = self._sock.getsockname()
         self.port: int = name[1] if isinstance(name, tuple) else 0   # 0: a Unix socket
         self.host = host
