@@ -95,6 +95,11 @@ class Request:
             self._query = {k: v[-1] for k, v in parse_qs(raw).items()}
         return self._query
 
+    def query_all(self, name: str) -> list[str]:
+        """Every value of a query parameter given more than once (``name[]``)."""
+        raw = self.scope.get("query_string", b"").decode("latin-1")
+        return parse_qs(raw).get(name, [])
+
     def header(self, name: str) -> str:
         return self.headers.get(name.encode(), b"").decode("latin-1")
 

@@ -177,6 +177,48 @@ def _fast_encoding(encoder) -> bool | None:
     return None
 
 
+class Only:
+    """A registry's samples named by a scrape's ``name[]`` filters. The library's own
+    restricted registry finds a collector by the names it describes, and ours describe
+    none: a filtered scrape came back empty."""
+
+    def __init__(self, registry, names: list[str]):
+        self.registry = registry
+        self.names = set(names)
+
+    def collect(self):
+        from prometheus_client.metrics_core import Metric
+
+        for family in self.registry.collect():
+            samples = [s for s in family.samples if s.name in self.names]
+            if samples:
+                only = Metric(family.name, family.documentation, family.type, family.unit)
+                only.samples = samples
+                yield only
+
+
+def allowed(request: Request) -> Response | None:
+    """The answer to an OPTIONS, or None for a GET or HEAD (else 405), as
+    prometheus_client answers them."""
+    if request.method == "OPTIONS":
+        return Response(200, b"", "text/plain", [(b"allow", b"OPTIONS,GET")])
+    if request.method not in ("GET", "HEAD"):
+        raise Refused(405, f"use GET, not {request.method}", "method",
+                      [(b"allow", b"OPTIONS,GET")])
+    return None
+
+
+async def encoded(app: App, request: Request, output: bytes, content_type: str) -> Response:
+    """A scrape's answer, gzipped when the client takes it."""
+    from prometheus_client.exposition import gzip_accepted
+
+    headers = []
+    if gzip_accepted(request.header("accept-encoding")):
+        output = await app.run(PROTECTED, gzip.compress, output, GZIP_LEVEL)
+        headers.append((b"content-encoding", b"gzip"))
+    return Response(200, output, content_type, headers)
+
+
 class MetricsRoute:
     """The ``/metrics`` handler: GET (and OPTIONS) as prometheus_client answers them."""
 
@@ -187,26 +229,20 @@ class MetricsRoute:
         self._flights: dict[Any, asyncio.Future] = {}
 
     async def __call__(self, request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return Response(200, b"", "text/plain", [(b"allow", b"OPTIONS,GET")])
-        if request.method not in ("GET", "HEAD"):
-            raise Refused(405, f"use GET, not {request.method}", "method",
-                          [(b"allow", b"OPTIONS,GET")])
-        from prometheus_client.exposition import choose_encoder, gzip_accepted
+        early = allowed(request)
+        if early is not None:
+            return early
+        from prometheus_client.exposition import choose_encoder
 
         encoder, content_type = choose_encoder(request.header("accept"))
-        names = request.query.get("name[]")
+        names = request.query_all("name[]")
         output = await self._render(encoder, names)
-        headers = []
-        if gzip_accepted(request.header("accept-encoding")):
-            output = await self.app.run(PROTECTED, gzip.compress, output, GZIP_LEVEL)
-            headers.append((b"content-encoding", b"gzip"))
-        return Response(200, output, content_type, headers)
+        return await encoded(self.app, request, output, content_type)
 
-    async def _render(self, encoder, names: str | None) -> bytes:
+    async def _render(self, encoder, names: list[str]) -> bytes:
         om = _fast_encoding(encoder)
-        if names is not None or om is None or self.collector is None:
-            registry = self.registry.restricted_registry([names]) if names else self.registry
+        if names or om is None or self.collector is None:
+            registry = Only(self.registry, names) if names else self.registry
             return await self.app.run(PROTECTED, encoder, registry)
         key = (getattr(encoder, "func", encoder), tuple(sorted(getattr(encoder, "keywords", {}).items())))
         flight = self._flights.get(key)

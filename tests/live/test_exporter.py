@@ -214,3 +214,24 @@ def test_a_runs_problems_are_a_gauge_by_reason_and_a_flag_goes_when_it_stops_hol
     assert get("streameval_run_problems", {**LABELS, "reason": "nothing_read"}) is None
     assert get("streameval_run_problems", {**LABELS, "reason": "mostly_outside_repo"}) is None
     assert get("streameval_run_problems", {**LABELS, "reason": "path_outside_repo"}) == 1.0
+
+
+def test_a_filtered_scrape_serves_every_name_asked_and_only_those(tmp_path):
+    """``name[]`` as prometheus_client's handler takes it: the library's restricted
+    registry found no collector of ours (they describe no names), so it came back empty."""
+    import urllib.request
+
+    from streameval.live.server import serve
+
+    w, _reg, _d = setup(tmp_path)
+    server, _sreg, port = serve(w.table, "127.0.0.1", 0)
+    try:
+        url = (f"http://127.0.0.1:{port}/metrics?name[]=streameval_coverage_ratio"
+               "&name[]=streameval_lines_processed_total")
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read().decode()
+    finally:
+        server.close()
+    names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if not line.startswith("#")}
+    assert names == {"streameval_coverage_ratio", "streameval_lines_processed_total"}
+    assert 'run_id="r1"' in text
