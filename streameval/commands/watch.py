@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
-        if args.ingest and args.ingest_front == "process":
+        if args.front == "process":
             server, port, front = _serve_with_front(args, w)
         else:
             server, _registry, port = serve(w.table, cfg.host, cfg.port,
@@ -190,12 +190,15 @@ def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
                         "required when --host is not a loopback address")
     p.add_argument("--ingest-max-runs", type=positive_int, default=1000, metavar="N",
                    help="runs each push source may create (default 1000)")
-    p.add_argument("--ingest-front", choices=("process", "thread"), default="process",
-                   help="with --ingest: 'process' (the default) serves the port from a second "
-                        "process that stores the pushes and passes /metrics and the page on "
-                        "to the watcher, so hooks are answered on one core while runs are "
-                        "scored on another; 'thread' serves everything from the watcher's "
-                        "own process (docs/ingest.md)")
+    p.add_argument("--front", choices=("process", "thread"), default="process",
+                   help="'process' (the default) serves the port from a second process: it "
+                        "serves /metrics from the numbers the watcher sends (a busy watcher's "
+                        "last ones, their age said), stores pushes (--ingest) and passes the "
+                        "page on to the watcher, so scrapes and hooks are answered on one "
+                        "core while runs are scored on another; 'thread' serves everything "
+                        "from the watcher's own process (docs/operate.md)")
+    p.add_argument("--ingest-front", dest="front", choices=("process", "thread"),
+                   default=argparse.SUPPRESS, help=argparse.SUPPRESS)   # its name before it served /metrics too
 
 
 def is_loopback(host: str) -> bool:
@@ -226,17 +229,19 @@ def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes |
 
 
 def _serve_with_front(args: argparse.Namespace, w: Watcher):
-    """``--ingest-front process``: the watcher's server on a private Unix socket, the public
-    port served by the ingest front (``live.front``); (server, port, link)."""
+    """``--front process``: the watcher's server on a private Unix socket, the public
+    port served by the front (``live.front``: /metrics from ``mirror``, the pushes with
+    ``--ingest``); (server, port, link)."""
     import shutil
     import socket
     import tempfile
 
     from streameval.live import front
     from streameval.live.guard import Limits
+    from streameval.live.mirror import Feed
     from streameval.live.server import backlog, bind
 
-    token = _ingest_token(args, w)
+    token = _ingest_token(args, w) if args.ingest else None
     public = bind(w.cfg.host, w.cfg.port, backlog=backlog(Limits()))
     private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
     inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -247,8 +252,8 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
         inner.setblocking(False)
         server, _registry, _ = serve(w.table, ingest=None, per_run_series=args.per_run_series,
                                      sock=inner)
-        link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME, token=token,
-                          max_runs=args.ingest_max_runs)
+        link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME if args.ingest else None,
+                          token=token, max_runs=args.ingest_max_runs, feed=Feed(server.collector))
     except BaseException as exc:
         if server is not None:
             server.close()
@@ -256,7 +261,7 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
         inner.close()
         shutil.rmtree(private.parent, ignore_errors=True)
         if isinstance(exc, RuntimeError):   # the front did not start: said, not a traceback
-            raise UsageError(f"{exc}; --ingest-front thread serves from this process") from None
+            raise UsageError(f"{exc}; --front thread serves from this process") from None
         raise
     link.private_dir = private.parent
     return server, public.getsockname()[1], link

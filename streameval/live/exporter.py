@@ -65,6 +65,8 @@ HELP: dict[str, str] = {
     "streameval_lag_seconds": "Processing time minus the line's write time (file mtime).",
     "streameval_sessions": "Runs in memory, by state (active, finished).",
     "streameval_stale_runs": "Runs this scrape served from the previous one: a long batch held the table lock.",
+    "streameval_metrics_age_seconds": "Seconds since the watcher made the numbers this scrape serves (the front "
+                                      "process serves the last ones when the watcher is busy; docs/operate.md).",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
     "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
     "streameval_ingest_requests_total": "Pushed requests (watch --ingest) by route (claude, logs, lines) and HTTP status.",

@@ -1,17 +1,21 @@
-"""The ingest front in a process of its own (``watch --ingest``, ``--ingest-front process``).
+"""The front: the public port served by a process of its own (``watch``, ``--front
+process``, the default).
 
 One CPython process has one interpreter lock: with the HTTP front, the spool's writes
 and the watcher's scoring in one process, 1,000 hooks a second took all of one core
-and the answers queued behind the scoring (benchmarks/README.md, "Ingest and soak").
-Here the front (the public socket, every ``/v1/`` route, the spool) runs in a child
-process on the other core, and the watcher's process keeps what only it knows:
+and the answers queued behind the scoring, and a scrape waited for every garbage
+collection of the watcher's heap (benchmarks/README.md, "Ingest and soak"). Here the
+front (the public socket, ``/metrics``, with ``--ingest`` every ``/v1/`` route and the
+spool) runs in a child process on the other core, and the watcher's process keeps
+what only it knows:
 
+- ``/metrics`` is joined from the pieces the watcher sends (``mirror``);
 - the front answers a hook's score wait and its steering deny from what the watcher
   sends after every batch it processed: each spooled trace's bytes scored, and the
   reason a policy stopped its run (``Link``);
-- every other path (``/metrics``, the page, its API) is passed to the watcher's own
-  server on a Unix socket only the two processes share (``Upstream``), on the front's
-  protected lane;
+- every other path (the page, its API) is passed to the watcher's own server on a
+  Unix socket only the two processes share (``Upstream``), on the front's protected
+  lane;
 - the front's counters reach the watcher's ``/metrics`` every ``TICK`` seconds.
 
 The child dies with the watcher (``PR_SET_PDEATHSIG``, and the end of the link). The
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import queue
 import selectors
 import shutil
 import signal
@@ -37,7 +42,9 @@ from pathlib import Path
 
 import orjson
 
+from streameval.live import mirror
 from streameval.live.asgi import PROTECTED, Refused, Request, Response
+from streameval.live.mirror import Feed
 
 log = logging.getLogger(__name__)
 
@@ -62,18 +69,21 @@ def _send(sock: socket.socket, message: dict) -> None:
 
 
 def _lines(sock: socket.socket, buf: bytearray) -> list[dict] | None:
-    """The whole messages received so far (None: the other end closed)."""
-    chunk = sock.recv(1 << 16)
+    """The whole messages received so far (None: the other end closed). A message of
+    megabytes (the first metrics) is searched for its end once, not at every chunk."""
+    chunk = sock.recv(1 << 20)
     if not chunk:
         return None
+    start = len(buf)
     buf += chunk
     out = []
     while True:
-        nl = buf.find(b"\n")
+        nl = buf.find(b"\n", start)
         if nl < 0:
             return out
         out.append(orjson.loads(bytes(buf[:nl])))
         del buf[:nl + 1]
+        start = 0
 
 
 class Link:
@@ -88,14 +98,18 @@ class Link:
     MAX_STARTS = 5
     RESTART_WINDOW = 60.0
 
-    def __init__(self, watcher, public: socket.socket, upstream: str, spool_dir: Path, *,
-                 token: str | None, max_runs: int, limits=None):
+    def __init__(self, watcher, public: socket.socket, upstream: str, spool_dir: Path | None, *,
+                 token: str | None, max_runs: int, limits=None, feed: Feed | None = None):
         self.watcher = watcher
         self.public = public          # kept: a front started again serves the same port
-        self.prefix = str(spool_dir) + os.sep
+        self.prefix = str(spool_dir) + os.sep if spool_dir is not None else None
+        #: the scrape's pieces the front serves /metrics from (``mirror``); None: the
+        #: front passes /metrics on to the watcher's server
+        self.feed = feed
         # sent on the private socket pair: the token is on no command line and in no
         # environment
-        self._config = {"spool": str(spool_dir), "upstream": upstream, "max_runs": max_runs,
+        self._config = {"spool": str(spool_dir) if spool_dir is not None else None,
+                        "metrics": feed is not None, "upstream": upstream, "max_runs": max_runs,
                         "idle": watcher.cfg.idle_timeout, "token": token,
                         "limits": vars(limits) if limits is not None else {},
                         "verbose": logging.getLogger().getEffectiveLevel()}
@@ -103,7 +117,9 @@ class Link:
         self._sent: dict[Path, tuple[int, str | None]] = {}
         self._outbox: dict[str, tuple[int, str | None] | None] = {}
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()   # two threads send: whole messages, in turn
         self._wake = threading.Event()
+        self._asks: queue.SimpleQueue = queue.SimpleQueue()   # scrapes the front asks about
         self.closed = False
         self.starts: list[float] = []
         #: the counts the current front last reported (it counts from 0 when started)
@@ -111,13 +127,16 @@ class Link:
         #: a folder of the caller's to remove once the front is gone (its socket's)
         self.private_dir: Path | None = None
         self.proc, self.sock = self._spawn()
-        watcher.listeners.append(self.scored)
-        # steering decided at a tick (time budgets) reaches the front without a batch
-        watcher.tick_hooks.append(lambda _w, _now: self.scored())
+        if self.prefix is not None:
+            watcher.listeners.append(self.scored)
+            # steering decided at a tick (time budgets) reaches the front without a batch
+            watcher.tick_hooks.append(lambda _w, _now: self.scored())
         self._reader = threading.Thread(target=self._read, name="front-link", daemon=True)
         self._reader.start()
         self._sender = threading.Thread(target=self._send_loop, name="front-send", daemon=True)
         self._sender.start()
+        if feed is not None:
+            threading.Thread(target=self._metrics_loop, name="front-metrics", daemon=True).start()
 
     def _spawn(self) -> tuple[subprocess.Popen, socket.socket]:
         now = time.monotonic()
@@ -129,7 +148,7 @@ class Link:
                                      *map(str, fds)], pass_fds=fds, stdin=subprocess.DEVNULL)
         except OSError as exc:
             mine.close()
-            raise RuntimeError(f"the ingest front did not start ({exc})") from None
+            raise RuntimeError(f"the front did not start ({exc})") from None
         finally:
             theirs.close()
         try:
@@ -143,7 +162,7 @@ class Link:
             proc.kill()
             proc.wait()
             mine.close()
-            raise RuntimeError(f"the ingest front did not start ({exc})") from None
+            raise RuntimeError(f"the front did not start ({exc})") from None
         return proc, mine
 
     def scored(self, _watcher=None) -> None:
@@ -176,11 +195,46 @@ class Link:
                 sock = self.sock
             if not out:
                 continue
+            self._post(sock, {"scored": {k: v for k, v in out.items() if v is not None},
+                              "gone": [k for k, v in out.items() if v is None]})
+
+    def _post(self, sock: socket.socket, message: dict) -> None:
+        try:
+            with self._send_lock:
+                _send(sock, message)
+        except OSError:
+            pass   # the front is gone: the reader starts another, which gets all
+
+    def _metrics_loop(self) -> None:
+        """The pieces of a scrape for each question of the front, and unasked every
+        ``PUSH_EVERY`` seconds while a format was scraped in the last ``PUSH_FOR``: a
+        front whose question the watcher cannot answer in time serves recent ones."""
+        asked: dict[bool, float] = {}   # format -> when last scraped
+        while not self.closed:
             try:
-                _send(sock, {"scored": {k: v for k, v in out.items() if v is not None},
-                             "gone": [k for k, v in out.items() if v is None]})
-            except OSError:
-                pass   # the front is gone: the reader starts another, which gets all
+                questions = [self._asks.get(timeout=mirror.PUSH_EVERY)]
+            except queue.Empty:
+                questions = []
+            while not self._asks.empty():   # a burst: one answer per format
+                questions.append(self._asks.get())
+            now = time.monotonic()
+            todo: dict[bool, list[int]] = {}
+            for q in questions:
+                if q is None:
+                    return
+                asked[q["om"]] = now
+                todo.setdefault(q["om"], []).append(q["scrape"])
+            if not questions:
+                todo = {om: [] for om, at in asked.items() if now - at < mirror.PUSH_FOR}
+            for om, numbers in todo.items():
+                with self._lock:
+                    sock, proc = self.sock, self.proc
+                try:
+                    pieces = self.feed.pieces(om, proc)
+                except Exception:   # noqa: BLE001 - a scrape's failure, said; the link goes on
+                    log.exception("the metrics for the front could not be made")
+                    continue
+                self._post(sock, {"metrics": pieces, "answers": numbers})
 
     def _read(self) -> None:
         buf = bytearray()
@@ -193,7 +247,7 @@ class Link:
                 try:
                     again = not self.closed and self._restart()
                 except Exception:   # noqa: BLE001 - said, and the port given up below
-                    log.exception("the ingest front could not be started again")
+                    log.exception("the front could not be started again")
                     again = False
                 if not again:
                     self._give_up()
@@ -201,7 +255,10 @@ class Link:
                 buf = bytearray()
                 continue
             for m in messages:
-                self._count(m)
+                if "scrape" in m:
+                    self._asks.put(m)
+                else:
+                    self._count(m)
 
     def _count(self, message: dict) -> None:
         """Add what the front counted since its last report (the watcher's own server
@@ -221,10 +278,10 @@ class Link:
             return False   # stopping, or stopped on purpose (a service's stop)
         now = time.monotonic()
         if len([t for t in self.starts if now - t < self.RESTART_WINDOW]) >= self.MAX_STARTS:
-            log.error("the ingest front stopped (exit %s) for the %d(th) time within %.0f s; "
+            log.error("the front stopped (exit %s) for the %d(th) time within %.0f s; "
                       "the port is closed", code, self.MAX_STARTS, self.RESTART_WINDOW)
             return False
-        log.error("the ingest front stopped (exit %s); starting it again (acknowledged "
+        log.error("the front stopped (exit %s); starting it again (acknowledged "
                   "pushes are on disk; unanswered ones are retried by their clients)", code)
         for last in self._last.values():
             last.clear()
@@ -252,6 +309,7 @@ class Link:
     def close(self) -> None:
         self.closed = True
         self._wake.set()
+        self._asks.put(None)
         with self._lock:
             sock, proc = self.sock, self.proc
         try:
@@ -384,6 +442,42 @@ class _Scored:
             self.steer.pop(Path(text), None)
 
 
+class _Outbox:
+    """The front's messages to the watcher, sent by a thread of their own: neither the
+    server's loop (a scrape's question) nor the main loop (the counters) ever blocks on
+    a watcher that does not read, stopped or busy. Counters are state: the latest
+    report replaces one not sent yet."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self._asks: list[dict] = []
+        self._counts: dict | None = None
+        self._cv = threading.Condition()
+        threading.Thread(target=self._run, name="front-out", daemon=True).start()
+
+    def ask(self, message: dict) -> None:
+        with self._cv:
+            self._asks.append(message)
+            self._cv.notify()
+
+    def counts(self, message: dict) -> None:
+        with self._cv:
+            self._counts = message
+            self._cv.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._asks and self._counts is None:
+                    self._cv.wait()
+                out = self._asks + ([self._counts] if self._counts is not None else [])
+                self._asks, self._counts = [], None
+            try:
+                self.sock.sendall(b"".join(orjson.dumps(m) + b"\n" for m in out))
+            except OSError:
+                return   # the watcher is gone: the main loop sees it too
+
+
 def _die_with_parent() -> None:
     """SIGKILL when the watcher dies, however it dies (Linux)."""
     if not sys.platform.startswith("linux"):
@@ -403,6 +497,7 @@ def main(argv: list[str]) -> int:
     from streameval.live.asgi import App
     from streameval.live.guard import Limits
     from streameval.live.ingest import IngestRoutes
+    from streameval.live.mirror import Mirror, MirrorRoute
     from streameval.live.server import HttpServer
     from streameval.traces.ingest.spool import Spool
 
@@ -414,23 +509,35 @@ def main(argv: list[str]) -> int:
     if config is None:
         return 1
     logging.basicConfig(level=config.get("verbose") or logging.WARNING,
-                        format="streameval watch (ingest front): %(message)s")
+                        format="streameval watch (front): %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the watcher's to handle
+    # the server's loop and the scrape's render get the interpreter within 1 ms of
+    # asking while this thread decodes the watcher's pieces, not 5 (as in the watcher)
+    sys.setswitchinterval(0.001)
     heap.fix_mmap_threshold()
+    app = App(Limits(**config["limits"]))
+    counters = {"http_refused": app.refused}
+    routes = None
     scored = _Scored()
-    spool = Spool(Path(config["spool"]), config["max_runs"], idle=config["idle"])
-    routes = IngestRoutes(spool, token=config["token"], processed=scored.processed,
-                          steer=scored.reason)
-    limits = Limits(**config["limits"])
-    app = App(limits)
-    routes.mount(app)
-    app.route("/", Upstream(config["upstream"]), lane=PROTECTED, prefix=True)
+    if config["spool"] is not None:
+        spool = Spool(Path(config["spool"]), config["max_runs"], idle=config["idle"])
+        routes = IngestRoutes(spool, token=config["token"], processed=scored.processed,
+                              steer=scored.reason)
+        routes.mount(app)
+        counters.update(ingest_requests=routes.counts, ingest_rejected=routes.rejected,
+                        ingest_duplicates=routes.duplicates)
+    upstream = Upstream(config["upstream"])
+    outbox = _Outbox(link)
+    metrics = None
+    if config.get("metrics"):
+        mirror = Mirror()
+        metrics = MirrorRoute(app, mirror, outbox.ask, upstream)
+        app.route("/metrics", metrics)
+    app.route("/", upstream, lane=PROTECTED, prefix=True)
     server = HttpServer(app, sock=public)
-    _send(link, {"ready": True})
+    _send(link, {"ready": True})   # before any other message (the outbox is idle)
     sel = selectors.DefaultSelector()
     sel.register(link, selectors.EVENT_READ)
-    counters = {"ingest_requests": routes.counts, "ingest_rejected": routes.rejected,
-                "ingest_duplicates": routes.duplicates, "http_refused": app.refused}
     last = time.monotonic()
     try:
         while True:
@@ -439,15 +546,20 @@ def main(argv: list[str]) -> int:
                 if messages is None:
                     return 0   # the watcher stopped
                 for m in messages:
-                    scored.take(m)
-                if routes.waits is not None:
+                    if "metrics" in m:
+                        mirror.take(m["metrics"])
+                        if m["answers"]:
+                            metrics.answered(m["answers"])
+                    else:
+                        scored.take(m)
+                if routes is not None and routes.waits is not None:
                     routes.waits.notify()
             if time.monotonic() - last >= TICK:
                 last = time.monotonic()
-                routes.settle()
-                _send(link, {name: [[list(k) if isinstance(k, tuple) else k, n]
-                                    for k, n in list(c.items())]
-                             for name, c in counters.items()})
+                if routes is not None:
+                    routes.settle()
+                outbox.counts({name: [[list(k) if isinstance(k, tuple) else k, n]
+                                      for k, n in list(c.items())] for name, c in counters.items()})
     except OSError:
         return 0
     finally:

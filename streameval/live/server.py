@@ -149,4 +149,5 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
         registry.unregister(collector)
         app.close()
         raise
+    server.collector = collector   # what a front's metrics are made from (``mirror.Feed``)
     return server, registry, server.port

@@ -113,3 +113,13 @@ def test_own_decisions_are_logged_by_default_and_library_chatter_is_not():
         root.setLevel(saved[0])
         root.handlers[:] = saved[1]
         logging.getLogger("streameval").setLevel(saved[2])
+
+
+@pytest.mark.parametrize("argv, front", [
+    ([], "process"),
+    (["--front", "thread"], "thread"),
+    (["--ingest-front", "thread"], "thread"),   # its name before it served /metrics too
+])
+def test_the_front_is_a_process_unless_told(argv, front):
+    args = build_parser("watch").parse_args(["watch", "runs", *argv])
+    assert args.front == front

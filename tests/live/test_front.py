@@ -1,12 +1,12 @@
-"""``watch --ingest``: the ingest front in a process of its own (``--ingest-front
-process``, the default).
+"""``watch --ingest``: the front in a process of its own (``--front process``, the
+default).
 
 The real command line: hooks pushed to the front become records equal to replay of
 the spooled trace; the session's next PreToolUse is denied once a policy stopped the
-run (the watcher tells the front what it scored, across processes); /metrics and the
-page are passed on to the watcher and carry the front's counters; a front killed with
-SIGKILL is started again on the same port, its counters going on; and the front dies
-with the watcher.
+run (the watcher tells the front what it scored, across processes); /metrics (joined
+in the front from the watcher's pieces) and the page (passed on to the watcher) carry
+the front's counters; a front killed with SIGKILL is started again on the same port,
+its counters going on; and the front dies with the watcher.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def test_hooks_through_the_front_are_scored_steered_and_served(watch):
     assert answer["permissionDecision"] == "deny" and "policy budget" in answer["permissionDecisionReason"]
     assert watch.hook("SessionEnd", "end") == {}
     wait_until(lambda: watch.out.exists() and watch.out.read_bytes().endswith(b"\n"), what="record")
-    status, text = watch.get("/metrics")          # passed on to the watcher
+    status, text = watch.get("/metrics")          # from the watcher's pieces
     assert status == 200
     wait_until(lambda: 'streameval_ingest_requests_total{route="claude",status="200"} 5.0'
                in watch.get("/metrics")[1].decode(), what="the front's counters")

@@ -1,0 +1,212 @@
+"""``/metrics`` served by the front process from what the watcher sends (``--front
+process``, the default).
+
+The watcher scores on one interpreter lock, and a scrape served in its process waits
+for whatever holds it: a full garbage collection of 1,000 kept runs (150-200 ms, every
+few seconds at 150 runs a second), a long batch, the scoring thread's turn. In a
+50,000-run soak, scrapes took up to 423 ms; scraped four times a second, 36 of 128 took
+over 100 ms (benchmarks/README.md, "Ingest and soak").
+
+So the watcher sends the pieces of a scrape and the front joins them (``Mirror``):
+
+- each exported run's samples, the very strings the watcher's own route joins
+  (``exposition.run_text``): sent once, then named by a number while they stay the same;
+- the order of the exported runs (the per-run series cap chose them);
+- the fleet families and the process-wide ones, in the format asked.
+
+A scrape asks the watcher for what moved since its last answer and waits at most
+``DEADLINE`` for it. A watcher busy past that is answered with the last pieces it sent
+(at most about ``PUSH_EVERY`` old while anyone scrapes), and the scrape says how old
+they are in ``streameval_metrics_age_seconds``: never older numbers without saying so.
+While the watcher answers late, scrapes do not wait at all (its late answers serve the
+scrapes after); one answer in time and they wait again. A front that has no pieces yet
+waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from streameval.live.asgi import PROTECTED, App, Refused, Request, Response
+from streameval.live.exporter import HELP, RUN_FAMILIES, RunsCollector, _Families, _help
+
+#: seconds a scrape waits for the watcher's fresh pieces before the last ones serve
+DEADLINE = 0.02
+#: seconds between the pieces the watcher sends unasked, while anyone scrapes
+PUSH_EVERY = 1.0
+#: seconds after the last scrape of a format that the watcher goes on sending it
+PUSH_FOR = 120.0
+#: seconds a front with no pieces yet waits for the first ones
+FIRST_WAIT = 30.0
+AGE = "streameval_metrics_age_seconds"
+
+
+class Feed:
+    """The watcher's end: a scrape's pieces, with only the run texts the front does not
+    have yet. Called from one thread at a time (the link's metrics thread)."""
+
+    def __init__(self, collector: RunsCollector):
+        self.collector = collector
+        self._sent: dict[int, tuple[str, ...]] = {}   # text's number -> the text (kept alive)
+        self._front: object = None
+
+    def pieces(self, om: bool, front: object) -> dict[str, Any]:
+        """What the front ``front`` needs for a scrape in OpenMetrics (``om``) or text
+        format; a new front (started again) is sent every text."""
+        from prometheus_client import exposition, openmetrics
+
+        from streameval.live.exposition import fleet_text, run_text
+
+        if front is not self._front:
+            self._front, self._sent = front, {}
+        runs, fleet_now, process = self.collector._gather()
+        texts = [run_text(e) for e in runs]
+        encoder = openmetrics.exposition.generate_latest if om else exposition.generate_latest
+        # the numbers are ids of live objects, kept alive by ``_sent`` while sent
+        new = [[id(t), t] for t in texts if id(t) not in self._sent]
+        self._sent = {id(t): t for t in texts}
+        return {"om": om, "at": time.time(), "order": [id(t) for t in texts], "texts": new,
+                "fleet": fleet_text(fleet_now, om),
+                "process": encoder(_Families(process)).decode("utf-8")}
+
+
+class Mirror:
+    """The front's copy of the pieces, kept as bytes: a scrape of 1,000 runs (~7 MB)
+    joins them in ~4 ms, where joining and encoding strings took ~25 ms."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._texts: dict[int, tuple[bytes, ...]] = {}
+        self._order: list[int] = []
+        self._rest: dict[bool, tuple[bytes, bytes, float]] = {}   # om -> (fleet, process, at)
+        self._headers = {om: [_header(name, kind, om).encode("utf-8") for name, kind, _e in RUN_FAMILIES]
+                         for om in (False, True)}
+        #: om -> (the pieces' version, the scrape's bytes before the age): a busy
+        #: watcher's scrapes serve the same pieces, joined once
+        self._made: dict[bool, tuple[int, bytes]] = {}
+        self._version = 0
+
+    def take(self, message: dict[str, Any]) -> None:
+        texts = [(number, tuple(t.encode("utf-8") for t in text)) for number, text in message["texts"]]
+        rest = (message["fleet"].encode("utf-8"), message["process"].encode("utf-8"), message["at"])
+        with self._lock:
+            self._texts.update(texts)
+            self._order = message["order"]
+            if len(self._texts) > len(self._order):   # runs no longer exported
+                self._texts = {n: self._texts[n] for n in self._order}
+            self._rest[message["om"]] = rest
+            self._version += 1
+
+    def has(self, om: bool) -> bool:
+        return om in self._rest
+
+    def render(self, om: bool) -> bytes:
+        """The scrape's bytes: what the watcher's own route would have served when it
+        sent the pieces, and their age."""
+        with self._lock:
+            fleet, process, at = self._rest[om]
+            version = self._version
+            made = self._made.get(om)
+            runs = [self._texts[n] for n in self._order] if made is None or made[0] != version else None
+        if runs is not None:
+            out: list[bytes] = []
+            for header, family in zip(self._headers[om], zip(*runs) if runs else
+                                      [()] * len(RUN_FAMILIES)):
+                out.append(header)
+                out.extend(family)
+            out += (fleet, _header(AGE, "gauge", om).encode())
+            made = (version, b"".join(out))
+            with self._lock:
+                self._made[om] = made
+        age = max(0.0, time.time() - at)
+        return b"".join((made[1], f"{AGE} {age!r}\n".encode(), process))
+
+
+def _header(name: str, kind: str, om: bool) -> str:
+    from streameval.live.exposition import _header as header
+
+    return header(name, kind, HELP[name] if name in HELP else _help(name, kind), om)
+
+
+class MirrorRoute:
+    """``/metrics`` in the front: asks the watcher (``ask``), waits at most
+    ``DEADLINE``, serves the mirror. Scrapes of a format arriving together share one
+    question and one render; a ``name[]`` filter or an unusual encoder goes to the
+    watcher as before (``upstream``)."""
+
+    def __init__(self, app: App, mirror: Mirror, ask: Callable[[dict], None], upstream):
+        self.app = app
+        self.mirror = mirror
+        self.ask = ask
+        self.upstream = upstream
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._flights: dict[bool, asyncio.Future] = {}
+        self._asked = 0
+        self._asked_at: dict[int, float] = {}
+        #: the watcher answered its last question within ``DEADLINE``: worth waiting for
+        self._keeping_up = True
+
+    def answered(self, numbers: list[int]) -> None:
+        """The watcher's pieces for these questions are in the mirror (the front's
+        main thread calls this)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._settle, numbers)
+
+    def _settle(self, numbers: list[int]) -> None:
+        now = self._loop.time()
+        for n in numbers:
+            fut = self._waiting.pop(n, None)
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            at = self._asked_at.pop(n, None)
+            if at is not None:
+                self._keeping_up = now - at <= DEADLINE
+
+    async def __call__(self, request: Request) -> Response:
+        from prometheus_client.exposition import choose_encoder
+
+        from streameval.live.exposition import _fast_encoding, allowed, encoded
+
+        early = allowed(request)
+        if early is not None:
+            return early
+        encoder, content_type = choose_encoder(request.header("accept"))
+        om = _fast_encoding(encoder)
+        if request.query_all("name[]") or om is None:
+            return await self.upstream(request)
+        flight = self._flights.get(om)
+        if flight is None:
+            flight = asyncio.ensure_future(self._scrape(om))
+            self._flights[om] = flight
+            flight.add_done_callback(lambda _f: self._flights.pop(om, None))
+        output = await asyncio.shield(flight)
+        return await encoded(self.app, request, output, content_type)
+
+    async def _scrape(self, om: bool) -> bytes:
+        self._loop = loop = asyncio.get_running_loop()
+        self._asked += 1
+        number = self._asked
+        fut = self._waiting[number] = loop.create_future()
+        self._asked_at[number] = loop.time()
+        if len(self._asked_at) > 1000:   # questions a stopped watcher never answered
+            self._asked_at.pop(next(iter(self._asked_at)))
+        # a watcher that answered late last time is busy: its last pieces serve now,
+        # and its answer serves the scrapes after
+        wait = FIRST_WAIT if not self.mirror.has(om) else DEADLINE if self._keeping_up else 0.0
+        try:
+            self.ask({"scrape": number, "om": om})   # queued: never blocks on the watcher
+            if wait:
+                try:
+                    await asyncio.wait_for(asyncio.shield(fut), wait)
+                except asyncio.TimeoutError:
+                    self._keeping_up = False   # busy: the last pieces serve, their age said
+        finally:
+            self._waiting.pop(number, None)
+        if not self.mirror.has(om):
+            raise Refused(504, "the watcher sent no metrics in time", "upstream")
+        return await self.app.run(PROTECTED, self.mirror.render, om)
