@@ -23,7 +23,7 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
 
     python benchmarks/bench_ingest.py                      # new and base, every phase
     python benchmarks/bench_ingest.py --impl new --phases hooks --hook-rate 1500
-    python benchmarks/bench_ingest.py --impl new --ingest-front thread   # one process
+    python benchmarks/bench_ingest.py --impl new,new-thread   # the front's process, or none
 
 Loopback only; every phase is bounded in time (``--seconds``). No pytest: timings
 belong here. The load generator shares the machine's 2 cores with the watcher.
@@ -43,17 +43,13 @@ from loadgen import Conn, Outcomes, Pool, Watch, impls, open_loop
 from machine import machine
 
 
-#: more arguments of every watcher started (``--ingest-front``)
-EXTRA: list[str] = []
-
-
 def start(impl, work: Path, name: str) -> Watch:
     repo, gold = work / "repo", work / "gold.jsonl"
     runs = work / f"runs-{impl.name}-{name}"
     runs.mkdir()
     return Watch(impl, [str(runs), "--gold", str(gold), "--repo", str(repo), "--port", "0",
                         "--ingest", "--ingest-max-runs", "100000", "--idle-timeout", "3600",
-                        "--patch-grace", "0", *EXTRA],
+                        "--patch-grace", "0"],
                  work / f"watch-{impl.name}-{name}.log")
 
 
@@ -289,19 +285,16 @@ PHASES = {"starve": phase_starve, "hooks": phase_hooks, "lines": phase_lines, "m
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--impl", default="new,base", help="new, base (648f216 at /work/base), or both")
+    p.add_argument("--impl", default="new,base",
+                   help="new, new-thread (--front thread), base (648f216 at /work/base), comma-separated")
     p.add_argument("--phases", default=",".join(PHASES))
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--hook-rate", type=float, default=1000.0)
     p.add_argument("--hook-events", choices=("both", "pre"), default="both",
                    help="pre: PreToolUse only, nothing to score (the HTTP front alone)")
     p.add_argument("--line-rate", type=float, default=5000.0)
-    p.add_argument("--ingest-front", choices=("process", "thread"),
-                   help="start the watchers with --ingest-front (default: the watcher's default)")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    if args.ingest_front:
-        EXTRA.extend(["--ingest-front", args.ingest_front])
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "phases": {}}
     print(json.dumps(results["machine"]), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:

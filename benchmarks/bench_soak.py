@@ -8,10 +8,13 @@ real standard-library files, the result line that ends it), as bench_live.py wri
 them. The watcher (``--out``, ``--checkpoint``, ``--idle-timeout 5``, ``--patch-grace 0``)
 scores them and writes one record each. At every 1,000 records: the time those 1,000
 took, the watcher's RSS, the checkpoint's size, and three scrapes of /metrics (their
-time and size).
+time and size). Throughout, a prober scrapes /metrics every ``--probe-every`` seconds:
+the time of every scrape, and the age of the numbers it served
+(``streameval_metrics_age_seconds``, with the default ``--front process``).
 
     python benchmarks/bench_soak.py                         # 50,000 runs, new and base
     python benchmarks/bench_soak.py --impl new --runs 10000
+    python benchmarks/bench_soak.py --impl new,new-thread   # the front process, or none
 
 Loopback only; each implementation stops at ``--runs`` or after ``--max-seconds``.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -48,6 +52,42 @@ def scrape(port: int) -> tuple[float, int]:
     return time.perf_counter() - t, size
 
 
+class Prober(threading.Thread):
+    """/metrics scraped every ``every`` seconds: each scrape's time, and the age of
+    the numbers it served."""
+
+    def __init__(self, port: int, every: float):
+        super().__init__(daemon=True)
+        self.port, self.every = port, every
+        self.stop = threading.Event()
+        self.times: list[float] = []
+        self.ages: list[float] = []
+        self.failed = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every):
+            t = time.perf_counter()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30) as r:
+                    body = r.read()
+            except OSError:
+                self.failed += 1
+                continue
+            self.times.append(time.perf_counter() - t)
+            at = body.find(b"\nstreameval_metrics_age_seconds ")
+            if at >= 0:
+                self.ages.append(float(body[at:body.index(b"\n", at + 1)].split()[1]))
+
+    def summary(self) -> dict:
+        ms = sorted(t * 1000 for t in self.times)
+        if not ms:
+            return {"scrapes": 0, "failed": self.failed}
+        return {"scrapes": len(ms), "failed": self.failed, "p50_ms": round(ms[len(ms) // 2], 1),
+                "p99_ms": round(ms[int(len(ms) * 0.99)], 1), "max_ms": round(ms[-1], 1),
+                "over_100ms": sum(m > 100 for m in ms),
+                "age_max_s": round(max(self.ages), 3) if self.ages else None}
+
+
 def count_lines(path: Path, state: dict) -> int:
     """Records in --out so far (read incrementally)."""
     try:
@@ -70,6 +110,8 @@ def soak(impl, work: Path, args) -> dict:
                      "--max-runs", "1000", "--idle-timeout", "5", "--patch-grace", "0"],
               work / f"watch-{impl.name}.log")
     pool = CallPool(work / "repo")
+    prober = Prober(w.port, args.probe_every)
+    prober.start()
     written, state, rows = 0, {}, []
     start = last = time.monotonic()
     next_mark = 1000
@@ -94,9 +136,11 @@ def soak(impl, work: Path, args) -> dict:
                 break
             time.sleep(0.05)
     finally:
+        prober.stop.set()
+        prober.join(60)
         w.stop()
     return {"runs_recorded": state.get("n", 0), "seconds": round(time.monotonic() - start, 1),
-            "every_1000": rows, **flatness(rows)}
+            "every_1000": rows, **flatness(rows), "probe": prober.summary()}
 
 
 def flatness(rows: list[dict]) -> dict:
@@ -129,6 +173,8 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=4, help="tool calls per run")
     p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
     p.add_argument("--max-seconds", type=float, default=900.0)
+    p.add_argument("--probe-every", type=float, default=1.0, metavar="SECONDS",
+                   help="seconds between the prober's scrapes of /metrics")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "impls": {}}

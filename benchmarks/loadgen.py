@@ -22,9 +22,10 @@ BASE = Path("/work/base")   # 648f216 with its own venv (.venv), when present
 
 @dataclass
 class Impl:
-    name: str            # "new" | "base"
+    name: str            # "new" | "new-thread" | "base"
     python: str
     cwd: Path
+    args: tuple[str, ...] = ()   # more arguments of its ``watch``
 
 
 def impls(which: str) -> list[Impl]:
@@ -32,6 +33,8 @@ def impls(which: str) -> list[Impl]:
     for name in which.split(","):
         if name == "new":
             out.append(Impl("new", sys.executable, ROOT))
+        elif name == "new-thread":   # this checkout, served from the watcher's own process
+            out.append(Impl("new-thread", sys.executable, ROOT, ("--front", "thread")))
         elif name == "base":
             py = BASE / ".venv" / "bin" / "python"
             if not py.exists():
@@ -48,7 +51,7 @@ class Watch:
         self.log = log
         env = {**os.environ, "PYTHONPATH": ""}
         with open(log, "wb") as fh:
-            self.proc = subprocess.Popen([impl.python, "-m", "streameval", "watch", *args],
+            self.proc = subprocess.Popen([impl.python, "-m", "streameval", "watch", *args, *impl.args],
                                          cwd=impl.cwd, stdout=fh, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 120
@@ -82,9 +85,9 @@ class Watch:
         """A /proc/PID/status field in bytes (VmRSS, VmHWM), summed over ``pids()`` (two
         processes' peaks added: at most what they held at once), or of ``pid``."""
         total = 0
-        for pid in self.pids() if pid is None else [pid]:
+        for one in self.pids() if pid is None else [pid]:
             try:
-                text = Path(f"/proc/{pid}/status").read_text()
+                text = Path(f"/proc/{one}/status").read_text()
             except OSError:
                 continue
             for line in text.splitlines():
