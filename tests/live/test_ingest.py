@@ -249,10 +249,8 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     """``streameval watch --ingest`` as users start it: lines pushed over HTTP become a
     record in --out equal to replay of the pushed file; /metrics counts the request."""
     import signal
-    import subprocess
-    import sys
 
-    from claude_run import make_setup, wait_until
+    from claude_run import make_setup, wait_until, watch_process
 
     from streameval.runs.resources import load_resources
 
@@ -260,17 +258,10 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     out = tmp_path / "out.jsonl"
-    log = tmp_path / "watch.log"
-    cmd = [sys.executable, "-m", "streameval", "watch", str(runs), "--gold", str(s.gold),
-           "--repo", str(s.repo), "--port", "0", "--out", str(out), "--ingest",
-           "--idle-timeout", "1", "--patch-grace", "0"]
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc, port = watch_process([str(runs), "--gold", str(s.gold), "--repo", str(s.repo), "--port", "0",
+                                "--out", str(out), "--ingest", "--idle-timeout", "1",
+                                "--patch-grace", "0"], tmp_path / "watch.log")
     try:
-        wait_until(lambda: b"serving metrics on" in log.read_bytes() or proc.poll() is not None,
-                   what="watch to start")
-        assert proc.poll() is None, log.read_text()[-2000:]
-        port = int(log.read_text().split("http://127.0.0.1:")[1].split("/")[0])
         c = Claude()
         body = b"\n".join([c.init(), *c.read("src/app.py", APP, 1, 20), c.result()]) + b"\n"
         req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/runs/cli-1/lines?instance_id={s.instance}",

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
 
 import orjson
 import pytest
-from claude_run import APP, Claude, make_setup, wait_until
+from claude_run import APP, Claude, make_setup, wait_until, watch_process
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_om
@@ -99,17 +98,9 @@ def test_a_stopped_watcher_leaves_metrics_answered_with_their_age(tmp_path):
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
     write_run(runs, s, "a", "r1")
-    log = tmp_path / "watch.log"
-    cmd = [sys.executable, "-m", "streameval", "watch", str(runs), "--gold", str(s.gold),
-           "--repo", str(s.repo), "--port", "0", "--idle-timeout", "30"]
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc, port = watch_process([str(runs), "--gold", str(s.gold), "--repo", str(s.repo),
+                                "--port", "0", "--idle-timeout", "30"], tmp_path / "watch.log")
     try:
-        wait_until(lambda: b"serving metrics on" in log.read_bytes() or proc.poll() is not None,
-                   what="watch to start")
-        assert proc.poll() is None, log.read_text()[-2000:]
-        port = int(log.read_text().split("http://127.0.0.1:")[1].split("/")[0])
-
         def scrape(query: str = "") -> bytes:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics{query}", timeout=10) as r:
                 return r.read()
