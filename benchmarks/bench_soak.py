@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
 import threading
 import time
@@ -61,10 +62,12 @@ class Prober(threading.Thread):
         self.port, self.every = port, every
         self.stop = threading.Event()
         self.times: list[float] = []
+        self.at: list[float] = []   # when each scrape began, seconds after the first
         self.ages: list[float] = []
         self.failed = 0
 
     def run(self) -> None:
+        start = time.perf_counter()
         while not self.stop.wait(self.every):
             t = time.perf_counter()
             try:
@@ -74,6 +77,7 @@ class Prober(threading.Thread):
                 self.failed += 1
                 continue
             self.times.append(time.perf_counter() - t)
+            self.at.append(t - start)
             at = body.find(b"\nstreameval_metrics_age_seconds ")
             if at >= 0:
                 self.ages.append(float(body[at:body.index(b"\n", at + 1)].split()[1]))
@@ -85,6 +89,8 @@ class Prober(threading.Thread):
         return {"scrapes": len(ms), "failed": self.failed, "p50_ms": round(ms[len(ms) // 2], 1),
                 "p99_ms": round(ms[int(len(ms) * 0.99)], 1), "max_ms": round(ms[-1], 1),
                 "over_100ms": sum(m > 100 for m in ms),
+                # when the slow ones happened: a burst of the machine's other work, or a pattern
+                "over_100ms_at_s": [round(a) for a, t in zip(self.at, self.times) if t > 0.1],
                 "age_max_s": round(max(self.ages), 3) if self.ages else None}
 
 
@@ -154,11 +160,12 @@ def flatness(rows: list[dict]) -> dict:
         vals = [r[key] for r in after]
         return round((max(vals) - min(vals)) / min(vals), 3)
 
-    # a trend, robust to one noisy row: the mean of the last five against the first five
+    # a trend, robust to one noisy row: the median of the last five against the median
+    # of the first five (their means let one slow row of a shared machine move it 10%)
     def trend(key: str) -> float:
         vals = [r[key] for r in after]
         k = min(5, len(vals) // 2) or 1
-        return round(sum(vals[-k:]) / k / (sum(vals[:k]) / k) - 1, 3)
+        return round(statistics.median(vals[-k:]) / statistics.median(vals[:k]) - 1, 3)
 
     return {"after_5000": {"time_spread": spread("s_per_1000"), "time_trend": trend("s_per_1000"),
                            "rss_spread": spread("rss_mb"), "rss_trend": trend("rss_mb"),

@@ -126,7 +126,8 @@ class Link:
         self._last = {name: Counter() for name in COUNTERS}
         #: a folder of the caller's to remove once the front is gone (its socket's)
         self.private_dir: Path | None = None
-        self.proc, self.sock = self._spawn()
+        self.proc, self.sock, self._after_ready = self._spawn()
+        self.given_up = False
         if self.prefix is not None:
             watcher.listeners.append(self.scored)
             # steering decided at a tick (time budgets) reaches the front without a batch
@@ -138,7 +139,8 @@ class Link:
         if feed is not None:
             threading.Thread(target=self._metrics_loop, name="front-metrics", daemon=True).start()
 
-    def _spawn(self) -> tuple[subprocess.Popen, socket.socket]:
+    def _spawn(self) -> tuple[subprocess.Popen, socket.socket, tuple[bytearray, list[dict]]]:
+        """A front started, and what it sent after its ready message (the reader's)."""
         now = time.monotonic()
         self.starts = [t for t in self.starts if now - t < self.RESTART_WINDOW] + [now]
         mine, theirs = socket.socketpair()
@@ -154,16 +156,18 @@ class Link:
         try:
             _send(mine, self._config)
             mine.settimeout(60)
-            ready = _lines(mine, bytearray())
-            if not ready or not ready[0].get("ready"):
-                raise OSError("no ready message")
+            buf, first = bytearray(), []
+            while not first:
+                first = _lines(mine, buf)
+                if first is None or (first and not first[0].get("ready")):
+                    raise OSError("no ready message")
             mine.settimeout(None)
         except (OSError, ValueError) as exc:
             proc.kill()
             proc.wait()
             mine.close()
             raise RuntimeError(f"the front did not start ({exc})") from None
-        return proc, mine
+        return proc, mine, (buf, first[1:])
 
     def scored(self, _watcher=None) -> None:
         """After a batch (and at every tick): each spooled trace whose scored bytes or
@@ -198,23 +202,34 @@ class Link:
             self._post(sock, {"scored": {k: v for k, v in out.items() if v is not None},
                               "gone": [k for k, v in out.items() if v is None]})
 
-    def _post(self, sock: socket.socket, message: dict) -> None:
+    def _post(self, sock: socket.socket, message: dict) -> bool:
         try:
             with self._send_lock:
                 _send(sock, message)
+            return True
         except OSError:
-            pass   # the front is gone: the reader starts another, which gets all
+            return False   # the front is gone: the reader starts another, which gets all
 
     def _metrics_loop(self) -> None:
         """The pieces of a scrape for each question of the front, and unasked every
         ``PUSH_EVERY`` seconds while a format was scraped in the last ``PUSH_FOR``: a
         front whose question the watcher cannot answer in time serves recent ones."""
         asked: dict[bool, float] = {}   # format -> when last scraped
-        while not self.closed:
-            try:
-                questions = [self._asks.get(timeout=mirror.PUSH_EVERY)]
-            except queue.Empty:
-                questions = []
+        primed = None
+        while not (self.closed or self.given_up):
+            with self._lock:
+                front, sock = self.proc, self.sock
+            if front is not primed:
+                # a front new to the pieces (started, or started again) gets both formats
+                # now: its first scrape is served from them, not after the watcher's
+                # first answer (145 ms in a soak)
+                primed, questions = front, []
+                asked = dict.fromkeys((False, True), time.monotonic())
+            else:
+                try:
+                    questions = [self._asks.get(timeout=mirror.PUSH_EVERY)]
+                except queue.Empty:
+                    questions = []
             while not self._asks.empty():   # a burst: one answer per format
                 questions.append(self._asks.get())
             now = time.monotonic()
@@ -222,26 +237,33 @@ class Link:
             for q in questions:
                 if q is None:
                     return
-                asked[q["om"]] = now
-                todo.setdefault(q["om"], []).append(q["scrape"])
+                asker, m = q
+                asked[m["om"]] = now
+                # a question of a front gone (started again since) is not this one's
+                todo.setdefault(m["om"], []).extend([m["scrape"]] if asker is front else [])
             if not questions:
                 todo = {om: [] for om, at in asked.items() if now - at < mirror.PUSH_FOR}
             for om, numbers in todo.items():
-                with self._lock:
-                    sock, proc = self.sock, self.proc
                 try:
-                    pieces = self.feed.pieces(om, proc)
+                    pieces = self.feed.pieces(om, front)
+                    sent = self._post(sock, {"metrics": pieces, "answers": numbers})
                 except Exception:   # noqa: BLE001 - a scrape's failure, said; the link goes on
                     log.exception("the metrics for the front could not be made")
-                    continue
-                self._post(sock, {"metrics": pieces, "answers": numbers})
+                    sent = False
+                if not sent:
+                    self.feed.forget()   # whatever it has, the next pieces carry every text
 
     def _read(self) -> None:
-        buf = bytearray()
+        buf, messages = self._after_ready
+        self._take(messages)
         while True:
             try:
                 messages = _lines(self.sock, buf)
-            except (OSError, ValueError):
+            except OSError:
+                messages = None
+            except ValueError:   # not a message of ours: a front gone wrong, started again
+                log.error("the front sent a line that is not a message; stopping it")
+                self.proc.kill()
                 messages = None
             if messages is None:
                 try:
@@ -252,13 +274,15 @@ class Link:
                 if not again:
                     self._give_up()
                     return
-                buf = bytearray()
-                continue
-            for m in messages:
-                if "scrape" in m:
-                    self._asks.put(m)
-                else:
-                    self._count(m)
+                buf, messages = self._after_ready
+            self._take(messages)
+
+    def _take(self, messages: list[dict]) -> None:
+        for m in messages:
+            if "scrape" in m:   # a question of this front's: answered to it only
+                self._asks.put((self.proc, m))
+            else:
+                self._count(m)
 
     def _count(self, message: dict) -> None:
         """Add what the front counted since its last report (the watcher's own server
@@ -285,7 +309,7 @@ class Link:
                   "pushes are on disk; unanswered ones are retried by their clients)", code)
         for last in self._last.values():
             last.clear()
-        proc, sock = self._spawn()
+        proc, sock, self._after_ready = self._spawn()
         with self._lock:
             old, self.proc, self.sock = self.sock, proc, sock
             # the new front knows nothing scored yet: all of it, now
@@ -300,6 +324,7 @@ class Link:
     def _give_up(self) -> None:
         """No front serves the port: close it, so that clients are refused at once
         rather than left waiting in its queue."""
+        self.given_up = True
         if not self.closed:
             try:
                 self.public.close()
@@ -527,6 +552,8 @@ def main(argv: list[str]) -> int:
         counters.update(ingest_requests=routes.counts, ingest_rejected=routes.rejected,
                         ingest_duplicates=routes.duplicates)
     upstream = Upstream(config["upstream"])
+    # ready before the server takes its first request, so no message can come first
+    _send(link, {"ready": True})
     outbox = _Outbox(link)
     metrics = None
     if config.get("metrics"):
@@ -535,7 +562,6 @@ def main(argv: list[str]) -> int:
         app.route("/metrics", metrics)
     app.route("/", upstream, lane=PROTECTED, prefix=True)
     server = HttpServer(app, sock=public)
-    _send(link, {"ready": True})   # before any other message (the outbox is idle)
     sel = selectors.DefaultSelector()
     sel.register(link, selectors.EVENT_READ)
     last = time.monotonic()
@@ -548,8 +574,7 @@ def main(argv: list[str]) -> int:
                 for m in messages:
                     if "metrics" in m:
                         mirror.take(m["metrics"])
-                        if m["answers"]:
-                            metrics.answered(m["answers"])
+                        metrics.answered(m["answers"])
                     else:
                         scored.take(m)
                 if routes is not None and routes.waits is not None:

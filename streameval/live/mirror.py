@@ -19,13 +19,15 @@ A scrape asks the watcher for what moved since its last answer and waits at most
 (at most about ``PUSH_EVERY`` old while anyone scrapes), and the scrape says how old
 they are in ``streameval_metrics_age_seconds``: never older numbers without saying so.
 While the watcher answers late, scrapes do not wait at all (its late answers serve the
-scrapes after); one answer in time and they wait again. A front that has no pieces yet
-waits for them.
+scrapes after); one answer in time and they wait again. Pieces over ``STALE_AFTER``
+old (no scrape for minutes), or none yet, are not served before the watcher had
+``FIRST_WAIT`` to send new ones.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -40,8 +42,11 @@ DEADLINE = 0.02
 PUSH_EVERY = 1.0
 #: seconds after the last scrape of a format that the watcher goes on sending it
 PUSH_FOR = 120.0
-#: seconds a front with no pieces yet waits for the first ones
+#: seconds a front with no pieces yet waits for the first ones (then 504)
 FIRST_WAIT = 30.0
+#: pieces older than this (no scrape for minutes, so none sent) are not served before
+#: the watcher was given ``FIRST_WAIT`` to send new ones
+STALE_AFTER = 5.0
 AGE = "streameval_metrics_age_seconds"
 
 
@@ -67,11 +72,16 @@ class Feed:
         texts = [run_text(e) for e in runs]
         encoder = openmetrics.exposition.generate_latest if om else exposition.generate_latest
         # the numbers are ids of live objects, kept alive by ``_sent`` while sent
-        new = [[id(t), t] for t in texts if id(t) not in self._sent]
-        self._sent = {id(t): t for t in texts}
-        return {"om": om, "at": time.time(), "order": [id(t) for t in texts], "texts": new,
-                "fleet": fleet_text(fleet_now, om),
-                "process": encoder(_Families(process)).decode("utf-8")}
+        message = {"om": om, "at": time.monotonic(), "order": [id(t) for t in texts],
+                   "texts": [[id(t), t] for t in texts if id(t) not in self._sent],
+                   "fleet": fleet_text(fleet_now, om),
+                   "process": encoder(_Families(process)).decode("utf-8")}
+        self._sent = {id(t): t for t in texts}   # once the whole message is made
+        return message
+
+    def forget(self) -> None:
+        """The last pieces did not reach the front: send every text next time."""
+        self._front, self._sent = None, {}
 
 
 class Mirror:
@@ -80,38 +90,45 @@ class Mirror:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._texts: dict[int, tuple[bytes, ...]] = {}
-        self._order: list[int] = []
-        self._rest: dict[bool, tuple[bytes, bytes, float]] = {}   # om -> (fleet, process, at)
+        self._texts: dict[int, tuple[bytes, ...]] = {}   # the texts of both formats' orders
+        #: om -> the order of its runs, its fleet and process families, and when the
+        #: watcher made them: one moment per format, never two in one scrape
+        self._pieces: dict[bool, tuple[list[int], bytes, bytes, float]] = {}
         self._headers = {om: [_header(name, kind, om).encode("utf-8") for name, kind, _e in RUN_FAMILIES]
                          for om in (False, True)}
-        #: om -> (the pieces' version, the scrape's bytes before the age): a busy
+        #: om -> (its pieces' version, the scrape's bytes before the age): a busy
         #: watcher's scrapes serve the same pieces, joined once
         self._made: dict[bool, tuple[int, bytes]] = {}
         self._version = 0
 
     def take(self, message: dict[str, Any]) -> None:
         texts = [(number, tuple(t.encode("utf-8") for t in text)) for number, text in message["texts"]]
-        rest = (message["fleet"].encode("utf-8"), message["process"].encode("utf-8"), message["at"])
+        pieces = (message["order"], message["fleet"].encode("utf-8"),
+                  message["process"].encode("utf-8"), message["at"])
         with self._lock:
             self._texts.update(texts)
-            self._order = message["order"]
-            if len(self._texts) > len(self._order):   # runs no longer exported
-                self._texts = {n: self._texts[n] for n in self._order}
-            self._rest[message["om"]] = rest
+            self._pieces[message["om"]] = pieces
             self._version += 1
+            used = {n for order, *_rest in self._pieces.values() for n in order}
+            if len(self._texts) > len(used):   # runs neither format exports any more
+                self._texts = {n: t for n, t in self._texts.items() if n in used}
 
     def has(self, om: bool) -> bool:
-        return om in self._rest
+        return om in self._pieces
+
+    def age(self, om: bool) -> float:
+        """Seconds since the watcher made the pieces of ``om`` (infinite: none yet)."""
+        pieces = self._pieces.get(om)
+        return time.monotonic() - pieces[3] if pieces is not None else math.inf
 
     def render(self, om: bool) -> bytes:
         """The scrape's bytes: what the watcher's own route would have served when it
-        sent the pieces, and their age."""
+        made the pieces, and their age."""
         with self._lock:
-            fleet, process, at = self._rest[om]
+            order, fleet, process, at = self._pieces[om]
             version = self._version
             made = self._made.get(om)
-            runs = [self._texts[n] for n in self._order] if made is None or made[0] != version else None
+            runs = [self._texts[n] for n in order] if made is None or made[0] != version else None
         if runs is not None:
             out: list[bytes] = []
             for header, family in zip(self._headers[om], zip(*runs) if runs else
@@ -122,7 +139,9 @@ class Mirror:
             made = (version, b"".join(out))
             with self._lock:
                 self._made[om] = made
-        age = max(0.0, time.time() - at)
+        # the monotonic clock is one for every process of the machine (Linux); the
+        # wall clock may be stepped between the two processes' readings
+        age = max(0.0, time.monotonic() - at)
         return b"".join((made[1], f"{AGE} {age!r}\n".encode(), process))
 
 
@@ -144,7 +163,8 @@ class MirrorRoute:
         self.ask = ask
         self.upstream = upstream
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiting: dict[int, asyncio.Future] = {}
+        #: question -> (its future, its format, whether it waits for usable pieces)
+        self._waiting: dict[int, tuple[asyncio.Future, bool, bool]] = {}
         self._flights: dict[bool, asyncio.Future] = {}
         self._asked = 0
         self._asked_at: dict[int, float] = {}
@@ -152,20 +172,25 @@ class MirrorRoute:
         self._keeping_up = True
 
     def answered(self, numbers: list[int]) -> None:
-        """The watcher's pieces for these questions are in the mirror (the front's
-        main thread calls this)."""
+        """Pieces are in the mirror, answering these questions (or none: sent unasked).
+        The front's main thread calls this."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._settle, numbers)
 
     def _settle(self, numbers: list[int]) -> None:
         now = self._loop.time()
         for n in numbers:
-            fut = self._waiting.pop(n, None)
+            fut, _om, _long = self._waiting.pop(n, (None, None, None))
             if fut is not None and not fut.done():
                 fut.set_result(None)
             at = self._asked_at.pop(n, None)
             if at is not None:
                 self._keeping_up = now - at <= DEADLINE
+        # a scrape waiting for usable pieces takes any (its own question may have been
+        # asked of a front the watcher has not heard yet)
+        for fut, om, long in list(self._waiting.values()):
+            if long and not fut.done() and self.mirror.age(om) <= STALE_AFTER:
+                fut.set_result(None)
 
     async def __call__(self, request: Request) -> Response:
         from prometheus_client.exposition import choose_encoder
@@ -191,13 +216,16 @@ class MirrorRoute:
         self._loop = loop = asyncio.get_running_loop()
         self._asked += 1
         number = self._asked
-        fut = self._waiting[number] = loop.create_future()
+        # pieces of a minute ago are not served before the watcher had its chance to
+        # send new ones; recent ones are, at once when the watcher answered late last
+        # time (busy: its answer serves the scrapes after), else after ``DEADLINE``
+        long = self.mirror.age(om) > STALE_AFTER
+        wait = FIRST_WAIT if long else DEADLINE if self._keeping_up else 0.0
+        fut = loop.create_future()
+        self._waiting[number] = (fut, om, long)
         self._asked_at[number] = loop.time()
         if len(self._asked_at) > 1000:   # questions a stopped watcher never answered
             self._asked_at.pop(next(iter(self._asked_at)))
-        # a watcher that answered late last time is busy: its last pieces serve now,
-        # and its answer serves the scrapes after
-        wait = FIRST_WAIT if not self.mirror.has(om) else DEADLINE if self._keeping_up else 0.0
         try:
             self.ask({"scrape": number, "om": om})   # queued: never blocks on the watcher
             if wait:

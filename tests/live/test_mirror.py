@@ -137,8 +137,9 @@ def test_a_late_watcher_is_not_waited_for_until_it_answers_in_time(monkeypatch):
     from streameval.live.exporter import RUN_FAMILIES
     from streameval.live.guard import Limits
 
-    def pieces(mark: str) -> dict:
-        return {"om": False, "at": time.time(), "order": [1], "fleet": "", "process": "",
+    def pieces(mark: str, at: float | None = None) -> dict:
+        return {"om": False, "at": time.monotonic() if at is None else at, "order": [1],
+                "fleet": "", "process": "",
                 "texts": [[1, [f"{mark}{i}\n" for i in range(len(RUN_FAMILIES))]]]}
 
     async def scenario() -> None:
@@ -169,6 +170,52 @@ def test_a_late_watcher_is_not_waited_for_until_it_answers_in_time(monkeypatch):
         assert route._keeping_up
         answer["with"] = pieces("p2-")
         assert b"p2-0" in await route._scrape(False)       # waited for again
+        # pieces of a minute ago: waited for new ones, even from a watcher late before
+        m.take(pieces("old-", at=time.monotonic() - 60))
+        route._keeping_up = False
+        answer["with"] = pieces("p3-")
+        assert b"p3-0" in await route._scrape(False)
         app.close()
 
     asyncio.run(scenario())
+
+
+def test_each_format_serves_one_moment_and_a_failed_message_sends_every_text(tmp_path, monkeypatch):
+    """The run texts are shared, the order and the rest are per format: a text scrape
+    after an OpenMetrics answer is still the text answer's moment. Pieces whose message
+    could not be made leave the front owed every text, not a gap."""
+    from streameval.live import exposition
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    write_run(runs, s, "a", "r1")
+    w = Watcher(WatchConfig(root=runs), load_resources(str(s.gold), None, str(s.repo)))
+    w.scan()
+    w.poll_all()
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    feed, mirror, front = Feed(RunsCollector(w.table)), Mirror(), object()
+    mirror.take(through_link(feed.pieces(False, front)))
+    text_then = without_age(mirror.render(False))[0]
+    assert text_then == generate_latest(reg)
+    write_run(runs, s, "b", "r2")
+    w.scan()
+    w.poll_all()
+    mirror.take(through_link(feed.pieces(True, front)))   # r2 reaches the front in OpenMetrics
+    assert b'run_id="r2"' in without_age(mirror.render(True))[0]
+    assert without_age(mirror.render(False))[0] == text_then   # the text format's moment
+
+    def broken(*_a):
+        raise RuntimeError("fleet")
+
+    write_run(runs, s, "c", "r3")
+    w.scan()
+    w.poll_all()
+    monkeypatch.setattr(exposition, "fleet_text", broken)
+    with pytest.raises(RuntimeError):
+        feed.pieces(False, front)
+    monkeypatch.undo()
+    mirror.take(through_link(feed.pieces(False, front)))   # r3's text still travels
+    assert without_age(mirror.render(False))[0] == generate_latest(reg)
+    feed.forget()   # a message lost on the way: every text again
+    assert len(feed.pieces(False, front)["texts"]) == 3
