@@ -15,6 +15,7 @@ the time of every scrape, and the age of the numbers it served
     python benchmarks/bench_soak.py                         # 50,000 runs, new and base
     python benchmarks/bench_soak.py --impl new --runs 10000
     python benchmarks/bench_soak.py --impl new,new-thread   # the front process, or none
+    python benchmarks/bench_soak.py --summarize soak.json   # a saved run's figures again
 
 Loopback only; each implementation stops at ``--runs`` or after ``--max-seconds``.
 """
@@ -151,7 +152,7 @@ def soak(impl, work: Path, args) -> dict:
 
 def flatness(rows: list[dict]) -> dict:
     """After the first 5,000 runs: the spread of the time per 1,000 runs and of RSS,
-    as (max - min) / min, and their first and last values."""
+    as (max - min) / min, and their trend."""
     after = [r for r in rows if r["runs"] > 5000]
     if len(after) < 2:
         return {}
@@ -160,15 +161,24 @@ def flatness(rows: list[dict]) -> dict:
         vals = [r[key] for r in after]
         return round((max(vals) - min(vals)) / min(vals), 3)
 
-    # a trend, robust to one noisy row: the median of the last five against the median
-    # of the first five (their means let one slow row of a shared machine move it 10%)
+    # the trend: a least-squares line through every row, its value at the last row
+    # against its value at the first. Rows of a shared machine scatter by +-30%; the
+    # five first and five last rows alone moved by 10-14% from run to run with no trend
     def trend(key: str) -> float:
+        x, y = [r["runs"] for r in after], [r[key] for r in after]
+        slope, at0 = statistics.linear_regression(x, y)
+        return round((at0 + slope * x[-1]) / (at0 + slope * x[0]) - 1, 3)
+
+    # the five first rows against the five last, medians: the ends alone, for comparison
+    def ends(key: str) -> float:
         vals = [r[key] for r in after]
         k = min(5, len(vals) // 2) or 1
         return round(statistics.median(vals[-k:]) / statistics.median(vals[:k]) - 1, 3)
 
     return {"after_5000": {"time_spread": spread("s_per_1000"), "time_trend": trend("s_per_1000"),
+                           "time_ends": ends("s_per_1000"),
                            "rss_spread": spread("rss_mb"), "rss_trend": trend("rss_mb"),
+                           "rss_ends": ends("rss_mb"),
                            "checkpoint_kb_max": max(r["checkpoint_kb"] for r in after),
                            "metrics_ms_max": max(r["metrics_ms"] for r in after)}}
 
@@ -183,7 +193,13 @@ def main() -> None:
     p.add_argument("--probe-every", type=float, default=1.0, metavar="SECONDS",
                    help="seconds between the prober's scrapes of /metrics")
     p.add_argument("--json", type=Path)
+    p.add_argument("--summarize", type=Path, metavar="JSON",
+                   help="print the flatness of a saved run (its rows, today's definitions)")
     args = p.parse_args()
+    if args.summarize:
+        for name, res in json.loads(args.summarize.read_text())["impls"].items():
+            print(name, json.dumps({**flatness(res["every_1000"]), "probe": res.get("probe")}))
+        return
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "impls": {}}
     print(json.dumps(results["machine"]), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
