@@ -44,6 +44,17 @@ def write_run(runs, s, name: str, run_id: str, calls: int = 1) -> None:
     (d / "trace.jsonl").write_bytes(b"\n".join(lines) + b"\n")
 
 
+def watching(runs, s):
+    """A watcher that read ``runs``, a registry over its table (what its own route
+    serves), and a feed of pieces over it."""
+    w = Watcher(WatchConfig(root=runs), load_resources(str(s.gold), None, str(s.repo)))
+    w.scan()
+    w.poll_all()
+    reg = CollectorRegistry()
+    reg.register(RunsCollector(w.table))
+    return w, reg, Feed(RunsCollector(w.table))
+
+
 def through_link(pieces: dict) -> dict:
     return orjson.loads(orjson.dumps(pieces))
 
@@ -58,12 +69,8 @@ def test_the_mirror_serves_the_bytes_of_the_watchers_registry(tmp_path):
     runs = tmp_path / "runs"
     write_run(runs, s, "a", "r1")
     write_run(runs, s, "odd", 'q"b\\s\nn', calls=2)
-    w = Watcher(WatchConfig(root=runs), load_resources(str(s.gold), None, str(s.repo)))
-    w.scan()
-    w.poll_all()
-    reg = CollectorRegistry()
-    reg.register(RunsCollector(w.table))
-    feed, mirror, front = Feed(RunsCollector(w.table)), Mirror(), object()
+    w, reg, feed = watching(runs, s)
+    mirror, front = Mirror(), object()
 
     def check() -> dict:
         for om, encode in ((False, generate_latest), (True, generate_om)):
@@ -189,12 +196,8 @@ def test_each_format_serves_one_moment_and_a_failed_message_sends_every_text(tmp
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
     write_run(runs, s, "a", "r1")
-    w = Watcher(WatchConfig(root=runs), load_resources(str(s.gold), None, str(s.repo)))
-    w.scan()
-    w.poll_all()
-    reg = CollectorRegistry()
-    reg.register(RunsCollector(w.table))
-    feed, mirror, front = Feed(RunsCollector(w.table)), Mirror(), object()
+    w, reg, feed = watching(runs, s)
+    mirror, front = Mirror(), object()
     mirror.take(through_link(feed.pieces(False, front)))
     text_then = without_age(mirror.render(False))[0]
     assert text_then == generate_latest(reg)
