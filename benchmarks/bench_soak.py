@@ -16,6 +16,7 @@ the time of every scrape, and the age of the numbers it served
     python benchmarks/bench_soak.py --impl new --runs 10000
     python benchmarks/bench_soak.py --impl new,new-thread   # the front process, or none
     python benchmarks/bench_soak.py --summarize soak.json   # a saved run's figures again
+    python benchmarks/bench_soak.py --impl new --runs 15000 --gc-log   # its full collections
 
 Loopback only; each implementation stops at ``--runs`` or after ``--max-seconds``.
 """
@@ -32,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 from bench_live import INSTANCE, CallPool, init_line, make_setup
-from loadgen import Watch, impls
+from loadgen import Watch, impls, pct
 from machine import machine
 
 RESULT = b'{"type": "result", "subtype": "success", "is_error": false, "session_id": "bench"}\n'
@@ -47,11 +48,12 @@ def write_run(runs: Path, i: int, pool: CallPool, calls: int) -> None:
     (d / "trace.jsonl").write_bytes(body)
 
 
-def scrape(port: int) -> tuple[float, int]:
+def scrape(port: int) -> tuple[float, bytes]:
+    """One GET of /metrics: its time and its body."""
     t = time.perf_counter()
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-        size = len(r.read())
-    return time.perf_counter() - t, size
+        body = r.read()
+    return time.perf_counter() - t, body
 
 
 class Prober(threading.Thread):
@@ -70,15 +72,14 @@ class Prober(threading.Thread):
     def run(self) -> None:
         start = time.perf_counter()
         while not self.stop.wait(self.every):
-            t = time.perf_counter()
+            began = time.perf_counter() - start
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30) as r:
-                    body = r.read()
+                took, body = scrape(self.port)
             except OSError:
                 self.failed += 1
                 continue
-            self.times.append(time.perf_counter() - t)
-            self.at.append(t - start)
+            self.times.append(took)
+            self.at.append(began)
             at = body.find(b"\nstreameval_metrics_age_seconds ")
             if at >= 0:
                 self.ages.append(float(body[at:body.index(b"\n", at + 1)].split()[1]))
@@ -87,8 +88,8 @@ class Prober(threading.Thread):
         ms = sorted(t * 1000 for t in self.times)
         if not ms:
             return {"scrapes": 0, "failed": self.failed}
-        return {"scrapes": len(ms), "failed": self.failed, "p50_ms": round(ms[len(ms) // 2], 1),
-                "p99_ms": round(ms[int(len(ms) * 0.99)], 1), "max_ms": round(ms[-1], 1),
+        return {"scrapes": len(ms), "failed": self.failed, "p50_ms": round(pct(ms, 0.5), 1),
+                "p99_ms": round(pct(ms, 0.99), 1), "max_ms": round(ms[-1], 1),
                 "over_100ms": sum(m > 100 for m in ms),
                 # when the slow ones happened: a burst of the machine's other work, or a pattern
                 "over_100ms_at_s": [round(a) for a, t in zip(self.at, self.times) if t > 0.1],
@@ -115,7 +116,8 @@ def soak(impl, work: Path, args) -> dict:
     w = Watch(impl, [str(runs), "--gold", str(work / "gold.jsonl"), "--repo", str(work / "repo"),
                      "--port", "0", "--out", str(out), "--checkpoint", str(cp),
                      "--max-runs", "1000", "--idle-timeout", "5", "--patch-grace", "0"],
-              work / f"watch-{impl.name}.log")
+              work / f"watch-{impl.name}.log",
+              gc_log=work / f"gc-{impl.name}.log" if args.gc_log else None)
     pool = CallPool(work / "repo")
     prober = Prober(w.port, args.probe_every)
     prober.start()
@@ -135,7 +137,7 @@ def soak(impl, work: Path, args) -> dict:
                              "rss_mb": round(w.status("VmRSS") / 1e6, 1),
                              "checkpoint_kb": round(cp.stat().st_size / 1e3, 1) if cp.exists() else 0,
                              "metrics_ms": round(max(s for s, _ in scrapes) * 1000, 1),
-                             "metrics_kb": round(scrapes[-1][1] / 1e3)})
+                             "metrics_kb": round(len(scrapes[-1][1]) / 1e3)})
                 print(impl.name, json.dumps(rows[-1]), flush=True)
                 last = now
                 next_mark += 1000
@@ -146,8 +148,24 @@ def soak(impl, work: Path, args) -> dict:
         prober.stop.set()
         prober.join(60)
         w.stop()
-    return {"runs_recorded": state.get("n", 0), "seconds": round(time.monotonic() - start, 1),
-            "every_1000": rows, **flatness(rows), "probe": prober.summary()}
+    res = {"runs_recorded": state.get("n", 0), "seconds": round(time.monotonic() - start, 1),
+           "every_1000": rows, **flatness(rows), "probe": prober.summary()}
+    if args.gc_log:
+        res["full_gc"] = gc_summary(work / f"gc-{impl.name}.log")
+    return res
+
+
+def gc_summary(log: Path) -> dict:
+    """The watcher's full garbage collections (``gclog.py``) after its first minute: how
+    many, how long each held the process, and how often they came."""
+    rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    if not rows:
+        return {"collections": 0}
+    rows = [r for r in rows if r[0] >= rows[0][0] + 60] or rows
+    ms = sorted(d for _t, d in rows)
+    gaps = [b[0] - a[0] for a, b in zip(rows, rows[1:])]
+    return {"collections": len(ms), "median_ms": round(statistics.median(ms), 1),
+            "max_ms": ms[-1], "median_every_s": round(statistics.median(gaps), 2) if gaps else None}
 
 
 def flatness(rows: list[dict]) -> dict:
@@ -190,6 +208,8 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=4, help="tool calls per run")
     p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
     p.add_argument("--max-seconds", type=float, default=900.0)
+    p.add_argument("--gc-log", action="store_true",
+                   help="run the watcher under gclog.py: its full garbage collections, after its first minute")
     p.add_argument("--probe-every", type=float, default=1.0, metavar="SECONDS",
                    help="seconds between the prober's scrapes of /metrics")
     p.add_argument("--json", type=Path)

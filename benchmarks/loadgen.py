@@ -46,12 +46,14 @@ def impls(which: str) -> list[Impl]:
 class Watch:
     """A ``streameval watch`` process; ``port`` once it serves."""
 
-    def __init__(self, impl: Impl, args: list[str], log: Path):
+    def __init__(self, impl: Impl, args: list[str], log: Path, gc_log: Path | None = None):
         self.impl = impl
         self.log = log
         env = {**os.environ, "PYTHONPATH": ""}
+        # with ``gc_log``, the watcher's full garbage collections are written there (gclog.py)
+        run = ["-m", "streameval"] if gc_log is None else [str(Path(__file__).with_name("gclog.py")), str(gc_log)]
         with open(log, "wb") as fh:
-            self.proc = subprocess.Popen([impl.python, "-m", "streameval", "watch", *args, *impl.args],
+            self.proc = subprocess.Popen([impl.python, *run, "watch", *args, *impl.args],
                                          cwd=impl.cwd, stdout=fh, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 120

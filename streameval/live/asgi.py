@@ -86,19 +86,21 @@ class Request:
         self.headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             self.headers[name] = value   # a repeated header: the last one
-        self._query: dict[str, str] | None = None
+        self._params: dict[str, list[str]] | None = None
+
+    def _parsed(self) -> dict[str, list[str]]:
+        if self._params is None:
+            self._params = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        return self._params
 
     @property
     def query(self) -> dict[str, str]:
-        if self._query is None:
-            raw = self.scope.get("query_string", b"").decode("latin-1")
-            self._query = {k: v[-1] for k, v in parse_qs(raw).items()}
-        return self._query
+        """Each query parameter's last value."""
+        return {k: v[-1] for k, v in self._parsed().items()}
 
     def query_all(self, name: str) -> list[str]:
         """Every value of a query parameter given more than once (``name[]``)."""
-        raw = self.scope.get("query_string", b"").decode("latin-1")
-        return parse_qs(raw).get(name, [])
+        return self._parsed().get(name, [])
 
     def header(self, name: str) -> str:
         return self.headers.get(name.encode(), b"").decode("latin-1")

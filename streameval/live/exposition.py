@@ -197,6 +197,23 @@ class Only:
                 yield only
 
 
+def encoder_for(om: bool):
+    """The encoder ``_fast_encoding`` names by ``om`` (OpenMetrics, or text 0.0.4)."""
+    from prometheus_client import exposition, openmetrics
+
+    return openmetrics.exposition.generate_latest if om else exposition.generate_latest
+
+
+async def shared(flights: dict, key: Any, start: Callable[[], Any]) -> Any:
+    """``await start()`` once for the callers arriving while it runs (single flight):
+    a burst of scrapes costs one render."""
+    flight = flights.get(key)
+    if flight is None:
+        flight = flights[key] = asyncio.ensure_future(start())
+        flight.add_done_callback(lambda _f: flights.pop(key, None))
+    return await asyncio.shield(flight)
+
+
 def allowed(request: Request) -> Response | None:
     """The answer to an OPTIONS, or None for a GET or HEAD (else 405), as
     prometheus_client answers them."""
@@ -245,9 +262,6 @@ class MetricsRoute:
             registry = Only(self.registry, names) if names else self.registry
             return await self.app.run(PROTECTED, encoder, registry)
         key = (getattr(encoder, "func", encoder), tuple(sorted(getattr(encoder, "keywords", {}).items())))
-        flight = self._flights.get(key)
-        if flight is None:   # one render per format for the scrapes arriving meanwhile
-            flight = asyncio.ensure_future(self.app.run(PROTECTED, render, self.collector, encoder, om))
-            self._flights[key] = flight
-            flight.add_done_callback(lambda _f: self._flights.pop(key, None))
-        return await asyncio.shield(flight)
+        # one render per format for the scrapes arriving meanwhile
+        return await shared(self._flights, key,
+                            lambda: self.app.run(PROTECTED, render, self.collector, encoder, om))

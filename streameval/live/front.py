@@ -64,8 +64,13 @@ UPSTREAM_TIMEOUT = 30.0
 # ---------------------------------------------------------------------- the link
 
 
+def _frame(message: dict) -> bytes:
+    """A message on the link: one JSON line."""
+    return orjson.dumps(message) + b"\n"
+
+
 def _send(sock: socket.socket, message: dict) -> None:
-    sock.sendall(orjson.dumps(message) + b"\n")
+    sock.sendall(_frame(message))
 
 
 def _lines(sock: socket.socket, buf: bytearray) -> list[dict] | None:
@@ -99,17 +104,15 @@ class Link:
     RESTART_WINDOW = 60.0
 
     def __init__(self, watcher, public: socket.socket, upstream: str, spool_dir: Path | None, *,
-                 token: str | None, max_runs: int, limits=None, feed: Feed | None = None):
+                 token: str | None, max_runs: int, feed: Feed, limits=None):
         self.watcher = watcher
         self.public = public          # kept: a front started again serves the same port
         self.prefix = str(spool_dir) + os.sep if spool_dir is not None else None
-        #: the scrape's pieces the front serves /metrics from (``mirror``); None: the
-        #: front passes /metrics on to the watcher's server
-        self.feed = feed
+        self.feed = feed   # the scrape's pieces the front serves /metrics from (``mirror``)
         # sent on the private socket pair: the token is on no command line and in no
         # environment
         self._config = {"spool": str(spool_dir) if spool_dir is not None else None,
-                        "metrics": feed is not None, "upstream": upstream, "max_runs": max_runs,
+                        "upstream": upstream, "max_runs": max_runs,
                         "idle": watcher.cfg.idle_timeout, "token": token,
                         "limits": vars(limits) if limits is not None else {},
                         "verbose": logging.getLogger().getEffectiveLevel()}
@@ -136,8 +139,7 @@ class Link:
         self._reader.start()
         self._sender = threading.Thread(target=self._send_loop, name="front-send", daemon=True)
         self._sender.start()
-        if feed is not None:
-            threading.Thread(target=self._metrics_loop, name="front-metrics", daemon=True).start()
+        threading.Thread(target=self._metrics_loop, name="front-metrics", daemon=True).start()
 
     def _spawn(self) -> tuple[subprocess.Popen, socket.socket, tuple[bytearray, list[dict]]]:
         """A front started, and what it sent after its ready message (the reader's)."""
@@ -222,7 +224,7 @@ class Link:
             if front is not primed:
                 # a front new to the pieces (started, or started again) gets both formats
                 # now: its first scrape is served from them, not after the watcher's
-                # first answer (145 ms in a soak)
+                # first answer (145.5 ms in a soak: data/issue18-mirror/soak-new-unprimed)
                 primed, questions = front, []
                 asked = dict.fromkeys((False, True), time.monotonic())
             else:
@@ -239,8 +241,9 @@ class Link:
                     return
                 asker, m = q
                 asked[m["om"]] = now
-                # a question of a front gone (started again since) is not this one's
-                todo.setdefault(m["om"], []).extend([m["scrape"]] if asker is front else [])
+                answers = todo.setdefault(m["om"], [])
+                if asker is front:   # a question of a front gone (started again) is not this one's
+                    answers.append(m["scrape"])
             if not questions:
                 todo = {om: [] for om, at in asked.items() if now - at < mirror.PUSH_FOR}
             for om, numbers in todo.items():
@@ -498,7 +501,7 @@ class _Outbox:
                 out = self._asks + ([self._counts] if self._counts is not None else [])
                 self._asks, self._counts = [], None
             try:
-                self.sock.sendall(b"".join(orjson.dumps(m) + b"\n" for m in out))
+                self.sock.sendall(b"".join(map(_frame, out)))
             except OSError:
                 return   # the watcher is gone: the main loop sees it too
 
@@ -555,11 +558,9 @@ def main(argv: list[str]) -> int:
     # ready before the server takes its first request, so no message can come first
     _send(link, {"ready": True})
     outbox = _Outbox(link)
-    metrics = None
-    if config.get("metrics"):
-        mirror = Mirror()
-        metrics = MirrorRoute(app, mirror, outbox.ask, upstream)
-        app.route("/metrics", metrics)
+    mirror = Mirror()
+    metrics = MirrorRoute(app, mirror, outbox.ask, upstream)
+    app.route("/metrics", metrics)
     app.route("/", upstream, lane=PROTECTED, prefix=True)
     server = HttpServer(app, sock=public)
     sel = selectors.DefaultSelector()

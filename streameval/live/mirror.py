@@ -2,10 +2,10 @@
 process``, the default).
 
 The watcher scores on one interpreter lock, and a scrape served in its process waits
-for whatever holds it: a full garbage collection of 1,000 kept runs (150-200 ms, every
-few seconds at 150 runs a second), a long batch, the scoring thread's turn. In a
-50,000-run soak, scrapes took up to 423 ms; scraped four times a second, 36 of 128 took
-over 100 ms (benchmarks/README.md, "Ingest and soak").
+for whatever holds it: a full garbage collection of 1,000 kept runs (median 192 ms,
+every ~2.6 s at 150 runs a second: ``bench_soak.py --gc-log``), a long batch, the scoring thread's turn. In a
+50,000-run soak scraped every second, 167 of 414 scrapes took over 100 ms, up to
+406 ms (``bench_soak.py --impl new-thread``; benchmarks/README.md, "Ingest and soak").
 
 So the watcher sends the pieces of a scrape and the front joins them (``Mirror``):
 
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streameval.live.asgi import PROTECTED, App, Refused, Request, Response
-from streameval.live.exporter import HELP, RUN_FAMILIES, RunsCollector, _Families, _help
+from streameval.live.exporter import RUN_FAMILIES, RunsCollector, _Families, _help
 
 #: seconds a scrape waits for the watcher's fresh pieces before the last ones serve
 DEADLINE = 0.02
@@ -62,20 +62,17 @@ class Feed:
     def pieces(self, om: bool, front: object) -> dict[str, Any]:
         """What the front ``front`` needs for a scrape in OpenMetrics (``om``) or text
         format; a new front (started again) is sent every text."""
-        from prometheus_client import exposition, openmetrics
-
-        from streameval.live.exposition import fleet_text, run_text
+        from streameval.live.exposition import encoder_for, fleet_text, run_text
 
         if front is not self._front:
             self._front, self._sent = front, {}
         runs, fleet_now, process = self.collector._gather()
         texts = [run_text(e) for e in runs]
-        encoder = openmetrics.exposition.generate_latest if om else exposition.generate_latest
         # the numbers are ids of live objects, kept alive by ``_sent`` while sent
         message = {"om": om, "at": time.monotonic(), "order": [id(t) for t in texts],
                    "texts": [[id(t), t] for t in texts if id(t) not in self._sent],
                    "fleet": fleet_text(fleet_now, om),
-                   "process": encoder(_Families(process)).decode("utf-8")}
+                   "process": encoder_for(om)(_Families(process)).decode("utf-8")}
         self._sent = {id(t): t for t in texts}   # once the whole message is made
         return message
 
@@ -85,8 +82,8 @@ class Feed:
 
 
 class Mirror:
-    """The front's copy of the pieces, kept as bytes: a scrape of 1,000 runs (~7 MB)
-    joins them in ~4 ms, where joining and encoding strings took ~25 ms."""
+    """The front's copy of the pieces, kept as bytes: a scrape (~7 MB for 1,000 runs)
+    is then a join of bytes, not a join of strings and their encoding."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -148,7 +145,7 @@ class Mirror:
 def _header(name: str, kind: str, om: bool) -> str:
     from streameval.live.exposition import _header as header
 
-    return header(name, kind, HELP[name] if name in HELP else _help(name, kind), om)
+    return header(name, kind, _help(name, kind), om)
 
 
 class MirrorRoute:
@@ -195,7 +192,7 @@ class MirrorRoute:
     async def __call__(self, request: Request) -> Response:
         from prometheus_client.exposition import choose_encoder
 
-        from streameval.live.exposition import _fast_encoding, allowed, encoded
+        from streameval.live.exposition import _fast_encoding, allowed, encoded, shared
 
         early = allowed(request)
         if early is not None:
@@ -204,12 +201,7 @@ class MirrorRoute:
         om = _fast_encoding(encoder)
         if request.query_all("name[]") or om is None:
             return await self.upstream(request)
-        flight = self._flights.get(om)
-        if flight is None:
-            flight = asyncio.ensure_future(self._scrape(om))
-            self._flights[om] = flight
-            flight.add_done_callback(lambda _f: self._flights.pop(om, None))
-        output = await asyncio.shield(flight)
+        output = await shared(self._flights, om, lambda: self._scrape(om))
         return await encoded(self.app, request, output, content_type)
 
     async def _scrape(self, om: bool) -> bytes:

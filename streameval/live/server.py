@@ -68,6 +68,9 @@ class HttpServer:
             bind(host, port, backlog=backlog(app.limits))
         name = self._sock.getsockname()
         self.port: int = name[1] if isinstance(name, tuple) else 0   # 0: a Unix socket
+        #: the collector ``serve`` registered: what a front's metrics are made from
+        #: (``mirror.Feed``)
+        self.collector = None
         self.host = host
         config = uvicorn.Config(
             app, http=guarded(app.guard), lifespan="off", loop="asyncio", log_config=None,
@@ -149,5 +152,5 @@ def serve(table, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, registry=No
         registry.unregister(collector)
         app.close()
         raise
-    server.collector = collector   # what a front's metrics are made from (``mirror.Feed``)
+    server.collector = collector
     return server, registry, server.port
