@@ -1,7 +1,9 @@
 """The page's routes on the metrics port: the HTML shell, its static assets, the JSON API.
 
 ``/`` (the fleet) and ``/runs/<id>`` (one run) answer the same HTML shell; its scripts
-read ``/api/runs`` and ``/api/runs/<id>`` (docs/page.md, "The API"). Every answer:
+read ``/api/runs`` and ``/api/runs/<id>`` (docs/page.md, "The API"). A run whose id is a
+dot segment (``.``, ``..``) cannot be named in a path (browsers resolve it away), so
+``/runs?id=<id>`` and ``/api/run?id=<id>`` name any run by a query. Every answer:
 
 - is read-only: GET and HEAD, anything else is a 405;
 - carries a strict Content-Security-Policy (``report.page_html.CSP_LIVE``: no inline
@@ -88,6 +90,7 @@ class PageRoutes:
         app.route("/favicon.ico", self.no_icon, lane=PROTECTED)
         app.route("/api/runs", self.api_fleet, lane=PROTECTED)
         app.route("/api/runs/", self.api_run, lane=PROTECTED, prefix=True)
+        app.route("/api/run", self.api_run_query, lane=PROTECTED)
 
     # ------------------------------------------------------------------ checks
     def _check(self, request: Request) -> None:
@@ -142,7 +145,17 @@ class PageRoutes:
 
     async def api_run(self, request: Request) -> Response:
         self._check(request)
-        run_id = request.path[len("/api/runs/"):]
+        return await self._run_answer(request, request.path[len("/api/runs/"):])
+
+    async def api_run_query(self, request: Request) -> Response:
+        """``/api/run?id=ID``: any id, ``.`` and ``..`` included."""
+        self._check(request)
+        run_id = request.query.get("id")
+        if run_id is None:
+            raise Refused(400, "name the run: /api/run?id=RUN_ID", "bad_query")
+        return await self._run_answer(request, run_id)
+
+    async def _run_answer(self, request: Request, run_id: str) -> Response:
         try:
             calls_from = max(0, int(request.query.get("calls_from", "0")))
         except ValueError:

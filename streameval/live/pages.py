@@ -37,17 +37,21 @@ KEEP_CALLS = 200
 PRUNE_EVERY = 2.0
 
 
-def _live(run: LiveRun) -> LiveState:
-    return LiveState(run.finished, run.record_written, tuple(sorted(run.aborted.items())))
+#: the run page's note when the watcher has no ``--out``
+NO_OUT = "this watcher writes no records (no --out): the numbers here are the only ones"
 
 
 class LivePages:
     """The ``PageSource`` of a watcher's ``RunTable``."""
 
-    def __init__(self, table: RunTable, res: Resources | None, keep_calls: int = KEEP_CALLS):
+    def __init__(self, table: RunTable, res: Resources | None, keep_calls: int = KEEP_CALLS,
+                 writes_records: bool = True):
         self.table = table
         self.res = res
         self.keep_calls = keep_calls
+        #: with no ``--out`` a run is settled (``record_written``) but nothing is written:
+        #: the page must not say "record written"
+        self.writes_records = writes_records
         self.cache = FleetCache()
         #: run key -> (the session it was made for, its journal)
         self._journals: dict[str, tuple[Any, RunJournal]] = {}
@@ -84,6 +88,10 @@ class LivePages:
                     journal.forget_calls()
 
     # ------------------------------------------------------------------ answers
+    def _live(self, run: LiveRun) -> LiveState:
+        return LiveState(run.finished, run.record_written and self.writes_records,
+                         tuple(sorted(run.aborted.items())))
+
     def _sig(self, run: LiveRun) -> Hashable:
         journal = self.journal(run)
         return (id(run.session), run.session.version, run.finished, run.record_written,
@@ -101,7 +109,7 @@ class LivePages:
                 with self.table.lock:
                     for key, run in stale[start:start + SLICE]:
                         if self.table.runs.get(key) is run:
-                            built[key] = (self._sig(run), fleet_row(run.session.snapshot(), _live(run)))
+                            built[key] = (self._sig(run), fleet_row(run.session.snapshot(), self._live(run)))
             self.cache.apply(sigs, built)
             return self.cache.answer(since)
 
@@ -123,8 +131,11 @@ class LivePages:
 
         def build() -> dict:
             with self.table.lock:
-                return session_detail(run.session, self.journal(run), self.res, _live(run),
-                                      calls_from=calls_from)
+                detail = session_detail(run.session, self.journal(run), self.res, self._live(run),
+                                        calls_from=calls_from)
+            if not self.writes_records:
+                detail["notes"].append(NO_OUT)
+            return detail
 
         return etag, build
 
@@ -132,7 +143,7 @@ class LivePages:
 def mount_live_page(app: Any, watcher: Any) -> LivePages:
     """The page over ``watcher``'s runs, on ``app`` (the metrics port's ``App``): every run
     added from now on gets a journal, pruned at the watcher's ticks."""
-    pages = LivePages(watcher.table, watcher.res)
+    pages = LivePages(watcher.table, watcher.res, writes_records=watcher.cfg.out is not None)
     watcher.tick_hooks.append(pages.prune)
     PageRoutes(pages, watcher.cfg.host).mount(app)
     return pages

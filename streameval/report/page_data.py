@@ -51,15 +51,17 @@ def _numbers(coverage: float, precision: float, gold_size: int, pred_size: int,
 def fleet_row(snap: RunSnapshot, live: LiveState) -> dict[str, Any]:
     """One run of the fleet table, from its snapshot."""
     scores = snap.scores
-    final = auc = None
-    if scores is not None and snap.error is None:
-        final, auc = {}, {}
+    final = auc = redundancy = None
+    scored = scores is not None and snap.error is None
+    if scored:
+        final, auc, redundancy = {}, {}, {}
         for g in GRANULARITIES:
             n = scores.granularities[g]
             # F1 where the scoring carries it (scoring.f1); never made up here
             final[g] = _numbers(n.coverage, n.precision, n.gold_size, n.pred_size,
                                 getattr(n, "f1", None))
             auc[g] = n.auc_coverage
+            redundancy[g] = n.redundancy
     call = snap.last_call
     last = ""
     if call is not None:
@@ -74,12 +76,15 @@ def fleet_row(snap: RunSnapshot, live: LiveState) -> dict[str, Any]:
         "experiment": getattr(snap.identity, "experiment", None),
         "format": snap.fmt,
         "trace": snap.identity.trace,
-        "steps": snap.num_steps,
+        # steps count toward numbers; a run not scored has none, as its record says
+        "steps": snap.num_steps if scored else None,
         "calls": snap.tool_calls,
         "error": snap.error,
         "final": final,
         "auc": auc,
-        "editloc": _editloc(snap.editloc, snap.editloc_final),
+        "redundancy": redundancy,
+        # a run not scored has no EditLoc either: its record (an error record) has none
+        "editloc": _editloc(snap.editloc, snap.editloc_final) if scored else None,
         "problems": sum(snap.problems.values()),
         "bad_lines": sum(snap.bad_lines.values()),
         "aborts": [list(a) for a in live.aborts],
@@ -100,16 +105,17 @@ def _editloc(e: Mapping[str, Any] | None, final: bool) -> dict[str, Any] | None:
 def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
     """One run of the fleet table, from its record (``view``): the same shape as a live
     row; a finished run whose record is written."""
-    final = auc = None
+    final = auc = redundancy = None
     error = rec.get("error")
     if error is None and isinstance(rec.get("final"), Mapping):
-        final, auc = {}, {}
+        final, auc, redundancy = {}, {}, {}
         traj = rec.get("trajectory") or {}
         for g in GRANULARITIES:
             b = rec["final"].get(g) or {}
             final[g] = _numbers(b.get("coverage"), b.get("precision"), b.get("gold_size", 1),
                                 b.get("pred_size", 1), b.get("f1"))
             auc[g] = (traj.get("auc_coverage") or {}).get(g)
+            redundancy[g] = (traj.get("redundancy") or {}).get(g)
     tokens = rec.get("tokens")
     problems = rec.get("problems")
     bad = rec.get("bad_lines")
@@ -128,6 +134,7 @@ def record_row(rec: Mapping[str, Any]) -> dict[str, Any]:
         "error": error,
         "final": final,
         "auc": auc,
+        "redundancy": redundancy,
         "editloc": _editloc(rec.get("editloc"), True),
         "problems": sum(problems.values()) if isinstance(problems, Mapping) else 0,
         "bad_lines": sum(bad.values()) if isinstance(bad, Mapping) else 0,

@@ -16,7 +16,7 @@ __all__ = ["SCRIPTS", "STYLES", "asset", "names"]
 
 #: the scripts, in the order they must run (each adds to the ``SE`` namespace)
 SCRIPTS: tuple[str, ...] = ("dom.js", "format.js", "source.js", "curve.js", "strips.js",
-                            "calls.js", "fleet.js", "run.js", "app.js")
+                            "calls.js", "columns.js", "fleet.js", "run.js", "app.js")
 STYLES: tuple[str, ...] = ("app.css",)
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 

@@ -6,14 +6,25 @@
   const embedded = document.getElementById("se-data");
   SE.mode = embedded ? "file" : "live";
 
+  // A run's page is /runs/<id>; an id that is a dot segment ("." or "..") would be
+  // resolved away by the browser in a path, so it goes in a query: /runs?id=<id>.
   SE.pathTo = function (route) {
-    const path = route.run !== undefined ? "/runs/" + encodeURIComponent(route.run) : "/";
+    let path = "/";
+    if (route.run !== undefined) {
+      path = route.run === "." || route.run === ".." ? "/runs?id=" + encodeURIComponent(route.run)
+        : "/runs/" + encodeURIComponent(route.run);
+    }
     return SE.mode === "file" ? "#" + path : path;
   };
 
   function routeNow() {
-    const path = SE.mode === "file" ? (location.hash.slice(1) || "/") : location.pathname;
-    const m = /^\/runs\/(.+)$/.exec(path);
+    const path = SE.mode === "file" ? (location.hash.slice(1) || "/") : location.pathname + location.search;
+    const q = /^\/runs\?(.*)$/.exec(path);
+    if (q) {
+      const id = new URLSearchParams(q[1]).get("id");
+      return id === null ? {} : { run: id };
+    }
+    const m = /^\/runs\/([^?]+)/.exec(path);
     if (!m) return {};
     try { return { run: decodeURIComponent(m[1]) }; } catch (e) { return { run: m[1] }; }
   }

@@ -17,7 +17,8 @@
     return out;
   }
 
-  SE.curve = function (curve) {
+  // empty: what to say when there is no point (a run not scored says so, not "no steps yet")
+  SE.curve = function (curve, empty) {
     const n = Math.max(curve.n, 1);
     const x = function (step) { return LEFT + (n > 1 ? PW * (step - 1) / (n - 1) : PW / 2); };
     const y = function (v) { return TOP + PH * (1 - v); };
@@ -36,7 +37,7 @@
       text: curve.every > 1 ? "step (every " + curve.every + "th of " + curve.n + " drawn)" : "step" }));
     if (!curve.n) {
       svg.appendChild(SE.svg("text", { x: LEFT + PW / 2, y: TOP + PH / 2, "text-anchor": "middle",
-        class: "empty", text: "no steps yet" }));
+        class: "empty", text: empty || "no steps yet" }));
     }
     SE.GRANULARITIES.forEach(function (g, k) {
       const pts = curve.points.map(function (p) { return x(p[0]).toFixed(1) + "," + y(p[k + 1]).toFixed(1); });

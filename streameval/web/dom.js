@@ -18,17 +18,25 @@ window.SE = window.SE || {};
 
   // props: text, class, data (dataset), on (listeners), title, and plain attributes.
   // Attribute names are ours; values may come from a trace (they stay values).
+  // shown: a value from a trace, shown isolated (class "v": unicode-bidi: isolate), with
+  // its control characters visible and cut to `max` characters, whole in the title (always
+  // with `whole`: a cell that cuts it to its width).
   function apply(node, props) {
     for (const [key, value] of Object.entries(props || {})) {
-      if (value === null || value === undefined) continue;
+      if (value === null || value === undefined || key === "max" || key === "whole") continue;
       if (key === "text") node.textContent = String(value);
-      else if (key === "class") node.setAttribute("class", value);
+      else if (key === "shown") {
+        const c = SE.cut(value, props.max);
+        node.textContent = c.text;
+        if (c.title !== null || props.whole) node.setAttribute("title", c.title === null ? c.text : c.title);
+      } else if (key === "class") node.setAttribute("class", value);
       else if (key === "data") for (const [k, v] of Object.entries(value)) node.dataset[k] = String(v);
       else if (key === "on") for (const [k, f] of Object.entries(value)) node.addEventListener(k, f);
       else if (key.startsWith("on") || key === "href" || key === "src" || key === "style") {
         throw new Error("SE.el: set " + key + " through SE.link or element.style");
       } else node.setAttribute(key, String(value));
     }
+    if (props && props.shown !== undefined && props.shown !== null) node.classList.add("v");
   }
 
   SE.el = function (tag, props, ...kids) {

@@ -40,15 +40,34 @@
     return SE.el("td", { class: shown.note ? "num marked" : "num", title: shown.note, text: shown.text });
   };
 
-  // Step -> colour, early (dark violet) to late (yellow): five stops, linear between.
-  const STOPS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
-  SE.stepColour = function (step, last) {
-    const t = last > 1 ? Math.min(1, Math.max(0, (step - 1) / (last - 1))) : 0;
-    const x = t * (STOPS.length - 1);
-    const i = Math.min(STOPS.length - 2, Math.floor(x));
-    const f = x - i;
-    const c = STOPS[i].map(function (a, k) { return Math.round(a + (STOPS[i + 1][k] - a) * f); });
-    return "rgb(" + c.join(",") + ")";
+  // Step -> colour by the step itself, never by how long the run is so far: a line first
+  // credited at step 4 keeps its colour while the run goes on. Bins double (1, 2, 3-4,
+  // 5-8, ... 129+), so short and long runs both spread over the scale; viridis, dark early.
+  SE.STEP_BINS = [[1, 1], [2, 2], [3, 4], [5, 8], [9, 16], [17, 32], [33, 64], [65, 128], [129, Infinity]];
+  const BIN_COLOURS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"];
+  SE.stepBin = function (step) {
+    const i = SE.STEP_BINS.findIndex(function (b) { return step <= b[1]; });
+    return i < 0 ? SE.STEP_BINS.length - 1 : i;
+  };
+  SE.stepColour = function (step) { return BIN_COLOURS[SE.stepBin(step)]; };
+  SE.binColour = function (i) { return BIN_COLOURS[i]; };
+  SE.binLabel = function (b) { return b[1] === Infinity ? b[0] + "+" : b[0] === b[1] ? String(b[0]) : b[0] + "-" + b[1]; };
+
+  // Text from a trace as the page shows it: control characters and the bidi controls
+  // (U+202E and kin) as visible escapes, so none reorders or hides what follows, and cut
+  // to `max` characters. {text, title}: the title is the whole value (escaped) when the
+  // text is not all of it, or not as given.
+  const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  SE.MAX_SHOWN = 160;
+  SE.visible = function (v) {
+    return String(v).replace(CONTROLS, function (c) { return "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"); });
+  };
+  SE.cut = function (v, max) {
+    const raw = String(v), all = SE.visible(raw), n = max || SE.MAX_SHOWN;
+    if (all.length <= n) return { text: all, title: all !== raw ? all : null };
+    let end = n - 1;
+    if (/[\ud800-\udbff]/.test(all[end - 1])) end -= 1;   // not half a character
+    return { text: all.slice(0, end) + "…", title: all };
   };
 
   SE.GRAN_COLOURS = { file: "#1f77b4", symbol: "#ff7f0e", span: "#2ca02c", line: "#d62728" };

@@ -10,7 +10,10 @@
     const headers = etag ? { "If-None-Match": etag } : {};
     const resp = await fetch(url, { headers: headers, cache: "no-store", credentials: "same-origin" });
     if (resp.status === 304) return { status: 304, etag: etag };
-    if (resp.status === 404) return { status: 404 };
+    if (resp.status === 404) {   // the server says why (its JSON "error"), when it does
+      const body = await resp.json().catch(function () { return {}; });
+      return { status: 404, error: body && typeof body.error === "string" ? body.error : null };
+    }
     if (!resp.ok) throw new Error("HTTP " + resp.status + " from " + url);
     return { status: 200, etag: resp.headers.get("ETag"), body: await resp.json() };
   }
@@ -22,7 +25,8 @@
         return get("/api/runs" + (since ? "?since=" + encodeURIComponent(since) : ""), etag);
       },
       run: function (id, from, etag) {
-        return get("/api/runs/" + encodeURIComponent(id) + "?calls_from=" + (from || 0), etag);
+        // by a query: an id such as "." or ".." would be resolved away in a path
+        return get("/api/run?id=" + encodeURIComponent(id) + "&calls_from=" + (from || 0), etag);
       },
     };
   };

@@ -1,7 +1,7 @@
 // Each gold file as a strip of its lines: the gold ranges (init_ctx solid, add_ctx pale),
-// the base lines credited, coloured by the step that first credited them (early dark,
-// late yellow), and the lines the patch changes. Below, every gold range not credited
-// and why.
+// the base lines credited, coloured by the step that first credited them (by the step
+// number itself, the legend says which: early dark, late yellow), and the lines the
+// patch changes. Below, every gold range not credited and why.
 "use strict";
 
 (function (SE) {
@@ -19,13 +19,13 @@
     });
   }
 
-  function strip(file, lastStep) {
+  function strip(file) {
     const ends = [].concat(file.init, file.add, file.read, file.edited).map(function (r) { return r[1]; });
     const total = file.lines || Math.max.apply(null, ends.concat([1]));
     const scale = function (line) { return LABEL + (W - LABEL) * Math.min(line, total) / total; };
     const height = ROWS.length * (ROW + GAP);
     const svg = SE.svg("svg", { viewBox: "0 0 " + W + " " + height, class: "strip-svg",
-      preserveAspectRatio: "none", role: "img", "aria-label": "lines of " + file.file });
+      preserveAspectRatio: "none", role: "img", "aria-label": "lines of " + SE.visible(file.file) });
     ROWS.forEach(function (name, i) {
       svg.appendChild(SE.svg("rect", { x: LABEL, y: i * (ROW + GAP), width: W - LABEL, height: ROW, class: "lane" }));
       svg.appendChild(SE.svg("text", { x: 0, y: i * (ROW + GAP) + ROW - 4, class: "lane-label", text: name }));
@@ -33,8 +33,9 @@
     band(svg, 0, file.add, scale, "gold-add", function (rect, r) { SE.tip(rect, "add_ctx lines " + SE.ranges([r])); });
     band(svg, 0, file.init, scale, "gold-init", function (rect, r) { SE.tip(rect, "init_ctx lines " + SE.ranges([r])); });
     band(svg, 1, file.read, scale, "read", function (rect, r) {
-      rect.setAttribute("fill", SE.stepColour(r[2], lastStep));
+      rect.setAttribute("fill", SE.stepColour(r[2]));
       rect.dataset.step = String(r[2]);
+      rect.dataset.bin = String(SE.stepBin(r[2]));
       SE.tip(rect, "lines " + SE.ranges([r]) + " first credited at step " + r[2]);
     });
     band(svg, 2, file.edited, scale, "edited", function (rect, r) { SE.tip(rect, "lines " + SE.ranges([r]) + " changed"); });
@@ -49,18 +50,32 @@
       return SE.el("li", null, SE.el("span", { class: "lines", text: "lines " + SE.ranges([u.lines]) }), " ", u.why);
     }));
     return SE.el("section", { class: "strip", data: { file: file.file } },
-      SE.el("h3", null, SE.el("code", { text: file.file }), " ", SE.el("span", { class: "facts", text: facts.join(" · ") })),
+      SE.el("h3", null, SE.el("code", { shown: file.file, max: 300 }), " ", SE.el("span", { class: "facts", text: facts.join(" · ") })),
       svg,
       file.uncredited.length ? SE.el("p", { class: "sub", text: "gold not credited:" }) : SE.el("p", { class: "sub", text: "every gold line credited" }),
       list);
   }
 
-  SE.strips = function (gold, lastStep) {
+  // The legend: a swatch per step bin with its steps, the bins this run reached marked.
+  function legend(gold) {
+    const last = Math.max.apply(null, [0].concat(...gold.map(function (f) { return f.read.map(function (r) { return r[2]; }); })));
+    return SE.el("p", { class: "legend" }, "first credited at step: ",
+      SE.el("span", { class: "bins" }, SE.STEP_BINS.map(function (b, i) {
+        const sw = SE.el("span", { class: "swatch bin" + (i >= 6 ? " light" : "") + (b[0] > last ? " unused" : ""),
+          data: { bin: i, colour: SE.binColour(i) }, text: SE.binLabel(b) });
+        sw.style.backgroundColor = SE.binColour(i);
+        return sw;
+      })),
+      "; gold: ", SE.el("span", { class: "swatch init", text: "init_ctx" }), " ", SE.el("span", { class: "swatch add", text: "add_ctx" }),
+      "; ", SE.el("span", { class: "swatch edited", text: "edited" }));
+  }
+
+  // error: the run is not scored; the strips still show what its calls showed, said so
+  SE.strips = function (gold, error) {
     if (!gold) return SE.el("p", { class: "empty", text: "no gold for this run (or no repository): nothing to draw" });
-    return SE.el("div", { class: "strips" },
-      SE.el("p", { class: "legend" }, "step that first credited a line: ",
-        SE.el("span", { class: "swatch early", text: "early" }), " → ", SE.el("span", { class: "swatch late", text: "late" }),
-        "; gold: ", SE.el("span", { class: "swatch init", text: "init_ctx" }), " ", SE.el("span", { class: "swatch add", text: "add_ctx" })),
-      gold.map(function (f) { return strip(f, lastStep); }));
+    return SE.el("div", { class: "strips" }, legend(gold),
+      error ? SE.el("p", { class: "sub not-scored-strips", text: "the run is not scored: these strips show what its calls " +
+        "showed, credited as they would be; no number counts them" }) : null,
+      gold.map(strip));
   };
 })(window.SE);

@@ -14,8 +14,9 @@ import pytest
 from claude_run import APP, UTIL, Claude, append, started, watcher
 
 from streameval.live.page import PageRoutes
-from streameval.live.pages import mount_live_page
+from streameval.live.pages import NO_OUT, mount_live_page
 from streameval.live.server import serve
+from streameval.live.watch import WatchConfig, Watcher
 from streameval.report.page_html import CSP_LIVE
 from streameval.runs.evaluate import evaluate_trace
 from streameval.web import SCRIPTS, asset
@@ -170,6 +171,75 @@ def test_unknown_runs_and_bad_queries(page):
     assert page.get("/api/runs/one?calls_from=x")[0] == 400
     quoted = urllib.parse.quote("one/../one", safe="")
     assert page.get(f"/api/runs/{quoted}")[0] == 404
+
+
+def test_a_run_is_named_by_a_query_as_well_as_by_its_path(page):
+    """``.`` and ``..`` are resolved away in a path by every browser: a query names any run."""
+    h_path, by_path = page.json("/api/runs/one")
+    h_query, by_query = page.json("/api/run?id=one&calls_from=0")
+    assert by_query == by_path and h_query["etag"] == h_path["etag"]
+    assert page.get("/api/run")[0] == 400
+    assert page.get("/api/run?id=nobody")[0] == 404
+    assert page.get("/api/run?id=one&calls_from=x")[0] == 400
+    status, h, _b = page.get("/runs?id=..")
+    assert status == 200 and h["content-type"].startswith("text/html")
+
+
+def finished_row(p: Page) -> dict:
+    p.w.followers[p.trace].finish("idle")
+    p.w.tick(now=p.w.started_at + 1)   # settles the run: its record is due (grace 0)
+    _h, fleet = p.json("/api/runs")
+    (row,) = fleet["runs"]
+    assert row["state"] == "finished"
+    return row
+
+
+@pytest.mark.parametrize("writes", [True, False], ids=["out", "no-out"])
+def test_a_record_is_said_written_only_when_it_is(env, tmp_path, writes):
+    """A watcher with no --out settles a run as if its record were written: the page said
+    "record written ✓" of a run of which nothing was written."""
+    _s, runs, res = env
+    c = Claude()
+    trace = run_dir(runs, "one")
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 12))
+    out = tmp_path / "out.jsonl" if writes else None
+    w = Watcher(WatchConfig(root=runs, out=out, idle_timeout=3600, patch_grace=0.0,
+                            rescan_interval=0.0, keep_finished=3600), res)
+    p = Page(w)
+    p.trace = trace
+    try:
+        w.scan()
+        w.poll_all()
+        assert finished_row(p)["record"] is writes
+        assert w.table.runs[str(trace)].record_written   # settled either way
+        assert (NO_OUT in p.json("/api/runs/one")[1]["notes"]) is not writes
+        if writes:
+            assert out.read_text().count("\n") == 1
+    finally:
+        p.close()
+
+
+def test_a_run_not_scored_has_no_steps_nor_editloc_as_its_record(env, tmp_path):
+    """A run whose gold names no file of the repository given: its record is an error
+    record, and its row carries no number beside the error (not 14 steps and EditLoc 1.00
+    beside a curve of no steps)."""
+    _s, runs, res = env
+    c = Claude()
+    trace = run_dir(runs, "one", instance="nowhere__nowhere-1")
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 12), *c.read("src/util.py", UTIL, 1, 5))
+    p = Page(watcher(runs, res, tmp_path, keep_finished=3600))
+    p.trace = trace
+    try:
+        p.w.scan()
+        p.w.poll_all()
+        row = finished_row(p)
+        assert row["error"].startswith("missing_gold")
+        assert row["steps"] is None and row["editloc"] is None and row["final"] is None
+        assert row["redundancy"] is None and row["calls"] == 2
+        _h, detail = p.json("/api/runs/one")
+        assert detail["curve"]["n"] == 0
+    finally:
+        p.close()
 
 
 def test_journals_leave_with_their_runs_and_old_calls_are_dropped(page):

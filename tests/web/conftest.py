@@ -46,7 +46,7 @@ def browser_context(tmp_path_factory):
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
-            viewport={"width": 1400, "height": 900})
+            viewport={"width": 1280, "height": 900})
         context.set_default_timeout(30_000)   # a hang guard, not a speed assertion
         try:
             yield context

@@ -8,45 +8,12 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from pathlib import Path
 
 import pytest
 from claude_run import APP, UTIL, WORKSPACE, Claude, append, make_setup
-from web_process import ROOT, Streameval, watch
+from web_process import ROOT, Streameval, bash, run_dir, wait_for_run, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def run_dir(runs: Path, run_id: str, instance: str = "demo__demo-1", **meta) -> Path:
-    d = runs / run_id
-    d.mkdir(parents=True)
-    (d / "meta.json").write_text(json.dumps({"instance_id": instance, "run_id": run_id,
-                                             "agent": "claude-code", "model": "m", **meta}))
-    return d / "trace.jsonl"
-
-
-def bash(c: Claude, command: str, output: str) -> list[bytes]:
-    """A Bash call and its result, as Claude Code writes them."""
-    c.n += 1
-    tid = f"toolu_{c.n:04d}"
-    use = {"type": "assistant", "session_id": "s1", "message": {
-        "id": f"msg_{c.n}", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]}}
-    result = {"type": "user", "session_id": "s1", "message": {"role": "user", "content": [
-        {"tool_use_id": tid, "type": "tool_result", "content": output}]}}
-    return [json.dumps(use).encode(), json.dumps(result).encode()]
-
-
-def wait_for_run(w: Streameval, run_id: str, timeout: float = 60.0) -> None:
-    """Until the watcher has read the run (a run page opened before would say "no such
-    run" first, and the browser logs the 404)."""
-    deadline = time.monotonic() + timeout   # a hang guard
-    while time.monotonic() < deadline:
-        status, _h, _b = w.get("/api/runs/" + urllib.parse.quote(run_id, safe=""))
-        if status == 200:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the watcher never had run {run_id!r}")
 
 
 def fleet_row_ids(tab) -> list[str]:
