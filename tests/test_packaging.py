@@ -1,5 +1,5 @@
 """A non-editable install stands on its own: the wheel ships the example run, and
-``streameval demo`` plays it from there (README, first screen)."""
+``streameval demo`` plays it from there (docs/getting-started.md)."""
 
 from __future__ import annotations
 

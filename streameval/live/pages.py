@@ -22,7 +22,7 @@ from typing import Any
 from streameval.live.page import PageRoutes
 from streameval.live.table import LiveRun, RunTable
 from streameval.report.journal import RunJournal
-from streameval.report.page_data import LiveState, fleet_row
+from streameval.report.page_data import LiveState, fleet_row, last_text
 from streameval.report.page_fleet import FleetCache
 from streameval.report.page_session import session_detail
 from streameval.runs.resources import Resources
@@ -41,6 +41,17 @@ PRUNE_EVERY = 2.0
 NO_OUT = "this watcher writes no records (no --out): the numbers here are the only ones"
 
 
+class PageJournal(RunJournal):
+    """A run's journal, which also keeps its last call as the fleet shows it: a finished
+    run's session lets its last call go (``release_reading``), its row keeps saying it."""
+
+    last = ""
+
+    def __call__(self, session: Any, outcome: Any, call: Any) -> None:
+        super().__call__(session, outcome, call)
+        self.last = last_text(call)
+
+
 class LivePages:
     """The ``PageSource`` of a watcher's ``RunTable``."""
 
@@ -54,18 +65,18 @@ class LivePages:
         self.writes_records = writes_records
         self.cache = FleetCache()
         #: run key -> (the session it was made for, its journal)
-        self._journals: dict[str, tuple[Any, RunJournal]] = {}
+        self._journals: dict[str, tuple[Any, PageJournal]] = {}
         self._pruned = 0.0
         table.on_add.append(self.track)
 
     # ------------------------------------------------------------------ journals
     def track(self, run: LiveRun) -> None:
         """A new run: its session gets a journal (before its first event)."""
-        journal = RunJournal()
+        journal = PageJournal()
         run.session.listeners.append(journal)
         self._journals[run.key] = (run.session, journal)
 
-    def journal(self, run: LiveRun) -> RunJournal | None:
+    def journal(self, run: LiveRun) -> PageJournal | None:
         held = self._journals.get(run.key)
         return held[1] if held is not None and held[0] is run.session else None
 
@@ -97,6 +108,13 @@ class LivePages:
         return (id(run.session), run.session.version, run.finished, run.record_written,
                 len(run.aborted), journal is not None and journal.calls_forgotten)
 
+    def _row(self, run: LiveRun) -> dict[str, Any]:
+        row = fleet_row(run.session.snapshot(), self._live(run))
+        journal = self.journal(run)
+        if not row["last"] and journal is not None:
+            row["last"] = journal.last
+        return row
+
     def fleet(self, since: str | None) -> dict[str, Any]:
         """Rows changed since ``since`` (``FleetCache.answer``), rebuilt where stale."""
         with self.cache.lock:
@@ -109,7 +127,7 @@ class LivePages:
                 with self.table.lock:
                     for key, run in stale[start:start + SLICE]:
                         if self.table.runs.get(key) is run:
-                            built[key] = (self._sig(run), fleet_row(run.session.snapshot(), self._live(run)))
+                            built[key] = (self._sig(run), self._row(run))
             self.cache.apply(sigs, built)
             return self.cache.answer(since)
 
@@ -132,7 +150,7 @@ class LivePages:
         def build() -> dict:
             with self.table.lock:
                 detail = session_detail(run.session, self.journal(run), self.res, self._live(run),
-                                        calls_from=calls_from)
+                                        calls_from=calls_from, row=self._row(run))
             if not self.writes_records:
                 detail["notes"].append(NO_OUT)
             return detail

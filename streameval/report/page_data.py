@@ -22,7 +22,8 @@ from streameval.report.journal import CallRow, RunJournal
 from streameval.scoring.snapshot import RunSnapshot
 from streameval.sources.gold import GoldInstance
 
-__all__ = ["CALLS_PAGE", "MAX_CURVE", "LiveState", "fleet_row", "record_row", "run_detail"]
+__all__ = ["CALLS_PAGE", "MAX_CURVE", "LiveState", "fleet_row", "last_text", "record_row",
+           "run_detail"]
 
 #: call rows per answer (``calls_from`` pages through the rest)
 CALLS_PAGE = 200
@@ -62,10 +63,6 @@ def fleet_row(snap: RunSnapshot, live: LiveState) -> dict[str, Any]:
                                 getattr(n, "f1", None))
             auc[g] = n.auc_coverage
             redundancy[g] = n.redundancy
-    call = snap.last_call
-    last = ""
-    if call is not None:
-        last = f"{call.tool} {describe_call(call, LAST_TEXT)}".strip()
     return {
         "id": snap.run_id,
         "instance": snap.instance_id,
@@ -90,8 +87,13 @@ def fleet_row(snap: RunSnapshot, live: LiveState) -> dict[str, Any]:
         "aborts": [list(a) for a in live.aborts],
         "tokens": snap.tokens.total,
         "cost": snap.cost_usd,
-        "last": last,
+        "last": last_text(snap.last_call) if snap.last_call is not None else "",
     }
+
+
+def last_text(call: Any) -> str:
+    """A tool call as the fleet's last column shows it: the tool and what it asked."""
+    return f"{call.tool} {describe_call(call, LAST_TEXT)}".strip()
 
 
 def _editloc(e: Mapping[str, Any] | None, final: bool) -> dict[str, Any] | None:

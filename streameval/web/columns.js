@@ -1,7 +1,7 @@
 // The fleet table's columns and the chooser that picks them. The table fits a 1,280 px
 // screen as it first comes: who the run is (state, run, agent, model, experiment,
-// instance: always shown, the first two pinned when the table scrolls), the line-level
-// numbers, EditLoc, problems and the last tool call. Every other number is a tick away
+// instance: always shown, the first two pinned when the table scrolls), steps, the
+// line-level coverage, precision, F1 and redundancy, EditLoc, problems and the last call. Every other number is a tick away
 // in the chooser, which the browser remembers. Names are cut to their column, whole in
 // their title.
 "use strict";
@@ -25,8 +25,8 @@
     } };
   }
 
-  function count(key, label, about, value) {
-    return { key: key, label: label, about: about, num: true, width: 56, value: value,
+  function count(key, label, about, value, width) {
+    return { key: key, label: label, about: about, num: true, width: width || 64, value: value,
       cell: function (r) { return SE.el("td", { class: "num", text: SE.count(value(r)) }); } };
   }
 
@@ -53,15 +53,15 @@
         return SE.el("td", { class: "state cut pin-0 " + stateOf(r).replace(" ", "-"), title: title,
           text: stateOf(r) + (r.record ? " ✓" : "") });
       } },
-      { key: "id", label: "run", fixed: true, pin: 1, width: 130, value: function (r) { return r.id; }, cell: function (r) {
+      { key: "id", label: "run", fixed: true, pin: 1, width: 140, value: function (r) { return r.id; }, cell: function (r) {
         return SE.el("td", { class: "run cut pin-1" }, SE.link({ run: r.id }, null, { class: "run-link", whole: true, shown: r.id }));
       } },
-      text("agent", "agent", 90), text("model", "model", 130),
+      text("agent", "agent", 100), text("model", "model", 160),
     ];
-    if (rows.some(function (r) { return r.experiment; })) cols.push(text("experiment", "experiment", 100));
-    cols.push(text("instance", "instance", 130));
+    if (rows.some(function (r) { return r.experiment; })) cols.push(text("experiment", "experiment", 90));
+    cols.push(text("instance", "instance", 150));
     cols.forEach(function (c) { c.fixed = true; });
-    cols.push(count("steps", "steps", "steps: tool calls that showed repository code", function (r) { return r.steps; }),
+    cols.push(count("steps", "steps", "steps: tool calls that showed repository code", function (r) { return r.steps; }, 52),
       count("calls", "calls", "tool calls", function (r) { return r.calls; }));
     SE.GRANULARITIES.forEach(function (g) {
       METRICS.forEach(function (m) { if (m.k !== "f1" || withF1) cols.push(metric(g, m)); });
@@ -73,7 +73,7 @@
           return SE.el("td", { class: "num", title: e ? (e.final ? "on the patch" : "provisional: the edits seen so far") : null,
             text: e ? SE.fixed(e.recall) + (e.final ? "" : "~") : "–" });
         } },
-      { key: "problems", label: "problems", about: "reads and edits not used, and bad lines", num: true, width: 80,
+      { key: "problems", label: "problems", about: "reads and edits not used, and bad lines", num: true, width: 84,
         value: function (r) { return r.problems + r.bad_lines; }, cell: function (r) {
           return SE.el("td", { class: "num", title: r.problems + " reads/edits not used, " + r.bad_lines + " bad lines", text: r.problems + r.bad_lines });
         } },
@@ -87,10 +87,8 @@
         return SE.el("td", { class: "last cut" }, SE.el("code", { whole: true, shown: r.last || "" }));
       } });
     const anyAborts = rows.some(function (r) { return r.aborts.length; });
-    cols.forEach(function (c) {
-      c.on = c.fixed || c.group === "line" || ["steps", "editloc", "problems", "last"].indexOf(c.key) >= 0 ||
-        (c.key === "aborts" && anyAborts);
-    });
+    const shown = ["steps", "line.coverage", "line.precision", "line.f1", "line.redundancy", "editloc", "problems", "last"];
+    cols.forEach(function (c) { c.on = c.fixed || shown.indexOf(c.key) >= 0 || (c.key === "aborts" && anyAborts); });
     return cols;
   };
 

@@ -1,4 +1,4 @@
-"""The README's main command: `streameval demo` plays the example run live, prints
+"""`streameval demo` (docs/getting-started.md) plays the example run live, prints
 the table, and serves the same numbers on /metrics."""
 
 from __future__ import annotations

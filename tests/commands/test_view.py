@@ -1,5 +1,6 @@
 """``streameval view``: the page over replay's records, as one self-contained file, and the
-README's pictures made by the command itself (byte for byte the files it shows)."""
+pictures of docs/getting-started.md made by the command itself (byte for byte the files it
+shows)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ def replay(inputs: Path, out: Path) -> Path:
     return out
 
 
-def test_the_readme_pictures_are_the_view_command_output(tmp_path):
-    readme = (ROOT / "README.md").read_text()
+def test_the_getting_started_pictures_are_the_view_command_output(tmp_path):
+    readme = (ROOT / "docs" / "getting-started.md").read_text()
     for runs, run_id, picture, title in (
             ("runs", "example-run-1", "example-run.svg", "example-run-1 (examples/runs): coverage per step"),
             ("backtest", "late-find-1", "late-find-run.svg", "late-find-1 (examples/backtest): coverage per step")):

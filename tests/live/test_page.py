@@ -219,6 +219,16 @@ def test_a_record_is_said_written_only_when_it_is(env, tmp_path, writes):
         p.close()
 
 
+def test_a_finished_runs_row_still_says_its_last_call(page):
+    """A finished run's session lets its last call go (release_reading): its row said
+    nothing in the fleet's last column."""
+    run = page.w.table.runs[str(page.trace)]
+    run.session.release_reading()
+    run.session.version += 1   # the row is built again
+    _h, fleet = page.json("/api/runs")
+    assert [r["last"] for r in fleet["runs"]] == ["Read /workspace/demo/src/app.py"]
+
+
 def test_a_run_not_scored_has_no_steps_nor_editloc_as_its_record(env, tmp_path):
     """A run whose gold names no file of the repository given: its record is an error
     record, and its row carries no number beside the error (not 14 steps and EditLoc 1.00

@@ -3,9 +3,10 @@ the system browser's executable; no browser is downloaded), against a real
 ``streameval watch`` or ``view`` process over real files.
 
 Without chromium or playwright the tests are skipped on a developer machine and fail in
-CI (``CI`` set), as the Prometheus tests do; ``.ci/run`` installs both. Screenshots go
-to the test's folder, and also to ``$STREAMEVAL_SCREENSHOTS`` when set (the README's
-pictures are taken so).
+CI (``CI`` set), as the Prometheus tests do; ``.ci/run`` installs both. The browser's
+window is 1,280 px wide. Screenshots go to the test's folder, and also to
+``$STREAMEVAL_SCREENSHOTS`` when set (the pictures of the README and the docs are taken so,
+by ``test_readme.py``).
 """
 
 from __future__ import annotations
@@ -65,9 +66,16 @@ class Page:
         self.tab.on("console", lambda m: self.console.append((m.type, m.text)))
         self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
 
-    def screenshot(self, name: str) -> Path:
+    def screenshot(self, name: str, down_to: str | None = None) -> Path:
+        """The whole page, or from its top down to the bottom of ``down_to`` (a selector)."""
         path = self.shots / name
-        self.tab.screenshot(path=str(path), full_page=True)
+        if down_to is None:
+            self.tab.screenshot(path=str(path), full_page=True)
+        else:
+            box = self.tab.eval_on_selector(down_to, "e => e.getBoundingClientRect().bottom + window.scrollY")
+            width = self.tab.evaluate("document.documentElement.clientWidth")
+            self.tab.screenshot(path=str(path), full_page=True,
+                                clip={"x": 0, "y": 0, "width": width, "height": box + 12})
         extra = os.environ.get("STREAMEVAL_SCREENSHOTS")
         if extra:
             Path(extra).mkdir(parents=True, exist_ok=True)
@@ -89,3 +97,14 @@ def page(browser_context, tmp_path):
         yield tab
     finally:
         tab.close()
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """(the claude_run setup: a two-file git repo and its gold, an empty runs folder)."""
+    from claude_run import make_setup
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    return s, runs

@@ -6,11 +6,10 @@ nothing, and the page keeps working with 1,000 active runs."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.parse
 
 import pytest
-from claude_run import APP, UTIL, WORKSPACE, Claude, append, make_setup
+from claude_run import APP, UTIL, WORKSPACE, Claude, append
 from web_process import ROOT, Streameval, bash, run_dir, wait_for_run, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -22,14 +21,6 @@ def fleet_row_ids(tab) -> list[str]:
 
 def points(tab, granularity: str = "line") -> int:
     return int(tab.get_attribute(f'polyline[data-granularity="{granularity}"]', "data-points"))
-
-
-@pytest.fixture
-def setup(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    return s, runs
 
 
 def test_the_fleet_fills_as_traces_are_written(setup, tmp_path, page):
@@ -210,36 +201,6 @@ def test_the_page_keeps_working_with_1000_active_runs(setup, tmp_path, page):
         tag = json.loads(body)["gen"]
         status, _h, _b = w.get("/api/runs?since=" + tag, {"If-None-Match": f'"{tag}"'})
         assert status in (200, 304)
-        assert page.problems() == []
-    finally:
-        w.stop()
-
-
-def test_screenshots_of_the_example_runs(tmp_path, page):
-    """The README's pictures: the example run and two backtest runs, watched."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    ex = ROOT / "examples"
-    import shutil
-
-    shutil.copytree(ex / "runs" / "example-run-1", runs / "example-run-1")
-    for name in ("late-find-1", "runaway-1"):
-        shutil.copytree(ex / "backtest" / name, runs / name)
-    w = Streameval("watch", str(runs), "--gold", str(ex / "gold.jsonl"), "--repo", str(ex / "repo"),
-                   "--patch-grace", "0", cwd=tmp_path)
-    try:
-        page.tab.goto(w.base + "/")
-        page.tab.wait_for_function(
-            "() => document.querySelectorAll('#fleet tbody tr').length === 3")
-        page.tab.wait_for_function(
-            "() => document.querySelector('#fleet-summary').textContent.includes('3 finished')")
-        page.screenshot("page-fleet.png")
-        page.tab.click("text=example-run-1")
-        page.tab.wait_for_function(
-            "() => document.querySelector('polyline[data-granularity=line]')?.dataset.points === '14'")
-        page.tab.wait_for_selector("section.strip rect.edited", state="attached")
-        time.sleep(0.2)
-        page.screenshot("page-run.png")
         assert page.problems() == []
     finally:
         w.stop()

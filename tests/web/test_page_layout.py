@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from claude_run import APP, UTIL, Claude, append, make_setup
-from web_process import ROOT, Streameval, run_dir, wait_for_run, watch
+from claude_run import APP, UTIL, Claude, append
+from web_process import ROOT, Streameval, run_dir, tool_call, wait_for_run, watch
 
 from streameval.model import GRANULARITIES
 from streameval.runs.evaluate import evaluate_trace
@@ -25,23 +25,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTH = 1280   # the browser's viewport (conftest.py)
 LONG_MODEL = "anthropic/claude-sonnet-4-5-20250929-thinking-32k-deployment-eu-west-1-batch"
 HUGE_ID = "r" + "x" * 100_000   # 100 KB: once made the fleet 3.1 M px wide
-
-
-@pytest.fixture
-def setup(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    return s, runs
-
-
-def meta_run(runs: Path, folder: str, **meta) -> Path:
-    """A run folder whose meta.json says what the test needs (ids no folder could have)."""
-    d = runs / folder
-    d.mkdir()
-    (d / "meta.json").write_text(json.dumps({"instance_id": "demo__demo-1", "agent": "claude-code",
-                                             "model": "m", **meta}))
-    return d / "trace.jsonl"
 
 
 def widths(tab) -> dict:
@@ -61,7 +44,7 @@ def test_the_fleet_fits_1280_px_and_cuts_long_names_whole_in_their_title(setup, 
     append(run_dir(runs, "alpha", model=LONG_MODEL, experiment="ablation-without-the-repository-map"),
            c.init(), *c.read("src/app.py", APP, 1, 20))
     c2 = Claude()
-    append(meta_run(runs, "huge", run_id=HUGE_ID, agent=HUGE_ID), c2.init(), *c2.read("src/util.py", UTIL, 1, 5))
+    append(run_dir(runs, "huge", run_id=HUGE_ID, agent=HUGE_ID), c2.init(), *c2.read("src/util.py", UTIL, 1, 5))
     w = watch(runs, s, tmp_path)
     try:
         page.tab.goto(w.base + "/")
@@ -70,8 +53,8 @@ def test_the_fleet_fits_1280_px_and_cuts_long_names_whole_in_their_title(setup, 
         assert got["page"] <= WIDTH and got["scroll"] <= got["client"], got
         # the key numbers and the last call are on screen, not behind a scrollbar
         keys = header_keys(page.tab)
-        for key in ("state", "id", "agent", "model", "experiment", "instance", "line.coverage",
-                    "line.precision", "line.redundancy", "editloc", "last"):
+        for key in ("state", "id", "agent", "model", "experiment", "instance", "steps", "line.coverage",
+                    "line.precision", "line.f1", "line.redundancy", "editloc", "problems", "last"):
             assert key in keys, keys
             right = page.tab.eval_on_selector(f'#fleet th[data-key="{key}"]', "th => th.getBoundingClientRect().right")
             assert right <= WIDTH, (key, right)
@@ -102,7 +85,7 @@ def test_the_column_chooser_adds_numbers_pins_the_run_and_is_remembered(setup, t
         page.tab.goto(w.base + "/")
         page.tab.wait_for_selector("#fleet tbody tr")
         keys = header_keys(page.tab)
-        assert [k for k in keys if "." in k] == [f"line.{m}" for m in ("coverage", "precision", "f1", "auc", "redundancy")]
+        assert [k for k in keys if "." in k] == [f"line.{m}" for m in ("coverage", "precision", "f1", "redundancy")]
         assert "calls" not in keys
         page.tab.click("#columns summary")
         for g in GRANULARITIES:
@@ -244,18 +227,6 @@ def test_a_run_not_scored_says_so_and_nothing_that_contradicts_it(tmp_path, page
         w.stop()
 
 
-def outside_read(c: Claude, path: str) -> list[bytes]:
-    """A Read of a file outside the repository, as Claude Code writes it."""
-    c.n += 1
-    tid = f"toolu_{c.n:04d}"
-    use = {"type": "assistant", "session_id": "s1", "message": {
-        "id": f"msg_{c.n}", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": path}}]}}
-    result = {"type": "user", "session_id": "s1", "message": {"role": "user", "content": [
-        {"tool_use_id": tid, "type": "tool_result", "content": "     1→hello"}]}}
-    return [json.dumps(use).encode(), json.dumps(result).encode()]
-
-
 RLO = "\u202e"
 
 
@@ -263,7 +234,7 @@ def test_a_right_to_left_override_in_a_trace_reorders_nothing_on_the_page(setup,
     s, runs = setup
     c = Claude()
     append(run_dir(runs, "bidi", agent=f"agent{RLO}edoc"), c.init(), *c.read("src/app.py", APP, 1, 5),
-           *outside_read(c, f"/elsewhere/{RLO}txt.exe"))
+           *tool_call(c, "Read", {"file_path": f"/elsewhere/{RLO}txt.exe"}, "     1→hello"))
     w = watch(runs, s, tmp_path)
     try:
         wait_for_run(w, "bidi")
@@ -292,7 +263,7 @@ def test_runs_named_dot_and_dot_dot_have_their_pages(setup, tmp_path, page):
     s, runs = setup
     for folder, run_id in (("one-dot", "."), ("two-dots", "..")):
         c = Claude()
-        append(meta_run(runs, folder, run_id=run_id), c.init(), *c.read("src/app.py", APP, 1, 12))
+        append(run_dir(runs, folder, run_id=run_id), c.init(), *c.read("src/app.py", APP, 1, 12))
     w = watch(runs, s, tmp_path)
     try:
         wait_for_run(w, ".")

@@ -72,24 +72,30 @@ def watch(runs: Path, setup, tmp: Path, *more: str) -> Streameval:
                       "--out", str(tmp / "out.jsonl"), *more, cwd=tmp)
 
 
-def run_dir(runs: Path, run_id: str, instance: str = "demo__demo-1", **meta) -> Path:
-    d = runs / run_id
+def run_dir(runs: Path, name: str, instance: str = "demo__demo-1", **meta) -> Path:
+    """A run's folder ``name``, whose meta.json names the run ``name`` too; ``meta`` adds
+    to it or overrides it (a ``run_id`` no folder could be named)."""
+    d = runs / name
     d.mkdir(parents=True)
-    (d / "meta.json").write_text(json.dumps({"instance_id": instance, "run_id": run_id,
+    (d / "meta.json").write_text(json.dumps({"instance_id": instance, "run_id": name,
                                              "agent": "claude-code", "model": "m", **meta}))
     return d / "trace.jsonl"
 
 
-def bash(c: Claude, command: str, output: str) -> list[bytes]:
-    """A Bash call and its result, as Claude Code writes them."""
+def tool_call(c: Claude, tool: str, tool_input: dict, output: str) -> list[bytes]:
+    """A tool call and its result, as Claude Code writes them."""
     c.n += 1
     tid = f"toolu_{c.n:04d}"
     use = {"type": "assistant", "session_id": "s1", "message": {
         "id": f"msg_{c.n}", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]}}
+        "content": [{"type": "tool_use", "id": tid, "name": tool, "input": tool_input}]}}
     result = {"type": "user", "session_id": "s1", "message": {"role": "user", "content": [
         {"tool_use_id": tid, "type": "tool_result", "content": output}]}}
     return [json.dumps(use).encode(), json.dumps(result).encode()]
+
+
+def bash(c: Claude, command: str, output: str) -> list[bytes]:
+    return tool_call(c, "Bash", {"command": command}, output)
 
 
 def wait_for_run(w: Streameval, run_id: str, timeout: float = 60.0) -> None:
