@@ -44,17 +44,18 @@
   }
 
   // Every column there is for these rows: {key, label, group, about, num, width, value, cell,
-  // fixed (always shown), on (shown until the chooser says otherwise)}.
+  // fixed (always shown), pin (kept in sight when the table scrolls; the first columns
+  // only), on (shown until the chooser says otherwise)}.
   SE.fleetColumns = function (rows) {
     const withF1 = rows.some(function (r) { return r.final && r.final.line && typeof r.final.line.f1 === "number"; });
     const cols = [
-      { key: "state", label: "state", fixed: true, pin: 0, width: 92, value: stateOf, cell: function (r) {
+      { key: "state", label: "state", fixed: true, pin: true, width: 92, value: stateOf, cell: function (r) {
         const title = r.error ? SE.visible(r.error) : r.record ? "record written" : null;
-        return SE.el("td", { class: "state cut pin-0 " + stateOf(r).replace(" ", "-"), title: title,
+        return SE.el("td", { class: "state cut " + stateOf(r).replace(" ", "-"), title: title,
           text: stateOf(r) + (r.record ? " ✓" : "") });
       } },
-      { key: "id", label: "run", fixed: true, pin: 1, width: 140, value: function (r) { return r.id; }, cell: function (r) {
-        return SE.el("td", { class: "run cut pin-1" }, SE.link({ run: r.id }, null, { class: "run-link", whole: true, shown: r.id }));
+      { key: "id", label: "run", fixed: true, pin: true, width: 140, value: function (r) { return r.id; }, cell: function (r) {
+        return SE.el("td", { class: "run cut" }, SE.link({ run: r.id }, null, { class: "run-link", whole: true, shown: r.id }));
       } },
       text("agent", "agent", 100), text("model", "model", 160),
     ];

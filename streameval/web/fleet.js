@@ -47,7 +47,7 @@
   function header(cols, st, render) {
     const sortable = function (c, props) {
       const mark = c.key === st.sort.key ? (st.sort.dir > 0 ? " ▲" : " ▼") : "";
-      return SE.el("th", Object.assign({ class: (c.num ? "num sortable" : "sortable") + (c.pin !== undefined ? " pin-" + c.pin : ""),
+      return SE.el("th", Object.assign({ class: c.num ? "num sortable" : "sortable",
         data: { key: c.key }, title: c.about || null, text: c.label + mark, on: { click: function () {
           st.sort = { key: c.key, dir: st.sort.key === c.key ? -st.sort.dir : (c.num ? -1 : 1) };
           render();
@@ -58,11 +58,24 @@
       if (!c.group) { top.push(sortable(c, { rowspan: 2 })); return; }
       if (i === 0 || cols[i - 1].group !== c.group) {
         const n = cols.filter(function (x) { return x.group === c.group; }).length;
-        top.push(SE.el("th", { class: "group", colspan: n, data: { group: c.group }, text: c.group }));
+        top.push(SE.el("th", { class: "group", colspan: n, data: { group: c.group }, title: c.group, text: c.group }));
       }
       sub.push(sortable(c));
     });
     return SE.el("thead", null, SE.el("tr", null, top), SE.el("tr", { class: "sub" }, sub));
+  }
+
+  // The pinned columns stick at the left, each after the ones before it.
+  function pin(cols, row) {
+    let left = 0;
+    cols.forEach(function (c, i) {
+      if (!c.pin) return;
+      const cell = row.children[i];
+      cell.classList.add("pin");
+      cell.style.left = left + "px";
+      left += c.width;
+    });
+    return row;
   }
 
   SE.fleetView = function (root, source, status) {
@@ -110,9 +123,11 @@
       // the last call takes what is left, and at least 6em when many columns are chosen
       table.style.minWidth = "calc(" + cols.reduce(function (s, c) { return s + (c.width || 0); }, 0) + "px + 6em)";
       const body = SE.el("tbody", null, shown.slice(st.page * PAGE, (st.page + 1) * PAGE).map(function (r) {
-        return SE.el("tr", { data: { run: r.id } }, cols.map(function (c) { return c.cell(r); }));
+        return pin(cols, SE.el("tr", { data: { run: r.id } }, cols.map(function (c) { return c.cell(r); })));
       }));
-      SE.replace(table, widths, header(cols, st, render), body);
+      const head = header(cols, st, render);
+      pin(cols, head.firstChild);   // the pinned columns are never under a granularity
+      SE.replace(table, widths, head, body);
       const prev = SE.el("button", { type: "button", text: "‹", on: { click: function () { st.page -= 1; render(); } } });
       const next = SE.el("button", { type: "button", text: "›", on: { click: function () { st.page += 1; render(); } } });
       prev.disabled = st.page === 0;

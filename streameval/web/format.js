@@ -51,6 +51,7 @@
   };
   SE.stepColour = function (step) { return BIN_COLOURS[SE.stepBin(step)]; };
   SE.binColour = function (i) { return BIN_COLOURS[i]; };
+  SE.binIsLight = function (i) { return i >= 6; };   // dark text on the last three
   SE.binLabel = function (b) { return b[1] === Infinity ? b[0] + "+" : b[0] === b[1] ? String(b[0]) : b[0] + "-" + b[1]; };
 
   // Text from a trace as the page shows it: control characters and the bidi controls

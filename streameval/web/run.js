@@ -29,7 +29,7 @@
   function editloc(run) {
     const e = run.editloc;
     if (run.error) return null;   // an unscored run has no EditLoc (its record has none)
-    if (!e) return "no patch yet";
+    if (!e) return run.state === "finished" ? "no patch" : "no patch yet";
     return "recall " + SE.fixed(e.recall) + " (" + e.intersection + " of " + e.pred_size + " changed lines in init_ctx" +
       (e.final ? ")" : "; provisional: the edits seen so far)");
   }
@@ -53,8 +53,7 @@
   // dashes, no curve that seems to wait for steps.
   function notScored(run) {
     return SE.el("p", { class: "not-scored", role: "alert" }, SE.el("strong", { text: "not scored: " }),
-      SE.el("span", { shown: run.error, max: 600 }),
-      run.record ? " (an error record is written)" : "");
+      SE.el("span", { shown: run.error, max: 600 }));
   }
 
   SE.runView = function (root, source, id, status) {

@@ -61,7 +61,7 @@
     const last = Math.max.apply(null, [0].concat(...gold.map(function (f) { return f.read.map(function (r) { return r[2]; }); })));
     return SE.el("p", { class: "legend" }, "first credited at step: ",
       SE.el("span", { class: "bins" }, SE.STEP_BINS.map(function (b, i) {
-        const sw = SE.el("span", { class: "swatch bin" + (i >= 6 ? " light" : "") + (b[0] > last ? " unused" : ""),
+        const sw = SE.el("span", { class: "swatch bin" + (SE.binIsLight(i) ? " light" : "") + (b[0] > last ? " unused" : ""),
           data: { bin: i, colour: SE.binColour(i) }, text: SE.binLabel(b) });
         sw.style.backgroundColor = SE.binColour(i);
         return sw;
