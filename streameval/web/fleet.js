@@ -22,6 +22,10 @@
     if (rows.some(function (r) { return r.experiment; })) cols.push({ key: "experiment", label: "experiment" });
     cols.push({ key: "instance", label: "instance" }, { key: "steps", label: "steps", num: true },
       { key: "calls", label: "calls", num: true });
+    if (rows.some(function (r) { return r.resolved === true || r.resolved === false; })) {
+      cols.push({ key: "resolved", label: "solved", value: function (r) { return r.resolved === null || r.resolved === undefined ? null : (r.resolved ? 1 : 0); },
+        cell: function (r) { return SE.el("td", { class: "solved", text: r.resolved === true ? "yes" : r.resolved === false ? "no" : "–" }); } });
+    }
     return cols;
   }
 
