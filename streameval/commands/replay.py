@@ -245,9 +245,11 @@ def _engine(args: argparse.Namespace, jobs: list[Job], context: BatchContext):
 
 
 def _slim(record: dict[str, Any]) -> dict[str, Any]:
-    """What the aggregates need: a long run's per-step curve is dropped from memory."""
-    slim = {k: v for k, v in record.items() if k != "trajectory"}
-    traj = record.get("trajectory")
-    if isinstance(traj, dict):
-        slim["trajectory"] = {k: v for k, v in traj.items() if k != "steps"}
+    """What the aggregates and the CSV need: a long run's per-step curve and its signals
+    at the checkpoint steps are dropped from memory."""
+    slim = {k: v for k, v in record.items() if k not in ("trajectory", "signals")}
+    for key, drop in (("trajectory", "steps"), ("signals", "at_step")):
+        block = record.get(key)
+        if isinstance(block, dict):
+            slim[key] = {k: v for k, v in block.items() if k != drop}
     return slim
