@@ -47,12 +47,21 @@ class Reason(str, Enum):
     # runs scored, but whose numbers say less than they seem (flags, docs/metrics.md §5b)
     NOTHING_READ = "nothing_read"  # the final context is empty: precision 1.0 by convention
     MOSTLY_OUTSIDE_REPO = "mostly_outside_repo"  # most paths read name no repository file
+    #: no gold row names the run's instance: its gold-free signals are scored, its gold
+    #: metrics are null (docs/metrics.md §5b)
+    NO_GOLD = "no_gold"
+    #: its gold row's repository cannot be had: gold metrics and the signals that need
+    #: base text are null, the others are scored (docs/metrics.md §5b)
+    NO_REPO = "no_repo"
 
 
 #: The problems that question a whole run's numbers rather than one call's: a run has
 #: each at most once, and tables count the runs that carry any (docs/metrics.md §5b).
 RUN_FLAGS: frozenset[str] = frozenset({Reason.NOTHING_READ.value,
-                                       Reason.MOSTLY_OUTSIDE_REPO.value})
+                                       Reason.MOSTLY_OUTSIDE_REPO.value,
+                                       Reason.NO_GOLD.value, Reason.NO_REPO.value})
+#: the flags of a run measured against no gold (``Record`` key ``gold_missing``)
+GOLD_MISSING: frozenset[str] = frozenset({Reason.NO_GOLD.value, Reason.NO_REPO.value})
 
 
 class StreamevalError(Exception):

@@ -293,6 +293,9 @@ class RunIdentity:
     #: ``meta.json``, the trace's path, ``--label`` (``traces.labels``)
     experiment: str | None = None
     run_labels: dict[str, str] = field(default_factory=dict)
+    #: whether the run solved its task (the harness's verdict): ``meta.json``'s
+    #: ``resolved``, or ``--outcomes`` (``sources.outcomes``); None: not known
+    resolved: bool | None = None
 
     def labels(self) -> dict[str, str]:
         return {"run_id": self.run_id, "instance_id": self.instance_id,

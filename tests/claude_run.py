@@ -149,6 +149,18 @@ def edit_lines(c: Claude, path: str, old: str, new: str) -> list[bytes]:
     return [json.dumps(use).encode(), json.dumps(res).encode()]
 
 
+def bash(c: Claude, command: str, output: str) -> list[bytes]:
+    """A Bash call and its answer, as Claude Code writes them."""
+    c.n += 1
+    tid = f"toolu_b{c.n}"
+    use = {"type": "assistant", "message": {"id": f"mb{c.n}", "role": "assistant", "content": [
+        {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]},
+        "session_id": "s1"}
+    res = {"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": tid, "type": "tool_result", "content": output}]}, "session_id": "s1"}
+    return [json.dumps(use).encode(), json.dumps(res).encode()]
+
+
 def reads(c: Claude, *specs: tuple[str, int, int]) -> list[bytes]:
     out: list[bytes] = []
     for path, a, b in specs:

@@ -151,6 +151,18 @@ def test_provisioning_points_at_the_dashboards_and_the_datasource():
 # ---------------------------------------------------------------------- real Prometheus
 
 
+#: the instance of the gold row ``_gold`` damages
+BROKEN = "broken__row-1"
+
+
+def _gold(tmp_path: Path) -> Path:
+    """The example's gold, and a row whose gold context is not JSON (``bad_gold``)."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text((EX / "gold.jsonl").read_text()
+                    + json.dumps({"instance_id": BROKEN, "gold_context": "[not json"}) + "\n")
+    return gold
+
+
 def _stage(runs: Path) -> None:
     """The example runs, plus one still running (no result line) with one bad line."""
     shutil.copytree(EX / "runs" / "example-run-1", runs / "example-run-1")
@@ -162,7 +174,13 @@ def _stage(runs: Path) -> None:
     (active / "meta.json").write_text(json.dumps({**meta, "run_id": "active-1"}))
     lines = (EX / "backtest" / "runaway-1" / "trace.jsonl").read_bytes().splitlines()
     (active / "trace.jsonl").write_bytes(b"\n".join(lines[:21] + [b"{not json"] + lines[21:-1]) + b"\n")
-    # a run of an instance the gold does not have: followed, exported, never scored
+    # a run of an instance the gold does not have: followed, exported, measured against no
+    # gold; and one whose gold row is damaged: never scored (docs/metrics.md §5b)
+    broken = runs / "broken-1"
+    broken.mkdir()
+    (broken / "meta.json").write_text(json.dumps({**meta, "run_id": "broken-1",
+                                                  "instance_id": BROKEN}))
+    shutil.copyfile(EX / "backtest" / "late-find-1" / "trace.jsonl", broken / "trace.jsonl")
     stray = runs / "stray-1"
     stray.mkdir()
     (stray / "meta.json").write_text(json.dumps({**meta, "run_id": "stray-1",
@@ -198,19 +216,19 @@ def test_every_panel_query_returns_data_from_a_real_prometheus(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     _stage(runs)
-    res = load_resources(str(EX / "gold.jsonl"), None, str(EX / "repo"))
+    res = load_resources(str(_gold(tmp_path)), None, str(EX / "repo"))
     w = Watcher(WatchConfig(root=runs, idle_timeout=3600, patch_grace=0), res)
     attach(w, AbortEngine(parse_policies('[[policy]]\nname = "steps-20"\nkind = "max_steps"\n'
                                          'limit = 20\n'), dry_run=True))
     w.scan()
     w.poll_all()
     w.tick()  # runs whose trace ended are finished; active-1 stays active
-    assert w.table.counts() == (1, 4)
+    assert w.table.counts() == (1, 5)
     server, _reg, port = serve(w.table, "127.0.0.1", 0)
     try:
         with PrometheusServer(tmp_path / "prom", [f"127.0.0.1:{port}"], "1s") as prom:
             prom.wait_for("count(streameval_run_info)",
-                          lambda r: r and float(r[0]["value"][1]) == 5, 60)
+                          lambda r: r and float(r[0]["value"][1]) == 6, 60)
             # rates need two samples inside the window
             prom.wait_for("rate(streameval_lines_processed_total[1m])", lambda r: bool(r), 60)
             run = w.table.runs[str(runs / "example-run-1" / "trace.jsonl")].session.identity

@@ -7,7 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from streameval.commands.options import add_format, add_sources, resources
+from streameval.commands.options import (
+    add_format,
+    add_sources,
+    check_repos,
+    resources,
+    say_outcomes,
+)
 from streameval.live.abort.backtest import (
     RunOutcome,
     backtest_trace,
@@ -56,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         print("streameval abort-backtest: no trace files found in "
               + " ".join(map(str, args.traces)), file=sys.stderr)
         return 2
+    check_repos(args)
     res = resources(args)   # UsageError naming what cannot be used
     engine = AbortEngine(config, dry_run=True)
     outcomes: list[RunOutcome] = []
@@ -67,4 +74,4 @@ def run(args: argparse.Namespace) -> int:
     if args.json_out is not None:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(summary, indent=2) + "\n")
-    return 0
+    return 0 if say_outcomes("abort-backtest", res.outcomes, summary["runs"]) else 1

@@ -19,9 +19,11 @@ from streameval.commands.options import (
     add_format,
     add_labels,
     add_sources,
-    check_gold,
     non_negative_int,
+    outcomes_of,
     positive_int,
+    say_outcomes,
+    sources,
 )
 from streameval.errors import UsageError
 from streameval.report.arms import reduce_arm, split_records
@@ -60,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="exit 1 when an arm is worse than the baseline on METRIC by more than "
                         "MARGIN with 95%% confidence (repeatable, or comma-separated)")
     p.add_argument("--quiet", action="store_true", help="no table on stdout")
-    add_sources(p, gold_required=False)
+    add_sources(p)
     add_labels(p)
     add_format(p)
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
@@ -110,24 +112,21 @@ class _Replayer:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.context = None
+        #: ``--outcomes``, laid onto records files' runs (replayed runs get it as theirs)
+        self.outcomes = outcomes_of(getattr(args, "outcomes", None))
 
     def records(self, path: Path) -> list[dict[str, Any]]:
         from streameval.runs.batch import BatchContext, collect_jobs, evaluate_jobs
-        from streameval.sources.symbols import default_grammars
 
         a = self.args
         if not (a.repos or a.repo):
             raise UsageError(f"{path} holds traces: give --repos DIR or --repo DIR (and "
                              "--gold or --gold-from-patch) to score them, or a records file")
-        check_gold(argparse.Namespace(_gold_required=True, gold=a.gold,
-                                      gold_from_patch=a.gold_from_patch))
-        sources = (a.gold, _s(a.repos), _s(a.repo), a.tool_map,
-                   a.grammars or default_grammars(), a.gold_from_patch, a.patch_context,
-                   tuple(a.label or ()), a.label_from_path)
+        given = sources(a)   # without gold: gold-free signals only (docs/metrics.md §5b)
         if self.context is None:
-            self.context = BatchContext.build(*sources)
+            self.context = BatchContext.build(*given)
         jobs = list(collect_jobs([str(path)], a.fmt))
-        return [r for batch in evaluate_jobs(jobs, self.context, sources, a.workers)
+        return [r for batch in evaluate_jobs(jobs, self.context, given, a.workers)
                 for r in batch]
 
     def close(self) -> None:
@@ -135,14 +134,16 @@ class _Replayer:
             self.context.repos.close()
 
 
-def _s(p: Any) -> str | None:
-    return None if p is None else str(p)
-
-
 def _load(path: Path, replayer: _Replayer) -> list[dict[str, Any]]:
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory")
-    return read_records(path) if is_records_file(path) else replayer.records(path)
+    if not is_records_file(path):
+        return replayer.records(path)
+    records = read_records(path)
+    if replayer.outcomes is not None:
+        for r in records:
+            replayer.outcomes.join(r)
+    return records
 
 
 def _arms(args: argparse.Namespace, replayer: _Replayer
@@ -201,7 +202,8 @@ def _gates(args: argparse.Namespace, metrics) -> list[WorseGate]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit code: 0, 1 when a --fail-if-worse gate fails, 2 for a usage error."""
+    """Exit code: 0, 1 when a --fail-if-worse gate fails, 2 for a usage error (an
+    ``--outcomes`` file that names none of the runs among them)."""
     from streameval.report.compare import compare_arms, report_json
     from streameval.report.compare_page import format_html
     from streameval.report.compare_text import format_markdown, format_terminal
@@ -216,6 +218,9 @@ def run(args: argparse.Namespace) -> int:
         arms, unnamed = _arms(args, replayer)
     finally:
         replayer.close()
+    if not say_outcomes("compare", replayer.outcomes,
+                        [r for runs in arms.values() for r in runs], args.quiet):
+        return 2
     names = _ordered(arms, args.baseline)
     reduced = [reduce_arm(n, arms[n], metrics) for n in names]
     report = compare_arms(reduced, metrics, args.resamples, args.seed, unnamed=unnamed)

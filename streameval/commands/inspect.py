@@ -33,7 +33,7 @@ from streameval.traces.identity import identify, patch_beside
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", type=Path, metavar="FILE", help="a trace file (any known format)")
-    add_sources(p, gold_required=False)
+    add_sources(p, outcomes=False)
     add_format(p)
     p.add_argument("--commit", metavar="REV",
                    help="with --repo and no gold: the commit to read files at (HEAD when not "

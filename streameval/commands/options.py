@@ -82,28 +82,74 @@ def port_number(text: str) -> int:
 
 # --------------------------------------------------------------------------- shared options
 
-def add_gold(p: argparse.ArgumentParser, required: bool = True) -> None:
-    """``--gold``, and ``--gold-from-patch`` with ``--patch-context``: one of the two is
-    needed when gold is (``check_gold``), so neither is required by argparse itself."""
+def add_gold(p: argparse.ArgumentParser) -> None:
+    """``--gold``, and ``--gold-from-patch`` with ``--patch-context``. Neither is required:
+    a run no gold names is scored on its gold-free signals (docs/metrics.md §5b)."""
     p.add_argument("--gold", metavar="PATH",
-                   help="gold context: parquet, JSON or JSONL file, or a directory of annot.json"
-                        + (" (this or --gold-from-patch is required)" if required else ""))
+                   help="gold context: parquet, JSON or JSONL file, or a directory of "
+                        "annot.json (without gold, runs are scored on their gold-free "
+                        "signals only: docs/outcomes.md)")
     p.add_argument("--gold-from-patch", metavar="FILE",
                    help="reference patches (JSONL or parquet of instance_id, patch, and "
                         "repo, base_commit): the base lines each patch changes are the gold "
                         "of instances --gold does not name (docs/metrics.md §1b)")
     p.add_argument("--patch-context", type=non_negative_int, default=0, metavar="N",
                    help="with --gold-from-patch: widen each changed run by N lines")
-    p.set_defaults(_gold_required=required)
 
 
-def check_gold(args: argparse.Namespace) -> None:
-    """A UsageError when gold is needed and neither --gold nor --gold-from-patch is given."""
+def gold_given(args: argparse.Namespace) -> bool:
+    """``--gold`` or ``--gold-from-patch`` was given: then a batch in which no run was
+    measured against gold is an error (docs/metrics.md §5b), and a repository is needed."""
+    return bool(getattr(args, "gold", None) or getattr(args, "gold_from_patch", None))
+
+
+def check_repos(args: argparse.Namespace) -> None:
+    """A UsageError when gold is given with no repository to measure it in."""
     from streameval.errors import UsageError
 
-    if getattr(args, "_gold_required", False) and not (
-            getattr(args, "gold", None) or getattr(args, "gold_from_patch", None)):
-        raise UsageError("give --gold FILE or --gold-from-patch FILE")
+    if gold_given(args) and not (getattr(args, "repos", None) or getattr(args, "repo", None)):
+        raise UsageError("gold needs the repositories it is measured in: give --repos DIR "
+                         "and/or --repo DIR (or leave out --gold for gold-free signals only)")
+
+
+def add_outcomes(p: argparse.ArgumentParser) -> None:
+    """``--outcomes PATH``: whether each run solved its task (``sources.outcomes``)."""
+    p.add_argument("--outcomes", metavar="PATH",
+                   help="whether each run solved its task: a SWE-bench harness log directory "
+                        "(report.json per instance), the harness's run summary (resolved_ids), "
+                        "or JSON, JSONL, CSV or parquet of instance_id, resolved [, run_id, "
+                        "labels...] (docs/outcomes.md)")
+
+
+def outcomes_of(path: str | None):
+    """The ``--outcomes`` file for a command that joins it onto records it reads (``view``,
+    ``compare``); None without one; a file that cannot be used is a UsageError."""
+    if not path:
+        return None
+    from streameval.errors import UsageError
+    from streameval.sources.outcomes import OutcomeError, load_outcomes
+
+    try:
+        return load_outcomes(path)
+    except OutcomeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def say_outcomes(command: str, outcomes, records, quiet: bool = False) -> bool:
+    """How the runs met the ``--outcomes`` file, said on stderr (unless ``quiet`` and
+    every run has an outcome); False when the file matched no run, which is an error
+    (the command exits non-zero)."""
+    if outcomes is None:
+        return True
+    match = outcomes.match(records)
+    if match.runs and not match.matched:
+        print(f"streameval {command}: --outcomes {outcomes.source} names none of the "
+              f"{match.runs} run(s) (its {match.rows} row(s) match no instance or run id): "
+              "is it the outcomes of these runs?", file=sys.stderr)
+        return False
+    if not quiet or match.matched < match.runs:
+        print(f"streameval {command}: {match.message(outcomes.source)}", file=sys.stderr)
+    return True
 
 
 def add_labels(p: argparse.ArgumentParser) -> None:
@@ -149,24 +195,34 @@ def add_server(p: argparse.ArgumentParser) -> None:
                    help="port of /metrics (STREAMEVAL_PORT; 0 = any free port)")
 
 
-def add_sources(p: argparse.ArgumentParser, gold_required: bool = True) -> None:
-    """``--gold``, ``--repos``/``--repo``, ``--tool-map`` and ``--grammars``."""
-    add_gold(p, gold_required)
+def add_sources(p: argparse.ArgumentParser, outcomes: bool = True) -> None:
+    """``--gold``, ``--repos``/``--repo``, ``--tool-map``, ``--grammars`` and (for the
+    commands that read runs' outcomes) ``--outcomes``."""
+    add_gold(p)
     add_repos(p)
     add_tool_map(p)
     add_grammars(p)
+    if outcomes:
+        add_outcomes(p)
 
 
 def resources(args: argparse.Namespace):
-    """The gold, repositories, symbol index and tool map the options name; a file that
-    cannot be used is a UsageError naming it (``load_resources``)."""
-    check_gold(args)
-    return load_resources(args.gold, _str(args.repos), _str(args.repo),
-                          getattr(args, "tool_map", None), getattr(args, "grammars", None),
-                          getattr(args, "gold_from_patch", None),
-                          getattr(args, "patch_context", 0) or 0,
-                          tuple(getattr(args, "label", None) or ()),
-                          getattr(args, "label_from_path", None))
+    """The gold, repositories, symbol index, tool map and outcomes the options name; a
+    file that cannot be used is a UsageError naming it (``load_resources``)."""
+    return load_resources(*sources(args))
+
+
+def sources(args: argparse.Namespace) -> tuple:
+    """``load_resources``'s arguments from the options (``runs.batch.Sources``: what a
+    worker process builds its own resources from), the grammar set chosen here once."""
+    from streameval.sources.symbols import default_grammars
+
+    return (getattr(args, "gold", None), _str(getattr(args, "repos", None)),
+            _str(getattr(args, "repo", None)), getattr(args, "tool_map", None),
+            getattr(args, "grammars", None) or default_grammars(),
+            getattr(args, "gold_from_patch", None), getattr(args, "patch_context", 0) or 0,
+            tuple(getattr(args, "label", None) or ()), getattr(args, "label_from_path", None),
+            getattr(args, "outcomes", None))
 
 
 def _str(p: Path | str | None) -> str | None:

@@ -19,10 +19,13 @@ from streameval.commands.options import (
     add_labels,
     add_server,
     add_sources,
-    check_gold,
+    check_repos,
+    gold_given,
     non_negative_float,
     positive_float,
     positive_int,
+    say_outcomes,
+    sources,
 )
 from streameval.report import tables as report
 from streameval.report.columns import write_parquet
@@ -33,13 +36,11 @@ from streameval.runs.batch import (
     BatchContext,
     Job,
     JobSelectionError,
-    Sources,
     collect_jobs,
     evaluate_jobs,
     select_jobs,
 )
 from streameval.scoring.record import record_line
-from streameval.sources.symbols import default_grammars
 from streameval.traces.identity import RunIds
 
 
@@ -110,14 +111,12 @@ def _parse_shard(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     """Exit code (docs/replay.md, "Exit codes"): 0 when every input was scored and every
     ``--fail-under`` gate passed; 1 when some input was not scored (an error record:
-    with ``--allow-partial``, only when none was), no input was found, or a gate
-    failed; 2 on usage errors."""
-    if not (args.repos or args.repo):
-        print("streameval replay: give --repos DIR and/or --repo DIR", file=sys.stderr)
-        return 2
-    check_gold(args)   # UsageError: exit 2
-    context = BatchContext.build(*_sources(args))   # a file that cannot be used: UsageError
-    if not args.quiet:
+    with ``--allow-partial``, only when none was), no input was found, gold was given
+    and no run was measured against it, ``--outcomes`` named none of the runs, or a
+    gate failed; 2 on usage errors."""
+    check_repos(args)   # UsageError: exit 2
+    context = BatchContext.build(*sources(args))   # a file that cannot be used: UsageError
+    if not args.quiet and context.gold is not None:
         for iid, message in context.gold.errors:
             print(f"streameval replay: gold row {iid}: {message}", file=sys.stderr)
     if getattr(args, "live", False):
@@ -198,8 +197,10 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
         table = report.format_table(report.aggregate(kept))
         print(table, end="", file=sys.stderr if not args.out else sys.stdout)
     code = _scored_code(kept, args.allow_partial)
-    if code:
-        return code
+    matched = say_outcomes("replay", context.res.outcomes, kept, args.quiet)
+    measured = _gold_measured(args, kept)
+    if code or not measured or not matched:
+        return code or 1
     failures = fail_under(kept, args.fail_under) if args.fail_under else []
     for line in failures:
         print(f"streameval replay: --fail-under: {line}", file=sys.stderr)
@@ -220,33 +221,35 @@ def _scored_code(kept: list[dict[str, Any]], allow_partial: bool) -> int:
     return 1
 
 
+def _gold_measured(args: argparse.Namespace, kept: list[dict[str, Any]]) -> bool:
+    """False (said on stderr) when gold was given and not one run was measured against
+    it: every run is ``no_gold`` or ``no_repo`` (docs/metrics.md §5b), which is a wrong
+    ``--gold``, wrong ids or a wrong ``--repos``, never a result."""
+    scored = [r for r in kept if "error" not in r]
+    if not gold_given(args) or not scored or any(not r.get("gold_missing") for r in scored):
+        return True
+    why = report.aggregate(scored)["without_gold_by_reason"]
+    print(f"streameval replay: gold was given ({args.gold or args.gold_from_patch}) but no run "
+          "was measured against it (" + ", ".join(f"{k} {v}" for k, v in why.items())
+          + "): check the instance ids, the gold file and --repos", file=sys.stderr)
+    return False
+
+
 def _engine(args: argparse.Namespace, jobs: list[Job], context: BatchContext):
     """Each job's records in input order, from the engine asked for."""
     if getattr(args, "engine", "local") == "ray":
         from streameval.runs.ray_engine import evaluate_jobs_ray
 
-        return evaluate_jobs_ray(jobs, context, _sources(args), args.ray_address)
-    return evaluate_jobs(jobs, context, _sources(args), args.workers)
+        return evaluate_jobs_ray(jobs, context, sources(args), args.ray_address)
+    return evaluate_jobs(jobs, context, sources(args), args.workers)
 
 
 def _slim(record: dict[str, Any]) -> dict[str, Any]:
-    """What the aggregates need: a long run's per-step curve is dropped from memory."""
-    slim = {k: v for k, v in record.items() if k != "trajectory"}
-    traj = record.get("trajectory")
-    if isinstance(traj, dict):
-        slim["trajectory"] = {k: v for k, v in traj.items() if k != "steps"}
+    """What the aggregates and the CSV need: a long run's per-step curve and its signals
+    at the checkpoint steps are dropped from memory."""
+    slim = {k: v for k, v in record.items() if k not in ("trajectory", "signals")}
+    for key, drop in (("trajectory", "steps"), ("signals", "at_step")):
+        block = record.get(key)
+        if isinstance(block, dict):
+            slim[key] = {k: v for k, v in block.items() if k != drop}
     return slim
-
-
-def _sources(args) -> Sources:
-    """What a worker process needs to build its own context: gold, repos, tool map, the
-    grammar set (chosen once here, so every worker parses with the same) and labels."""
-
-    return (args.gold, _text(args.repos), _text(args.repo), args.tool_map,
-            getattr(args, "grammars", None) or default_grammars(),
-            args.gold_from_patch, args.patch_context, tuple(args.label or ()),
-            args.label_from_path)
-
-
-def _text(p: Any) -> str | None:
-    return None if p is None else str(p)

@@ -14,7 +14,13 @@ import sys
 import threading
 from pathlib import Path
 
-from streameval.commands.options import add_server, add_sources, resources
+from streameval.commands.options import (
+    add_server,
+    add_sources,
+    outcomes_of,
+    resources,
+    say_outcomes,
+)
 from streameval.live.asgi import App
 from streameval.live.page import PageRoutes
 from streameval.live.server import HttpServer
@@ -26,7 +32,7 @@ from streameval.report.plot import coverage_svg
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("records", nargs="+", type=Path, metavar="FILE",
                    help="records (JSONL) written by replay or watch --out")
-    add_sources(p, gold_required=False)
+    add_sources(p)
     p.add_argument("--traces", type=Path, metavar="DIR",
                    help="where the records' traces are (their `trace` is relative to the "
                         "directory replay was given); with --gold and --repos, each run "
@@ -49,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         print("streameval view: no records in " + " ".join(map(str, args.records)), file=sys.stderr)
         return 1
+    outcomes = outcomes_of(args.outcomes)   # UsageError for a file that cannot be used
+    for r in records if outcomes is not None else ():
+        outcomes.join(r)
+    if not say_outcomes("view", outcomes, records, quiet=True):
+        return 2
     res = resources(args) if args.gold else None
     pages = RecordsPages(records, res, args.traces.resolve() if args.traces else None)
     if args.svg:

@@ -18,6 +18,7 @@ from streameval.commands.options import (
     add_labels,
     add_server,
     add_sources,
+    check_repos,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -125,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     # the HTTP server's threads (a scrape, a hook's answer) get the interpreter within
     # 1 ms of asking while the watcher scores, not 5 (benchmarks/README.md, ingest)
     sys.setswitchinterval(0.001)
+    check_repos(args)
     res = resources(args)   # UsageError naming the gold or repository that cannot be used
     w = Watcher(cfg, res)
     try:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.model import GRANULARITIES
-from streameval.report.fields import Metric, metric
+from streameval.report.fields import RESOLVED, Metric, metric
 from streameval.scoring.localisation import K_VALUES, NDCG_K
 from streameval.scoring.snapshot import RunSnapshot, token_counts
 
@@ -52,8 +52,11 @@ FLEET_METRIC_NAMES: tuple[str, ...] = (
     "file.mrr", f"file.ndcg@{NDCG_K}",
     "first_gold_file_step", "full_file_coverage_step", "steps",
     "tokens", "cost_usd",
+    # the solve rate: the mean of 0/1 outcomes over the finished runs that have one
+    RESOLVED.name,
 )
-FLEET_METRICS: tuple[Metric, ...] = tuple(metric(n) for n in FLEET_METRIC_NAMES)
+FLEET_METRICS: tuple[Metric, ...] = tuple(RESOLVED if n == RESOLVED.name else metric(n)
+                                          for n in FLEET_METRIC_NAMES)
 
 #: family name -> help (merged into ``exporter.HELP``, which the README table follows)
 HELP: dict[str, str] = {
@@ -89,15 +92,18 @@ def record_view(snap: RunSnapshot) -> dict[str, Any]:
     built from its snapshot, so the getters of ``report.fields`` apply unchanged.
 
     A run that cannot be scored has no scores, steps or localisation (its record is an
-    error record), but its tokens and cost are what its trace states and stay."""
-    view: dict[str, Any] = {"tokens": token_counts(snap.tokens), "cost_usd": snap.cost_usd}
+    error record), but its tokens, cost and outcome are what its trace and ``--outcomes``
+    state and stay; a run measured against no gold has its steps too."""
+    view: dict[str, Any] = {"tokens": token_counts(snap.tokens), "cost_usd": snap.cost_usd,
+                            "resolved": snap.identity.resolved}
     scores = snap.scores
+    if snap.error is None:
+        view["num_steps"] = snap.num_steps
     if scores is None or snap.error is not None:
         return view
     grans = scores.granularities
     first = snap.first_gold
     view.update({
-        "num_steps": snap.num_steps,
         "final": {g: {"coverage": n.coverage, "precision": n.precision, "f1": n.f1}
                   for g, n in grans.items()},
         "trajectory": {"auc_coverage": {g: n.auc_coverage for g, n in grans.items()},

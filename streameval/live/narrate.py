@@ -38,9 +38,12 @@ REREAD = {"truncated": "was truncated", "replaced": "was replaced by another fil
 
 def record_figures(record: dict) -> str:
     """A record's key figures on one line: steps, coverage and precision per
-    granularity, EditLoc; or why the run was not scored."""
+    granularity, EditLoc; or why the run was not scored, or measured against no gold."""
     if "error" in record:
         return f"not scored ({record['error'][:160]})"
+    if record.get("gold_missing"):
+        return (f"{record.get('num_steps', 0)} steps, {record.get('tool_calls', 0)} tool calls; "
+                f"no gold ({record['gold_missing'][:160]})")
     final = record.get("final") or {}
     cov = " ".join(f"{g} {final[g]['coverage']:.2f}" for g in GRANULARITIES if g in final)
     prec = final.get("line", {}).get("precision")
@@ -63,6 +66,10 @@ class Narration:
         self.patches = 0
         self.rereads: Counter = Counter()      # event -> files
         self.not_traces = 0
+        #: records of runs measured against no gold, by why (no_gold, no_repo)
+        self.gold_missing: Counter = Counter()
+        #: records with a known outcome, and those resolved
+        self.outcomes = [0, 0]
         #: session -> [said]: whether its "started" line is out (said with its first call)
         self._said: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -116,6 +123,17 @@ class Narration:
         self.records += 1
         log.info("record of run %s written to %s: %s", record.get("run_id", record.get("instance_id")),
                  out, record_figures(record))
+        if isinstance(record.get("resolved"), bool):
+            self.outcomes[0] += 1
+            self.outcomes[1] += record["resolved"]
+        missing = record.get("gold_missing")
+        if missing:
+            reason = missing.split(":", 1)[0]
+            if not self.gold_missing[reason]:   # once per reason; the summary counts them
+                log.warning("run %s is measured against no gold (%s); its gold-free signals "
+                            "are scored, its gold metrics are null", record.get("run_id"),
+                            missing[:300])
+            self.gold_missing[reason] += 1
 
     def patch_landed(self, session: Any, source: str) -> None:
         self.patches += 1
@@ -151,6 +169,12 @@ class Narration:
                  f"records written: {self.records}"
                  + (f" to {watcher.cfg.out}" if watcher.cfg.out else " (no --out)")
                  + f"; patches landed: {self.patches}"]
+        if self.gold_missing:
+            lines.append("measured against no gold: " + ", ".join(
+                f"{r} {n}" for r, n in sorted(self.gold_missing.items())))
+        if self.outcomes[0]:
+            lines.append(f"outcomes: {self.outcomes[1]} resolved of {self.outcomes[0]} records "
+                         "with one")
         if self.rereads:
             lines.append("files read again: " + ", ".join(
                 f"{n} {e}" for e, n in sorted(self.rereads.items())))

@@ -126,6 +126,9 @@ def summarize(w, announce=print) -> list[Record]:
             if "error" in rec:
                 announce(f"final: {rec['instance_id']}: {rec['error']}")
                 continue
+            if rec.get("gold_missing"):   # gold-free signals only (docs/metrics.md §5b)
+                announce(f"final: {rec['run_id']}: {rec['num_steps']} steps; {rec['gold_missing']}")
+                continue
             cov = "  ".join(f"{g} {rec['final'][g]['coverage']:.2f}" for g in GRANULARITIES)
             el = rec.get("editloc")
             tail = f"  editloc {el['recall']:.2f}" if el else ""

@@ -2,9 +2,12 @@
 
 The Benchkit columns come first, in Benchkit's order and with its names, so a Benchkit
 reader finds what it knows; then who the run is (agent, model, experiment, labels,
-repository, gold source) and every other per-run number of ``report.fields`` (F1, steps,
-tool calls, tokens, cost, localisation). An error row has its identity and ``error``
-only; a number the record does not have is an empty cell (CSV) or a null (parquet).
+repository, gold source), whether it solved its task (``resolved``: ``true``, ``false`` or
+empty; a boolean column in parquet), why it was measured against no gold
+(``gold_missing``), and every other per-run number of ``report.fields`` (F1, steps, tool
+calls, tokens, cost, localisation, the gold-free signals). An error row has its identity,
+outcome and ``error`` only; a number the record does not have is an empty cell (CSV) or
+a null (parquet).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import orjson
 
 from streameval.report.fields import IDENTITY_COLUMNS, METRICS
 
-__all__ = ["BENCHKIT_COLUMNS", "COLUMNS", "record_row", "write_csv", "write_parquet"]
+__all__ = ["BENCHKIT_COLUMNS", "COLUMNS", "cell", "record_row", "write_csv", "write_parquet"]
 
 #: Benchkit's names, granularities in its order (docs/replay.md, "CSV")
 _BENCHKIT_ORDER = ("file", "line", "span", "symbol")
@@ -33,10 +36,14 @@ BENCHKIT_COLUMNS: tuple[str, ...] = (
     + ("contextbench_editloc_recall", "contextbench_editloc_precision", "error")
 )
 _METRIC_BY_COLUMN = {m.column: m for m in METRICS}
-#: every column: Benchkit's, then the identity and the numbers it has no column for
+#: the run's outcome (``sources.outcomes``): true, false or null
+OUTCOME_COLUMN = "resolved"
+#: every column: Benchkit's, then the identity, the outcome, and the numbers it has no
+#: column for
 COLUMNS: tuple[str, ...] = BENCHKIT_COLUMNS + tuple(
-    c for c in (*IDENTITY_COLUMNS, *(m.column for m in METRICS)) if c not in BENCHKIT_COLUMNS)
-_TEXT = frozenset(c for c in COLUMNS if c not in _METRIC_BY_COLUMN)
+    c for c in (*IDENTITY_COLUMNS, OUTCOME_COLUMN, "gold_missing", *(m.column for m in METRICS))
+    if c not in BENCHKIT_COLUMNS)
+_TEXT = frozenset(c for c in COLUMNS if c not in _METRIC_BY_COLUMN and c != OUTCOME_COLUMN)
 
 
 def _json(value: Any) -> str | None:
@@ -51,6 +58,9 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
         row[key] = None if v is None else str(v)
     row["labels"] = _json(record.get("labels") or {})
     row["gold_source"] = _json(record.get("gold_source"))
+    resolved = record.get("resolved")
+    row[OUTCOME_COLUMN] = resolved if isinstance(resolved, bool) else None
+    row["gold_missing"] = record.get("gold_missing")
     if "error" in record:
         row["error"] = str(record["error"])
         return row
@@ -60,9 +70,12 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A value as a CSV cell: empty for None, true/false, a float's repr."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
     return str(value)
@@ -74,7 +87,7 @@ def write_csv(records: Iterable[dict[str, Any]], path: str | Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         writer.writeheader()
         for record in records:
-            writer.writerow({c: _cell(v) for c, v in record_row(record).items()})
+            writer.writerow({c: cell(v) for c, v in record_row(record).items()})
 
 
 def write_parquet(records: Iterable[dict[str, Any]], path: str | Path) -> None:
@@ -87,8 +100,8 @@ def write_parquet(records: Iterable[dict[str, Any]], path: str | Path) -> None:
     fields = []
     for c in COLUMNS:
         m = _METRIC_BY_COLUMN.get(c)
-        kind = pa.string() if c in _TEXT else pa.int64() if m is not None and m.integer \
-            else pa.float64()
+        kind = pa.string() if c in _TEXT else pa.bool_() if c == OUTCOME_COLUMN \
+            else pa.int64() if m is not None and m.integer else pa.float64()
         fields.append(pa.field(c, kind))
     schema = pa.schema(fields)
     table = pa.table({c: [row[c] for row in rows] for c in COLUMNS}, schema=schema)

@@ -18,7 +18,8 @@ from streameval.model import GRANULARITIES
 from streameval.scoring.f1 import f1
 from streameval.scoring.localisation import K_VALUES, NDCG_K
 
-__all__ = ["IDENTITY_COLUMNS", "METRICS", "Metric", "metric_values", "select_metrics"]
+__all__ = ["IDENTITY_COLUMNS", "METRICS", "RESOLVED", "Metric", "metric_values",
+           "select_metrics"]
 
 Getter = Callable[[dict[str, Any]], Any]
 
@@ -71,6 +72,16 @@ def _traj(key: str, g: str) -> Getter:
 def _loc(key: str, k: int | None = None) -> Getter:
     return (lambda r: r["localisation"][key]) if k is None else (
         lambda r: r["localisation"][key][str(k)])
+
+
+def _signal(name: str) -> Getter:
+    return lambda r: r["signals"][name]
+
+
+def _resolved(r: dict[str, Any]) -> float | None:
+    """The run's outcome as a number (1.0 solved, 0.0 not), so a mean is a solve rate."""
+    v = r.get("resolved")
+    return float(v) if isinstance(v, bool) else None
 
 
 def _tokens(r: dict[str, Any]) -> int | None:
@@ -141,11 +152,25 @@ def _metrics() -> tuple[Metric, ...]:
                _loc("full_file_coverage_tokens"), -1, integer=True,
                about="tokens to full file coverage"),
     ]
+    # the gold-free signals (docs/outcomes.md §2) the record's other fields do not hold
+    out += [Metric(name, name, _signal(name), better, integer=integer, about=about)
+            for name, better, integer, about in (
+                ("files_read", -1, True, "distinct files whose lines a step showed"),
+                ("reread_share", -1, False, "share of the lines shown that were seen before"),
+                ("redundancy", -1, False, "share of the files steps read that were read before"),
+                ("repeated_calls", -1, True, "tool calls identical to an earlier one"),
+                ("max_repeats", -1, True, "times the most repeated tool call was made"),
+                ("steps_since_new_file", -1, True, "steps since a file was first read"),
+                ("test_runs", 1, True, "tool calls that ran tests"),
+                ("edits", -1, True, "edits of repository files"))]
     return tuple(out)
 
 
 #: every per-run number, in column order
 METRICS: tuple[Metric, ...] = _metrics()
+#: whether the run solved its task, 1 or 0 (``resolved``, docs/outcomes.md §1): its mean
+#: over runs with an outcome is the solve rate (the fleet's, an arm's)
+RESOLVED = Metric("resolved", "resolved", _resolved, 1, about="solve rate (runs with an outcome)")
 _BY_NAME = {m.name: m for m in METRICS}
 
 

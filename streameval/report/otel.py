@@ -170,7 +170,7 @@ def _num(v: Any) -> float | None:
 
 _RECORD_ATTRIBUTES = ("instance_id", "gold_instance_id", "run_id", "trace", "agent", "model",
                       "format", "fidelity", "grammars", "num_steps", "cost_usd",
-                      "tokens_source", "end_reason")
+                      "tokens_source", "end_reason", "gold_missing", "resolved")
 
 
 def from_record(record: Mapping[str, Any], aborts: Iterable[Abort] = ()) -> Evaluation:
@@ -185,7 +185,9 @@ def from_record(record: Mapping[str, Any], aborts: Iterable[Abort] = ()) -> Eval
     return Evaluation(
         instance_id=record.get("instance_id"), run_id=record.get("run_id"),
         session_id=getattr(record, "session_id", None), final=True,
-        metrics=() if error else record_metrics(record), error=error,
+        # measured against no gold (docs/metrics.md §5b): no gold metric has a value
+        metrics=() if error or record.get("gold_missing") else record_metrics(record),
+        error=error,
         attributes=attrs, aborts=tuple(aborts))
 
 

@@ -9,10 +9,12 @@ and always labelled (docs/metrics.md §4, "Aggregates"):
 - **micro**: intersections and sizes summed over instances first, then divided, so
   large instances weigh more.
 
-Error records (``{"instance_id", "error"}``) are counted, never averaged in. Each row
-says how many runs it averaged and how many of those carry a run-level flag
-(``nothing_read``, ``mostly_outside_repo``: docs/metrics.md §5b), and a precision that
-averages in runs which predicted nothing there (1.0 by convention, §3) is marked ``*``.
+Error records (``{"instance_id", "error"}``) are counted, never averaged in; so are runs
+measured against no gold (``gold_missing``: ``no_gold``, ``no_repo``, docs/metrics.md
+§5b), whose gold metrics are null. Each row says how many runs it averaged and how many
+of those carry a run-level flag (``nothing_read``, ``mostly_outside_repo``), and a
+precision that averages in runs which predicted nothing there (1.0 by convention, §3) is
+marked ``*``. Where runs carry their outcome (``resolved``), the solve rate is given.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import RUN_FLAGS, Reason
+from streameval.errors import GOLD_MISSING, RUN_FLAGS, Reason
 from streameval.model import GRANULARITIES
-from streameval.report.columns import BENCHKIT_COLUMNS, COLUMNS, record_row, write_csv
+from streameval.report.columns import BENCHKIT_COLUMNS, COLUMNS, cell, record_row, write_csv
 from streameval.scoring.f1 import f1
 from streameval.scoring.sums import left_mean
 
@@ -32,6 +34,8 @@ __all__ = ["BENCHKIT_COLUMNS", "COLUMNS", "aggregate", "benchkit_row", "format_t
            "write_benchkit_csv"]
 
 _REASONS = frozenset(r.value for r in Reason)
+#: the flags of a run measured against gold (the gold-free ones are counted apart)
+_MEASURED_FLAGS = RUN_FLAGS - GOLD_MISSING
 
 
 
@@ -43,7 +47,8 @@ def _ratio(num: int, den: int, empty: float) -> float:
 def _flags(record: dict[str, Any]) -> list[str]:
     """The run-level flags a scored record carries (docs/metrics.md §5b)."""
     problems = record.get("problems")
-    return sorted(k for k in problems if k in RUN_FLAGS) if isinstance(problems, dict) else []
+    return sorted(k for k in problems if k in _MEASURED_FLAGS) if isinstance(problems, dict) \
+        else []
 
 
 def _counted(runs: list[dict[str, Any]]) -> dict[str, int]:
@@ -54,7 +59,7 @@ def _counted(runs: list[dict[str, Any]]) -> dict[str, int]:
 def _final(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for g in GRANULARITIES:
-        runs = [r for r in evaluated if g in r.get("final", {})]
+        runs = [r for r in evaluated if g in (r.get("final") or {})]
         rows = [r["final"][g] for r in runs]
         inter = sum(int(x.get("intersection", 0)) for x in rows)
         gold = sum(int(x.get("gold_size", 0)) for x in rows)
@@ -89,7 +94,7 @@ def _record_f1(block: dict[str, Any]) -> float:
 
 def _trajectory(evaluated: list[dict[str, Any]], key: str) -> dict[str, float | None]:
     return {g: left_mean([r["trajectory"][key][g] for r in evaluated
-                      if g in r.get("trajectory", {}).get(key, {})])
+                      if g in (r.get("trajectory") or {}).get(key, {})])
             for g in GRANULARITIES}
 
 
@@ -112,24 +117,37 @@ def _editloc(evaluated: list[dict[str, Any]]) -> dict[str, Any]:
             "intersection": hits, "pred_size": deleted}
 
 
-def _reason(record: dict[str, Any]) -> str:
-    """The Reason value an error record starts with (``"missing_gold: ..."``)."""
-    head = str(record.get("reason") or record["error"]).split(":", 1)[0].strip()
+def _reason(record: dict[str, Any], key: str = "error") -> str:
+    """The Reason value an error record (or ``gold_missing``) starts with
+    (``"bad_gold: ..."``)."""
+    head = str(record.get("reason") or record[key]).split(":", 1)[0].strip()
     return head if head in _REASONS else "other"
 
 
+def _outcomes(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runs whose outcome is known, and how many of them solved their task."""
+    known = [r["resolved"] for r in records if isinstance(r.get("resolved"), bool)]
+    return {"known": len(known), "resolved": sum(known),
+            "solve_rate": sum(known) / len(known) if known else None}
+
+
 def aggregate(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Macro and micro averages of a batch of records, plus counts of errors by reason."""
+    """Macro and micro averages of a batch of records, plus counts of errors by reason,
+    of runs measured against no gold by why, and of outcomes."""
     records = list(records)
     evaluated = [r for r in records if "error" not in r]
     errors = [r for r in records if "error" in r]
     reasons = Counter(_reason(r) for r in errors)
+    without = Counter(_reason(r, "gold_missing") for r in evaluated if r.get("gold_missing"))
     flags = Counter(f for r in evaluated for f in _flags(r))
     return {
         "instances": len(records),
         "evaluated": len(evaluated),
         "errors": len(errors),
         "errors_by_reason": dict(sorted(reasons.items())),
+        "without_gold": sum(without.values()),
+        "without_gold_by_reason": dict(sorted(without.items())),
+        "outcomes": _outcomes(records),
         "flagged": sum(bool(_flags(r)) for r in evaluated),
         "flags_by_reason": dict(sorted(flags.items())),
         "final": _final(evaluated),
@@ -161,6 +179,14 @@ def format_table(agg: dict[str, Any]) -> str:
     if agg["errors_by_reason"]:
         lines.append("errors by reason: " + ", ".join(
             f"{k} {v}" for k, v in agg["errors_by_reason"].items()))
+    if agg.get("without_gold"):
+        lines.append(f"measured against no gold: {agg['without_gold']} of {agg['evaluated']} ("
+                     + ", ".join(f"{k} {v}" for k, v in agg["without_gold_by_reason"].items())
+                     + "): gold-free signals only, gold metrics null")
+    out = agg.get("outcomes") or {}
+    if out.get("known"):
+        lines.append(f"outcomes: {out['known']} of {agg['instances']} known, {out['resolved']} "
+                     f"resolved (solve rate {out['solve_rate']:.3f})")
     if agg.get("flagged"):
         lines.append(f"flagged runs: {agg['flagged']} of {agg['evaluated']} (" + ", ".join(
             f"{k} {v}" for k, v in agg["flags_by_reason"].items()) + ")")
@@ -208,8 +234,7 @@ def _runs(row: dict[str, Any]) -> str:
 def benchkit_row(record: dict[str, Any]) -> dict[str, str]:
     """One record as CSV cells (``report.columns``): Benchkit's columns, then the rest;
     an error leaves every number empty."""
-    return {c: "" if v is None else (repr(v) if isinstance(v, float) else str(v))
-            for c, v in record_row(record).items()}
+    return {c: cell(v) for c, v in record_row(record).items()}
 
 
 def write_benchkit_csv(records: Iterable[dict[str, Any]], path: str | Path) -> None:

@@ -2,9 +2,10 @@
 split by ``--shard``, run in this process or a pool of workers, records in input order.
 
 The numbers come from the same session engine the live watcher uses (``runs.evaluate``),
-so a replayed trace and a watched one agree. A job that cannot be evaluated (no gold, no
-repository, unreadable input...) becomes an ``{"instance_id", "error"}`` record and the
-batch goes on (docs/metrics.md §5).
+so a replayed trace and a watched one agree. A job that cannot be evaluated (a damaged
+gold row, an unreadable input...) becomes an ``{"instance_id", "error"}`` record and the
+batch goes on (docs/metrics.md §5); a trace without gold or repository is scored on its
+gold-free signals (§5b).
 """
 
 from __future__ import annotations
@@ -200,11 +201,13 @@ class BatchContext:
     def build(cls, gold_path: str | None, repos_dir: str | None, repo: str | None,
               tool_map: str | None = None, grammars: str | None = None,
               gold_from_patch: str | None = None, patch_context: int = 0,
-              labels: tuple[str, ...] = (), label_from_path: str | None = None
-              ) -> BatchContext:
-        """Raises UsageError naming the gold, repository, map or label that cannot be used."""
+              labels: tuple[str, ...] = (), label_from_path: str | None = None,
+              outcomes: str | None = None) -> BatchContext:
+        """Raises UsageError naming the gold, repository, map, label or outcomes file
+        that cannot be used."""
         return cls(load_resources(gold_path, repos_dir, repo, tool_map, grammars,
-                                  gold_from_patch, patch_context, labels, label_from_path),
+                                  gold_from_patch, patch_context, labels, label_from_path,
+                                  outcomes),
                    gold_path or gold_from_patch or "")
 
 
@@ -213,7 +216,7 @@ _WORKER_CONTEXT: BatchContext | None = None
 
 #: ``BatchContext.build``'s arguments: what a worker process needs to build its own
 Sources = tuple[str | None, str | None, str | None, str | None, str | None, str | None, int,
-                tuple[str, ...], str | None]
+                tuple[str, ...], str | None, str | None]
 
 
 def _init_worker(sources: Sources) -> None:
@@ -283,9 +286,12 @@ def evaluate_unified(rec: UnifiedRecord, context: BatchContext,
     """One unified prediction record -> its docs/metrics.md §5 record, through the same
     session engine as every trace (the format's rules live in ``formats.unified`` and
     ``session``). ``source`` is the predictions file (its path may carry labels)."""
-    identity = context.res.labels.apply(
-        RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id), source)
-    session = make_session(context.res, identity, "unified")
+    res = context.res
+    identity = res.labels.apply(RunIdentity(instance_id=rec.instance_id, run_id=rec.instance_id),
+                                source)
+    if res.outcomes is not None:
+        identity = res.outcomes.apply(identity)
+    session = make_session(res, identity, "unified")
     if session.error is not None:
         return Record.error(rec.instance_id, session.error)
     for event in record_events(rec):

@@ -33,10 +33,12 @@ def run_identity(base: RunIdentity, trace_instance: str | None, index: int,
     The first run's id is the trace's session id (Claude Code, Codex) unless meta.json
     names it. Later runs of the same file (OpenHands holds one instance per line) are
     the trace's own instances, their run ids suffixed. The command's label rules
-    (``--label``, ``--label-from-path``) are laid over meta.json's last.
+    (``--label``, ``--label-from-path``) are laid over meta.json's, then ``--outcomes``
+    gives the run's verdict (and labels for keys it has none of).
     """
-    return res.labels.apply(_run_identity(base, trace_instance, index, res, explicit, trace,
-                                          session_id), trace)
+    ident = res.labels.apply(_run_identity(base, trace_instance, index, res, explicit, trace,
+                                           session_id), trace)
+    return res.outcomes.apply(ident) if res.outcomes is not None else ident
 
 
 def _run_identity(base: RunIdentity, trace_instance: str | None, index: int,
@@ -59,7 +61,11 @@ def _run_identity(base: RunIdentity, trace_instance: str | None, index: int,
 
 
 def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSession:
-    """A session with its gold and repo looked up; failures become an error record."""
+    """A session with its gold and repo looked up. A trace no gold row names, or whose
+    repository is missing, is still a run: its session scores the gold-free signals
+    (``gold_missing``, docs/metrics.md §5b). Other failures (a damaged gold row, a wrong
+    commit, gold not in the repository) and a prediction without gold or repository
+    (it is nothing but what it states) become an error record."""
     kw.setdefault("tools", res.tools)
     kw.setdefault("states_context", states_context(fmt))
     gold = res.lookup(identity.instance_id)
@@ -67,17 +73,28 @@ def make_session(res: Resources, identity: RunIdentity, fmt: str, **kw) -> RunSe
         bad = res.gold.error_for(identity.instance_id) if res.gold is not None else None
         if bad:
             return RunSession(identity, fmt=fmt, error=f"{Reason.BAD_GOLD.value}: {bad}", **kw)
-        hint = ("check the instance id or pass the right --gold" if kw["states_context"] else
-                "give the trace a meta.json with instance_id, or pass --instance, or check --gold")
+        if not kw["states_context"]:
+            return RunSession(identity, fmt=fmt, gold_missing=_no_gold(res, identity), **kw)
         return RunSession(identity, fmt=fmt, error=(
             f"{Reason.MISSING_GOLD.value}: no gold row for instance "
-            f"{identity.instance_id!r}; {hint}"), **kw)
+            f"{identity.instance_id!r}; check the instance id or pass the right --gold"), **kw)
     try:
         view = res.repos.view_for(gold)
         res.repos.check_gold(gold, view)
     except (RepoError, StreamevalError) as exc:
+        if exc.reason is Reason.MISSING_REPO and not kw["states_context"]:
+            return RunSession(identity, fmt=fmt, repo=gold.repo,
+                              gold_missing=f"{Reason.NO_REPO.value}: {exc}", **kw)
         return RunSession(identity, gold, fmt=fmt, error=f"{exc.reason.value}: {exc}", **kw)
     return RunSession(identity, gold, view, res.symbols, fmt=fmt, texts=res.texts, **kw)
+
+
+def _no_gold(res: Resources, identity: RunIdentity) -> str:
+    """Why a trace's run has no gold, and what would give it some."""
+    if res.gold is None:
+        return f"{Reason.NO_GOLD.value}: no --gold or --gold-from-patch given"
+    return (f"{Reason.NO_GOLD.value}: no gold row for instance {identity.instance_id!r}; "
+            "give the trace a meta.json with instance_id, or pass --instance, or check --gold")
 
 
 def evaluate_trace(path: str | Path, res: Resources, *, fmt: str | None = None,

@@ -11,6 +11,7 @@ from streameval.errors import StreamevalError, UsageError
 from streameval.runs.goldsets import GoldSources, PatchGold
 from streameval.sources.basetext import BaseTexts
 from streameval.sources.gold import load_gold
+from streameval.sources.outcomes import Outcomes, load_outcomes
 from streameval.sources.patchrows import load_patch_rows
 from streameval.sources.repocache import RepoCache
 from streameval.sources.symbols import SymbolIndex, check_grammars
@@ -36,6 +37,8 @@ class Resources:
     tools: ToolMap | None = None  # --tool-map
     #: ``--label`` and ``--label-from-path``, laid over each run's meta.json labels
     labels: LabelRules = field(default_factory=LabelRules)
+    #: ``--outcomes``: each run's verdict, laid over meta.json's (``sources.outcomes``)
+    outcomes: Outcomes | None = None
 
     def lookup(self, instance_id: str | None) -> GoldInstance | None:
         return self.gold.get(instance_id) if (self.gold is not None and instance_id) else None
@@ -44,13 +47,13 @@ class Resources:
 def load_resources(gold: str | None, repos: str | None, repo: str | None,
                    tool_map: str | None = None, grammars: str | None = None,
                    gold_from_patch: str | None = None, patch_context: int = 0,
-                   labels: tuple[str, ...] = (), label_from_path: str | None = None
-                   ) -> Resources:
+                   labels: tuple[str, ...] = (), label_from_path: str | None = None,
+                   outcomes: str | None = None) -> Resources:
     """Gold (``--gold``, ``--gold-from-patch`` with ``--patch-context``), repositories
     (``--repos``/``--repo``), a symbol index with its grammars (``--grammars``, default
     ``symbols.default_grammars``), the tool map (``--tool-map``) and the label rules
-    (``--label``, ``--label-from-path``), as every command loads them. No gold
-    (``inspect``) is None.
+    (``--label``, ``--label-from-path``) and the outcomes (``--outcomes``), as every
+    command loads them. No gold (``inspect``, a fleet without gold) is None.
 
     Every file or setting that cannot be used is a UsageError naming it (the command
     says it in one line and exits 2).
@@ -68,6 +71,7 @@ def load_resources(gold: str | None, repos: str | None, repo: str | None,
         tools = _tool_map(tool_map) if tool_map else None
         gold_set = load_gold(gold) if gold else None
         patches = _patch_gold(gold_from_patch, patch_context, repo_cache)
+        verdicts = load_outcomes(outcomes) if outcomes else None
     except UsageError:
         raise
     except StreamevalError as exc:   # its message names the file
@@ -76,7 +80,7 @@ def load_resources(gold: str | None, repos: str | None, repo: str | None,
         raise UsageError(f"cannot read {exc.filename or gold}: {exc.strerror or exc}") from None
     golds = gold_set if patches is None else GoldSources(gold_set, patches)
     return Resources(golds, repo_cache, SymbolIndex(grammars=grammars), BaseTexts(), tools,
-                     rules)
+                     rules, verdicts)
 
 
 def _patch_gold(path: str | None, context: int, repos: RepoCache) -> PatchGold | None:

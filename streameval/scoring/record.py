@@ -54,12 +54,15 @@ class Record(dict):
 def error_record(identity: RunIdentity, error: str) -> Record:
     """The error record of a run whose identity is known; ``error`` is already
     ``reason: message`` (a session's ``error``). A run with an experiment or labels
-    keeps them, so a comparison counts its errors in its arm."""
+    keeps them, so a comparison counts its errors in its arm, and a known outcome
+    (``resolved``) too: a run that could not be scored may still have solved its task."""
     extra: dict[str, Any] = {}
     if identity.experiment is not None:
         extra["experiment"] = identity.experiment
     if identity.run_labels:
         extra["labels"] = dict(identity.run_labels)
+    if identity.resolved is not None:
+        extra["resolved"] = identity.resolved
     return Record.error(identity.instance_id, error, run_id=identity.run_id,
                         trace=identity.trace, **extra)
 

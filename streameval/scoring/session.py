@@ -37,9 +37,12 @@ from streameval.scoring import verdict
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
+from streameval.scoring.signals import RunSignals, SignalValues, gold_row, is_checkpoint
 from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, UsageSoFar, token_counts
 from streameval.scoring.state import InstanceState
+from streameval.scoring.usage import TokenSums
 from streameval.scoring.verdict import RunFacts
+from streameval.sources.repocache import repo_named
 
 if TYPE_CHECKING:
     from streameval.reading.steps import StepBuilder
@@ -86,86 +89,21 @@ class RunExtras:
                 "unaligned": self.lines_unaligned}
 
 
-class _Tokens:
-    """Sums per-message usage, but lets a run total (``cumulative``) take over."""
-
-    def __init__(self) -> None:
-        self.incremental = TokenUsage()
-        self.cumulative: TokenUsage | None = None
-        self.cost_incremental = 0.0
-        self.cost_cumulative: float | None = None
-        self.any_cost = False
-        #: the pushed sources the numbers came from (``Usage.source``), by kind
-        self.incremental_sources: set[str] = set()
-        self.cumulative_source: str | None = None
-        self.any_usage = False
-        self.any_incremental = False
-        self.any_incremental_cost = False
-
-    def so_far(self) -> int | None:
-        """All tokens reported so far (the four kinds); None before the trace reported
-        any usage: a format that states its usage only at the end (mini-swe-agent) does
-        not know what the run had spent at a given step, and 0 would be a wrong number."""
-        return self.totals()[0].total if self.any_usage else None
-
-    def add(self, usage: Usage) -> None:
-        self.any_usage = True
-        t = usage.tokens
-        if usage.cumulative:
-            self.cumulative_source = usage.source
-            self.cumulative = TokenUsage(t.input_tokens, t.output_tokens,
-                                         t.cache_read_tokens, t.cache_creation_tokens)
-            if usage.cost_usd is not None:
-                self.cost_cumulative = float(usage.cost_usd)
-                self.any_cost = True
-            return
-        if usage.source is not None:
-            self.incremental_sources.add(usage.source)
-        self.any_incremental = True
-        inc = self.incremental
-        inc.input_tokens += t.input_tokens
-        inc.output_tokens += t.output_tokens
-        inc.cache_read_tokens += t.cache_read_tokens
-        inc.cache_creation_tokens += t.cache_creation_tokens
-        if usage.cost_usd is not None:
-            self.cost_incremental += float(usage.cost_usd)
-            self.any_cost = True
-            self.any_incremental_cost = True
-
-    def so_far_by_kind(self) -> UsageSoFar:
-        """Both running figures as reported so far (``UsageSoFar``)."""
-        return UsageSoFar(
-            self.incremental.total if self.any_incremental else None,
-            self.cost_incremental if self.any_incremental_cost else None,
-            self.cumulative.total if self.cumulative is not None else None,
-            self.cost_cumulative)
-
-    def totals(self) -> tuple[TokenUsage, float | None]:
-        tokens = self.cumulative if self.cumulative is not None else self.incremental
-        if not self.any_cost:
-            return tokens, None
-        cost = self.cost_cumulative if self.cost_cumulative is not None else self.cost_incremental
-        return tokens, cost
-
-    def source(self) -> str | None:
-        """Where the totals came from when a push source said (``Usage.source``): the
-        run total's source when one took over, else the sources summed, sorted."""
-        if self.cumulative is not None:
-            return self.cumulative_source
-        return ",".join(sorted(self.incremental_sources)) or None
-
-
 class RunSession:
     """Everything known about one run, updated one event at a time.
 
     ``gold``/``view`` may be None (``inspect`` without gold, or a run whose gold or
-    repo is missing): steps are still built where possible, and ``record()`` then
-    returns an error record with ``error`` set to the actionable reason.
+    repo is missing): steps are still built where possible. ``gold_missing`` says why
+    a run has neither (``no_gold: ...``, ``no_repo: ...``: docs/metrics.md §5b): its
+    record holds its gold-free signals with its gold metrics null. Otherwise
+    ``record()`` returns an error record with ``error`` set to the actionable reason.
+    ``repo``: the repository a gold row named when its clone is missing.
     """
 
     def __init__(self, identity: RunIdentity, gold=None, view=None, symbols=None, *,
                  fmt: str = "", include_sidechain: bool = False, error: str | None = None,
-                 texts=None, tools=None, states_context: bool = False):
+                 texts=None, tools=None, states_context: bool = False,
+                 gold_missing: str | None = None, repo: str | None = None):
         self.identity = identity
         self.gold = gold
         self.view = view
@@ -176,6 +114,8 @@ class RunSession:
         self.states_context = states_context
         self.include_sidechain = include_sidechain
         self.error = error
+        self.gold_missing = gold_missing
+        self._repo = repo
         self._reading = (texts, tools)
         self._builder: StepBuilder | None = None
         self._released = False
@@ -183,7 +123,8 @@ class RunSession:
         if gold is not None and view is not None and error is None:
             self.state = InstanceState(gold, view, symbols)
         self.extras = RunExtras()
-        self._tokens = _Tokens()
+        self.signals = RunSignals()
+        self._tokens = TokenSums()
         self._gold_files, self._gold_lines = _gold_context_sets(gold)
         #: the files shown, in the order first shown (docs/metrics.md §7b); its first
         #: gold milestone is the first gold file read (§7)
@@ -279,6 +220,7 @@ class RunSession:
         outcome = self.builder.consume(call)
         self.last_call = call
         ex.tool_calls += 1
+        self.signals.on_call(call)
         ex.categories[outcome.category] += 1
         ex.edits += len(outcome.edits) + len(
             [p for p in outcome.found_edits if p not in outcome.edits])
@@ -335,6 +277,10 @@ class RunSession:
         if ex.first_gold_line_step is None and self._touches_gold_lines(step):
             ex.first_gold_line_step = n
             ex.first_gold_line_seconds = seconds
+        self.signals.on_step(step)
+        if is_checkpoint(n):   # what was known at step n (docs/outcomes.md §3)
+            self.signals.keep(self.signal_values(), None if self.state is None else gold_row(
+                self.state.snapshot(), ex.first_gold_file_step, ex.first_gold_line_step))
 
     def _touches_gold_lines(self, step: Step) -> bool:
         for path, ranges in step.spans.items():
@@ -397,6 +343,7 @@ class RunSession:
         if self._released:
             return
         self.provisional_editloc()
+        self.signals.release()
         self._builder = None
         self._released = True
         self.last_call = None
@@ -412,6 +359,12 @@ class RunSession:
         (what a backtest needs to tell what the steps after a stop spent)."""
         return self._tokens.so_far_by_kind()
 
+    def signal_values(self) -> SignalValues:
+        """The run's gold-free signals now (``scoring.signals``)."""
+        tokens, cost = self._tokens.so_far(), self._tokens.totals()[1]
+        reread = self.state.redundancy("line") if self.state is not None else None
+        return self.signals.values(self.extras, tokens, cost, reread)
+
     def snapshot(self) -> RunSnapshot:
         """The run now, as one value (``scoring.snapshot``): what every reader reads."""
         ex = self.extras
@@ -422,7 +375,7 @@ class RunSession:
         return RunSnapshot(
             identity=self.identity, agent=agent, model=model, fmt=self.fmt,
             error=self.error if self.error is not None or self.state is not None
-            else "not evaluated",
+            or self.gold_missing is not None else "not evaluated",
             num_steps=self._steps, tool_calls=ex.tool_calls, sidechain_calls=ex.sidechain_calls,
             categories=dict(ex.categories), context_file_reads=dict(ex.context_file_reads),
             bad_lines=dict(ex.bad_lines), problems=self._problems(), edits=ex.edits,
@@ -438,14 +391,16 @@ class RunSession:
             patch_source=self.patch_source or ("trace" if self.trace_patch else None),
             grammars=self.symbols_grammars, has_repo=self.view is not None,
             last_call=self.last_call, version=self.version,
-            localisation=self.ranking.numbers() if self.state is not None else None)
+            localisation=self.ranking.numbers() if self.state is not None else None,
+            signals=self.signal_values(), gold_missing=self.gold_missing)
 
     def facts(self) -> RunFacts:
         """What the run-level rules read (``scoring.verdict``)."""
         ex = self.extras
         return RunFacts(ex.tool_calls, ex.sidechain_calls, ex.bad_lines, ex.first_bad,
                         ex.named_paths, ex.outside_paths,
-                        self.state.final_context_empty if self.state is not None else None)
+                        self.state.final_context_empty if self.state is not None else None,
+                        self.gold_missing)
 
     def _problems(self) -> dict[str, int]:
         """Per-call problems, and the run-level ones (docs/metrics.md §5b) beside them."""
@@ -457,7 +412,8 @@ class RunSession:
     def unscorable(self) -> str | None:
         """``reason: message`` when the run's record is an error record (``verdict.error``)."""
         facts = None if self.states_context else self.facts()
-        return verdict.error(facts, self.identity.trace, self.error, self.state is not None)
+        scored = self.state is not None or self.gold_missing is not None
+        return verdict.error(facts, self.identity.trace, self.error, scored)
 
     def record(self) -> Record:
         """The docs/metrics.md §5 record plus run identity and live extras."""
@@ -470,7 +426,10 @@ class RunSession:
         if self.states_context:
             return self._unified_record()
         snap = self.snapshot()
-        rec = self._echo_ids(self.state.record(self.final_patch))
+        rec = self._echo_ids(self.state.record(self.final_patch) if self.state is not None
+                             else {"instance_id": ident.instance_id, "num_steps": snap.num_steps,
+                                   "gold_missing": self.gold_missing, "final": None,
+                                   "trajectory": None})
         first = snap.first_gold
         rec.update({
             "run_id": ident.run_id,
@@ -501,6 +460,7 @@ class RunSession:
             "edits": snap.edits,
             "shown_lines": dict(snap.shown_lines),
             "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
+            "signals": self.signals.record(snap.signals),
         })
         rec.update(self._tail())
         rec.session_id = snap.session_id
@@ -520,15 +480,17 @@ class RunSession:
 
     def _tail(self) -> dict[str, Any]:
         """The fields every scored record ends with (docs/metrics.md §5): localisation
-        (§7b), the repository (compare clusters by it), which gold the numbers were
-        measured against (§1b), and the run's experiment and labels."""
-        ident = self.identity
+        (§7b), the repository (compare clusters by it; without gold, the one its gold row
+        or its instance id names), which gold the numbers were measured against (§1b),
+        the run's experiment and labels, and whether it solved its task."""
+        ident, gold = self.identity, self.gold
         return {
-            "localisation": self.ranking.numbers(),
-            "repo": self.gold.repo if self.gold is not None else None,
-            "gold_source": self.gold.source_record() if self.gold is not None else None,
+            "localisation": self.ranking.numbers() if gold is not None else None,
+            "repo": gold.repo if gold is not None else self._repo or repo_named(ident.instance_id),
+            "gold_source": gold.source_record() if gold is not None else None,
             "experiment": ident.experiment,
             "labels": dict(ident.run_labels),
+            "resolved": ident.resolved,
         }
 
     def agent_model(self) -> tuple[str, str]:

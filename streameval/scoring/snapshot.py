@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from streameval.model import RunIdentity, TokenUsage, ToolCall
+from streameval.scoring.signals import SignalValues
 from streameval.scoring.state import Snapshot
 
 #: the token kinds a run's usage is counted in, in the order records and labels use
@@ -56,7 +57,7 @@ class RunSnapshot:
     agent: str
     model: str
     fmt: str
-    #: the run cannot be scored: the reason (``missing_gold: ...``); scores are None
+    #: the run cannot be scored: the reason (``no_calls_read: ...``); scores are None
     error: str | None
     num_steps: int
     tool_calls: int
@@ -97,6 +98,11 @@ class RunSnapshot:
     version: int
     #: the record's ``localisation`` block (docs/metrics.md §7b); None when not scored
     localisation: Mapping[str, object] | None = None
+    #: the gold-free signals now (``scoring.signals``, docs/outcomes.md §2)
+    signals: SignalValues | None = None
+    #: why the run is measured against no gold (``no_gold: ...``); its scores are None
+    #: and ``error`` is None: it is a run, not an error (docs/metrics.md §5b)
+    gold_missing: str | None = None
 
     @property
     def run_id(self) -> str:

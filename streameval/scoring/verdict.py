@@ -10,8 +10,9 @@ rule each, so the record, ``/metrics``, ``inspect`` and the tables all tell it t
   and ``no_calls_read`` (the adapter saw actions and made no call of any);
 - **flags** (the run is scored, and its ``problems`` carry the flag): ``nothing_read``
   (the final context is empty at every granularity, so every precision is 1.0 by
-  convention) and ``mostly_outside_repo`` (more than half the paths its reads named
-  are neither a file nor a folder of the repository).
+  convention), ``mostly_outside_repo`` (more than half the paths its reads named
+  are neither a file nor a folder of the repository), and ``no_gold`` / ``no_repo``
+  (measured against no gold: its gold-free signals stand, its gold metrics are null).
 
 Scoring knows no files or formats: the facts come in as counts and the trace's own
 messages (the first ``partial_line`` and ``unread_action`` bad lines).
@@ -40,6 +41,8 @@ class RunFacts:
     outside_paths: int
     #: the final context is empty at every granularity; None when the run is not scored
     context_empty: bool | None
+    #: why the run is measured against no gold (``no_gold: ...``, ``no_repo: ...``)
+    gold_missing: str | None = None
 
 
 def _cut(facts: RunFacts) -> bool:
@@ -65,6 +68,8 @@ def problems(facts: RunFacts) -> dict[str, int]:
         out[Reason.NOTHING_READ.value] = 1
     if facts.named_paths and 2 * facts.outside_paths > facts.named_paths:
         out[Reason.MOSTLY_OUTSIDE_REPO.value] = 1
+    if facts.gold_missing:
+        out[facts.gold_missing.split(":", 1)[0]] = 1
     return out
 
 

@@ -45,6 +45,13 @@ def slug_from_instance_id(instance_id: str | None) -> str | None:
     return m.group("slug") if m else None
 
 
+def repo_named(instance_id: str | None) -> str | None:
+    """The repository a SWE-bench-style instance id names (``django__django-12125`` ->
+    ``django/django``), for a run no gold row names; None for another kind of id."""
+    slug = slug_from_instance_id(instance_id)
+    return slug.replace("__", "/", 1) if slug else None
+
+
 def repo_dir_names(gold: GoldInstance) -> list[str]:
     """Directory names a clone of the gold row's repository may have, best first."""
     repo = (gold.repo or "").strip().rstrip("/")

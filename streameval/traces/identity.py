@@ -144,6 +144,7 @@ def identify(trace: Path, instance: str | None = None,
         fidelity=meta.get("fidelity") if meta.get("fidelity") in ("full", "inputs") else None,
         experiment=_str_or(meta.get("experiment"), "") or None,
         run_labels=dict(sorted(labels_of(meta.get("labels")).items())),
+        resolved=meta.get("resolved") if isinstance(meta.get("resolved"), bool) else None,
     )
 
 

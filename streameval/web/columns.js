@@ -64,6 +64,12 @@
     cols.forEach(function (c) { c.fixed = true; });
     cols.push(count("steps", "steps", "steps: tool calls that showed repository code", function (r) { return r.steps; }, 52),
       count("calls", "calls", "tool calls", function (r) { return r.calls; }));
+    const known = function (r) { return r.resolved === true || r.resolved === false; };
+    if (rows.some(known)) {
+      cols.push({ key: "resolved", label: "solved", about: "solved its task (from --outcomes or meta.json)", width: 60, on: true,
+        value: function (r) { return known(r) ? (r.resolved ? 1 : 0) : null; },
+        cell: function (r) { return SE.el("td", { class: "solved", text: r.resolved === true ? "yes" : r.resolved === false ? "no" : "–" }); } });
+    }
     SE.GRANULARITIES.forEach(function (g) {
       METRICS.forEach(function (m) { if (m.k !== "f1" || withF1) cols.push(metric(g, m)); });
     });
@@ -89,7 +95,7 @@
       } });
     const anyAborts = rows.some(function (r) { return r.aborts.length; });
     const shown = ["steps", "line.coverage", "line.precision", "line.f1", "line.redundancy", "editloc", "problems", "last"];
-    cols.forEach(function (c) { c.on = c.fixed || shown.indexOf(c.key) >= 0 || (c.key === "aborts" && anyAborts); });
+    cols.forEach(function (c) { c.on = c.fixed || c.on || shown.indexOf(c.key) >= 0 || (c.key === "aborts" && anyAborts); });
     return cols;
   };
 

@@ -44,6 +44,8 @@
       ["problems", run.problems + " reads/edits not used, " + run.bad_lines + " bad lines"],
       ["aborts", run.aborts.length ? run.aborts.map(function (a) { return a[0] + " → " + a[1]; }).join(", ") : "none"],
       ["tokens", SE.count(run.tokens)], ["cost", SE.money(run.cost)],
+      ["solved", run.resolved === null || run.resolved === undefined ? null : (run.resolved ? "yes" : "no")],
+      ["no gold", run.gold_missing, true],
     ];
     return SE.el("dl", { class: "facts" }, items.filter(function (i) { return i[1] !== null && i[1] !== undefined && i[1] !== ""; })
       .map(function (i) { return [SE.el("dt", { text: i[0] }), SE.el("dd", i[2] ? { shown: i[1], max: 400 } : { text: i[1] })]; }));

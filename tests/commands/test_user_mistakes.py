@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, WORKSPACE, Claude, append, make_setup, started
+from claude_run import APP, UTIL, WORKSPACE, Claude, append, bash, make_setup, started
 from gitrepo import gold_stub, make_repo
 
 from streameval.commands.main import main
@@ -36,16 +36,6 @@ def replay(tmp_path: Path, *args: str) -> tuple[int, list[dict]]:
     return rc, records
 
 
-def bash(c: Claude, command: str, output: str) -> list[bytes]:
-    """A Bash call and its answer, as Claude Code writes them."""
-    c.n += 1
-    tid = f"toolu_b{c.n}"
-    use = {"type": "assistant", "message": {"id": f"mb{c.n}", "role": "assistant", "content": [
-        {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]},
-        "session_id": "s1"}
-    res = {"type": "user", "message": {"role": "user", "content": [
-        {"tool_use_id": tid, "type": "tool_result", "content": output}]}, "session_id": "s1"}
-    return [json.dumps(use).encode(), json.dumps(res).encode()]
 
 
 def read_abs(c: Claude, path: str, text: str) -> list[bytes]:

@@ -117,7 +117,7 @@ def fleet(tmp_path):
     write_run(runs, "C", **G2, reads=[util])                # file cov 1/2, F1 2/3
     write_run(runs, "D", **G2, reads=[app], end=False)      # still active
     write_run(runs, "E", **G3, reads=[app, util], usage=False)   # no usage, no cost
-    write_run(runs, "F", **G3, reads=[app], instance="nobody__nothing-1")  # cannot be scored
+    write_run(runs, "F", **G3, reads=[app], instance="nobody__nothing-1")  # no gold
     w = start(tmp_path, runs, policy=True)
     assert w.table.counts() == (1, 5)
     return w
@@ -140,9 +140,10 @@ def test_fleet_means_equal_the_means_worked_out_by_hand(fleet):
     # G2: only C finished; D (active) is in no mean
     assert (mean(G2, "file.coverage"), n(G2, "file.coverage")) == (pytest.approx(0.5), 1)
     assert mean(G2, "file.f1") == pytest.approx(2 / 3)
-    # G3: F cannot be scored: in the run count, not in the quality means
+    # G3: F has no gold (docs/metrics.md §5b): in the run count and the steps (E 2, F 1),
+    # not in the quality means
     assert (mean(G3, "file.coverage"), n(G3, "file.coverage")) == (pytest.approx(1.0), 1)
-    assert (mean(G3, "steps"), n(G3, "steps")) == (2.0, 1)
+    assert (mean(G3, "steps"), n(G3, "steps")) == (1.5, 2)
     assert mean(G1, "steps") == 1.5
 
     # every other granularity and AUC: the mean of the finished scored runs' own series
@@ -157,7 +158,7 @@ def test_fleet_means_equal_the_means_worked_out_by_hand(fleet):
                 assert n(g, metric) == len(runs)
     assert set(scored) | {"D", "F"} == run_ids(m)
 
-    # tokens: E's trace states no usage: left out, never counted as 0; F (unscored) states it
+    # tokens: E's trace states no usage: left out, never counted as 0; F (no gold) states it
     def tokens(r: str) -> float:
         return sum(v for lab, v in m["streameval_tokens_total"] if lab["run_id"] == r)
 
@@ -404,3 +405,31 @@ def test_watch_takes_per_run_series_and_serves_with_it(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_the_solve_rate_of_each_label_set_is_the_mean_of_its_known_outcomes(tmp_path):
+    """``--outcomes`` (and meta.json's ``resolved``) give each finished run its verdict;
+    the fleet's ``resolved`` mean is the share solved among the runs that have one."""
+    runs = tmp_path / "runs"
+    for name, g in (("A", G1), ("B", G1), ("C", G1), ("D", G2), ("E", G2)):
+        write_run(runs, name, **g, reads=[("src/app.py", 1, 20)], instance=f"demo__demo-{name}")
+    (runs / "E" / "meta.json").write_text(json.dumps(
+        {**json.loads((runs / "E" / "meta.json").read_text()), "resolved": True}))
+    outcomes = tmp_path / "outcomes.jsonl"
+    outcomes.write_text("".join(json.dumps({"instance_id": f"demo__demo-{n}", "resolved": v}) + "\n"
+                                for n, v in (("A", True), ("B", False), ("D", False))))
+    s = make_setup(tmp_path)
+    res = load_resources(str(s.gold), None, str(s.repo), outcomes=str(outcomes))
+    w = Watcher(WatchConfig(root=runs, idle_timeout=3600, patch_grace=0.0,
+                            rescan_interval=3600), res)
+    w.scan()
+    w.poll_all()
+    w.tick()
+    m = scrape(w)
+    rate = lambda g: (one(m, "streameval_fleet_mean", **g, metric="resolved"),  # noqa: E731
+                      one(m, "streameval_fleet_mean_runs", **g, metric="resolved"))
+    # G1: A solved, B not, C not known (no row); G2: D not (the file), E solved (meta.json)
+    assert rate(G1) == (0.5, 2)
+    assert rate(G2) == (0.5, 2)
+    # the runs are measured against no gold (demo__demo-A... has no gold row): still counted
+    assert one(m, "streameval_fleet_mean_runs", **G1, metric="steps") == 3

@@ -217,11 +217,12 @@ def test_meta_json_written_after_the_trace_gives_the_replayed_identity(env, tmp_
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20))
     w = started(runs, res, tmp_path)
-    assert w.table.runs[str(trace)].session.error is not None   # missing gold so far
+    assert w.table.runs[str(trace)].session.gold_missing is not None   # no gold so far
     (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "late-meta"}))
     w.changed(d / "meta.json")
     run = w.table.runs[str(trace)]
-    assert run.session.error is None and run.session.num_steps == 1
+    assert run.session.error is None and run.session.gold_missing is None
+    assert run.session.state is not None and run.session.num_steps == 1
     assert w.table.stats.lines_processed == 3   # re-scored, not re-counted
     append(trace, c.result())
     w.changed(trace)

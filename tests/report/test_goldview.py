@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import json
 
-from claude_run import APP, WORKSPACE, Claude, edit_lines
+from claude_run import APP, WORKSPACE, Claude, bash, edit_lines
 
 from streameval.report.goldview import edited_lines, gold_files
 from streameval.report.journal import RunJournal
 from streameval.runs.evaluate import evaluate_trace
-
-
-def bash(c: Claude, command: str, output: str) -> list[bytes]:
-    c.n += 1
-    tid = f"toolu_b{c.n}"
-    use = {"type": "assistant", "message": {"id": f"b{c.n}", "role": "assistant", "content": [
-        {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]}}
-    res = {"type": "user", "message": {"role": "user", "content": [
-        {"tool_use_id": tid, "type": "tool_result", "content": output}]}}
-    return [json.dumps(use).encode(), json.dumps(res).encode()]
 
 
 def score(env, lines: list[bytes]):

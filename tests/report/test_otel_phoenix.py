@@ -121,29 +121,33 @@ def test_a_replayed_run_reaches_phoenix_as_a_span_with_its_evaluations(phoenix, 
 
 
 def test_an_unscorable_run_reaches_phoenix_with_its_error_type(phoenix, tmp_path):
-    """A run whose gold is missing: every metric's event says ``error.type`` and no value."""
+    """A run whose gold row is damaged: every metric's event says ``error.type`` and no
+    value. (A run with no gold row at all is no error: docs/metrics.md §5b.)"""
     runs = tmp_path / "runs" / "lost-run"
     runs.mkdir(parents=True)
     trace = (EXAMPLE / "runs" / "example-run-1" / "trace.jsonl").read_bytes()
     (runs / "trace.jsonl").write_bytes(trace)
     (runs / "meta.json").write_text(json.dumps({"instance_id": "no__such-1", "run_id": "lost-1"}))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text((EXAMPLE / "gold.jsonl").read_text() + json.dumps(
+        {"instance_id": "no__such-1", "gold_context": "[not json"}) + "\n")
     run = subprocess.run(
         [sys.executable, "-m", "streameval", "replay", str(tmp_path / "runs"),
-         "--gold", str(EXAMPLE / "gold.jsonl"), "--repo", str(EXAMPLE / "repo"), "--quiet",
+         "--gold", str(gold), "--repo", str(EXAMPLE / "repo"), "--quiet",
          "--otlp-endpoint", phoenix + "/v1/traces"],
         capture_output=True, text=True, cwd=tmp_path)
     (record,) = [json.loads(x) for x in run.stdout.splitlines()]
-    assert record["error"].startswith("missing_gold")
+    assert record["error"].startswith("bad_gold")
     (span,) = _until(lambda: [s for s in _spans(phoenix)
                               if s["attributes"].get("streameval.run_id") == "lost-1"],
                      60, "the error span did not reach Phoenix")
     assert span["status_code"] == "ERROR"
-    assert span["attributes"]["error.type"] == "missing_gold"
+    assert span["attributes"]["error.type"] == "bad_gold"
     assert span["attributes"]["gen_ai.conversation.id"] == SESSION
     events = span["events"]
     assert len(events) == 16
     for e in events:
         a = e["attributes"]
-        assert a["error.type"] == "missing_gold"
+        assert a["error.type"] == "bad_gold"
         assert a["gen_ai.evaluation.explanation"] == record["error"]
         assert "gen_ai.evaluation.score.value" not in a

@@ -13,6 +13,7 @@ from streameval.report.tables import (
     BENCHKIT_COLUMNS,
     COLUMNS,
     aggregate,
+    benchkit_row,
     format_table,
     write_benchkit_csv,
 )
@@ -209,3 +210,27 @@ def test_no_mark_and_no_footnote_when_every_run_predicted_something():
     records = [dict(r, final=dict(r["final"], symbol=_g(1, 2, 3))) for r in RECORDS[:2]]
     table = format_table(aggregate(records))
     assert "*" not in table and "flagged runs" not in table
+
+
+def test_runs_without_gold_and_outcomes_are_counted_and_never_averaged_in():
+    """docs/metrics.md §5b: a run measured against no gold is evaluated, in no gold row of
+    the table; the solve rate is over the runs whose outcome is known."""
+    free = {"instance_id": "f", "num_steps": 3, "gold_missing": "no_repo: no clone of x/y",
+            "final": None, "trajectory": None, "problems": {"no_repo": 1}, "resolved": True,
+            "signals": {"files_read": 2, "reread_share": None}}
+    nogold = {**free, "instance_id": "g", "gold_missing": "no_gold: no gold row",
+              "problems": {"no_gold": 1}, "resolved": False}
+    solved = {**RECORDS[0], "resolved": True}
+    agg = aggregate([solved, RECORDS[1], free, nogold, RECORDS[3]])
+    assert (agg["evaluated"], agg["errors"], agg["without_gold"]) == (4, 1, 2)
+    assert agg["without_gold_by_reason"] == {"no_gold": 1, "no_repo": 1}
+    assert agg["final"]["file"]["runs"] == 2 and agg["flagged"] == 0
+    assert agg["outcomes"] == {"known": 3, "resolved": 2, "solve_rate": 2 / 3}
+    text = format_table(agg)
+    assert ("measured against no gold: 2 of 4 (no_gold 1, no_repo 1): gold-free signals only, "
+            "gold metrics null") in text
+    assert "outcomes: 3 of 5 known, 2 resolved (solve rate 0.667)" in text
+    row = benchkit_row(free)
+    assert (row["resolved"], row["gold_missing"], row["files_read"]) == (
+        "true", "no_repo: no clone of x/y", "2")
+    assert row["reread_share"] == row["contextbench_final_line_coverage"] == ""

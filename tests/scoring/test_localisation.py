@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streameval.runs.evaluate import evaluate_trace, make_session, run_identity
+from streameval.runs.evaluate import evaluate_trace, run_identity
 from streameval.runs.reader import TraceReader
 from streameval.runs.resources import load_resources
 from streameval.scoring.localisation import (
@@ -21,6 +21,7 @@ from streameval.scoring.localisation import (
     recall_at,
     reciprocal_rank,
 )
+from streameval.scoring.session import RunSession
 from streameval.traces.files import iter_lines, open_adapter
 from streameval.traces.identity import identify
 
@@ -127,7 +128,9 @@ def test_a_format_that_reports_usage_only_at_the_end_has_no_tokens_at_a_step(
         real_fixtures, gold_parquet):
     """mini-swe-agent's trajectory states its usage once, for the whole run: what the run
     had spent when it first read gold is not known, and 0 would be a wrong number. Its
-    step and trace seconds are known (steps are built without a repository too)."""
+    step and trace seconds are known (steps are built without a repository too: the
+    session is given the gold row alone, as ``inspect`` makes one; ``make_session`` would
+    measure a run whose repository is missing against no gold, docs/metrics.md §5b)."""
     res = load_resources(str(gold_parquet), None, None)
     trace = next((real_fixtures / "mini-swe-agent").glob("*django-11603*"))
     name, adapter = open_adapter(trace, None)
@@ -136,7 +139,7 @@ def test_a_format_that_reports_usage_only_at_the_end_has_no_tokens_at_a_step(
     def factory(trace_instance, session_id):
         ident = run_identity(identify(trace), trace_instance, 0, res, trace=trace,
                              session_id=session_id)
-        sessions.append(make_session(res, ident, name))
+        sessions.append(RunSession(ident, res.lookup(ident.instance_id), fmt=name))
         return sessions[-1]
 
     reader = TraceReader(adapter, factory)

@@ -89,7 +89,7 @@ def test_a_patch_row_that_gives_no_gold_is_a_bad_gold_record(tmp_path):
     assert rec["error"].startswith("bad_gold: the reference patch changes no line")
 
 
-def test_gold_from_patch_reads_parquet_and_needs_one_gold_option(tmp_path, capsys):
+def test_gold_from_patch_reads_parquet_and_needs_a_repository(tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -99,5 +99,9 @@ def test_gold_from_patch_reads_parquet_and_needs_one_gold_option(tmp_path, capsy
     [rec] = replay(tmp_path, "--gold-from-patch", str(tmp_path / "ref.parquet"))
     assert rec["gold_source"] == {"kind": "patch", "file": "ref.parquet", "context": 0}
     assert rec["final"]["line"]["gold_size"] == 2
-    assert main(["replay", str(EX / "runs"), "--repo", str(EX / "repo")]) == 2
-    assert "give --gold FILE or --gold-from-patch FILE" in capsys.readouterr().err
+    # gold needs a repository; without any gold, a run is scored on its gold-free signals
+    assert main(["replay", str(EX / "runs"), "--gold-from-patch", str(tmp_path / "ref.parquet")]) == 2
+    assert "give --repos DIR and/or --repo DIR" in capsys.readouterr().err
+    assert main(["replay", str(EX / "runs"), "--out", str(tmp_path / "free.jsonl")]) == 0
+    [free] = [json.loads(line) for line in (tmp_path / "free.jsonl").read_text().splitlines()]
+    assert free["gold_missing"].startswith("no_gold: no --gold") and free["final"] is None

@@ -63,7 +63,9 @@ def test_the_record_is_made_of_the_snapshot(env, tmp_path):
     assert snap.error is None and snap.has_repo and snap.last_call.tool == "Read"
 
 
-def test_a_run_without_gold_is_an_error_in_the_snapshot_and_the_record(env, tmp_path):
+def test_a_run_without_gold_is_a_run_in_the_snapshot_and_the_record(env, tmp_path):
+    """docs/metrics.md §5b: no gold row names the instance. The run is no error: its
+    gold-free signals are scored, its gold metrics are null, and it says why."""
     s, runs, res = env
     trace = runs / "r" / "trace.jsonl"
     trace.parent.mkdir()
@@ -71,7 +73,10 @@ def test_a_run_without_gold_is_an_error_in_the_snapshot_and_the_record(env, tmp_
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 3))
     (rec,) = evaluate_trace(trace, res, instance="no__such-1")
     (session,) = _sessions(trace, res, "no__such-1")
-    assert rec["error"].startswith("missing_gold")
+    assert "error" not in rec and rec["gold_missing"].startswith("no_gold: no gold row")
+    assert rec["final"] is None and rec["trajectory"] is None and rec["localisation"] is None
+    assert rec["problems"] == {"no_gold": 1} and rec["repo"] == "no/such"
+    assert rec["num_steps"] == 1 and rec["signals"]["files_read"] == 1
     snap = session.snapshot()
-    assert snap.scores is None and snap.error.startswith("missing_gold")
-    assert snap.tool_calls == 1   # still read: counted, never scored
+    assert snap.scores is None and snap.error is None and snap.gold_missing == rec["gold_missing"]
+    assert snap.tool_calls == 1 and snap.signals.tool_calls == 1

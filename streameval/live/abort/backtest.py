@@ -58,6 +58,8 @@ class RunOutcome:
     stop_points: dict[str, UsagePoint] = field(default_factory=dict)
     #: a whole document its agent rewrites after every step (usage known only as a total)
     document: bool = False
+    #: whether the run solved its task (``--outcomes``, meta.json); None: not known
+    resolved: bool | None = None
 
     def good(self, high: float) -> bool:
         """The run ended well: high coverage, or a patch that edits a gold location."""
@@ -140,11 +142,12 @@ def _point(session) -> UsagePoint:
 def _outcome(run, path: Path, stops: dict, granularity: str) -> RunOutcome:
     snap = run.session.snapshot()
     error = snap.error
-    coverage = None if error else snap.scores.granularities[granularity].coverage
+    scores = snap.scores
+    coverage = None if error or scores is None else scores.granularities[granularity].coverage
     editloc = snap.editloc.get("recall") if snap.editloc and snap.editloc_final else None
     return RunOutcome(snap.run_id, snap.instance_id, str(path), snap.num_steps,
                       snap.tokens.total, snap.cost_usd, coverage, editloc, error=error,
-                      stops=stops)
+                      stops=stops, resolved=snap.identity.resolved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +219,7 @@ def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
                   "tokens": o.tokens, "cost_usd": o.cost_usd,
                   "coverage": o.coverage, "editloc_recall": o.editloc_recall,
                   "error": o.error, "good": o.error is None and o.good(high),
-                  "stopped_by": sorted(o.stops)} for o in outcomes],
+                  "resolved": o.resolved, "stopped_by": sorted(o.stops)} for o in outcomes],
         "policies": policies,
     }
 
@@ -225,8 +228,10 @@ def format_table(summary: dict) -> str:
     runs = summary["runs"]
     good = sum(1 for r in runs if r["good"])
     errors = sum(1 for r in runs if r["error"])
+    known = [r["resolved"] for r in runs if r.get("resolved") is not None]
     lines = [f"runs: {len(runs)}  good (coverage@{summary['granularity']} >= "
-             f"{summary['high_coverage']:g} or EditLoc recall > 0): {good}  not scored: {errors}",
+             f"{summary['high_coverage']:g} or EditLoc recall > 0): {good}  not scored: {errors}"
+             + (f"  resolved: {sum(known)} of {len(known)} with an outcome" if known else ""),
              "",
              f"{'policy':<20} {'kind':<11} {'stopped':>7} {'step med/min/max':>17} "
              f"{'saved steps':>11} {'saved tokens':>12} {'saved $':>8} {'wrongful':>8}"]

@@ -181,7 +181,10 @@ def test_command_reports_a_bad_policy_file(tmp_path, capsys):
     assert "missing ['limit']" in capsys.readouterr().err
 
 
-def test_runs_without_gold_are_not_scored_and_never_wrongful(tmp_path, res):
+def test_runs_without_gold_have_no_coverage_and_are_never_wrongful(tmp_path, res):
+    """No gold row names the run: it is a run (no error, docs/metrics.md §5b), measured on
+    its gold-free signals; coverage policies never fire on it, and the proxy never calls
+    its stop wrongful."""
     d = tmp_path / "orphan-1"
     shutil.copytree(EX / "backtest" / "late-find-1", d)
     (d / "meta.json").write_text(json.dumps({"instance_id": "nobody__nothing-1",
@@ -189,7 +192,7 @@ def test_runs_without_gold_are_not_scored_and_never_wrongful(tmp_path, res):
     config = parse_policies(POLICIES)
     engine = AbortEngine(config, dry_run=True)
     (o,) = backtest_trace(d / "trace.jsonl", res, engine)
-    assert o.error and "missing_gold" in o.error and o.coverage is None
+    assert o.error is None and o.coverage is None and o.editloc_recall is None
     summary = summarize(config, [o])
     assert summary["runs"][0]["good"] is False
     assert all(p["wrongful"] == 0 for p in summary["policies"])
