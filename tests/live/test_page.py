@@ -19,6 +19,7 @@ from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 from streameval.report.page_html import CSP_LIVE
 from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
 from streameval.web import SCRIPTS, asset
 
 
@@ -233,7 +234,12 @@ def test_a_run_not_scored_has_no_steps_nor_editloc_as_its_record(env, tmp_path):
     """A run whose gold names no file of the repository given: its record is an error
     record, and its row carries no number beside the error (not 14 steps and EditLoc 1.00
     beside a curve of no steps)."""
-    _s, runs, res = env
+    s, runs, _res = env
+    with s.gold.open("a") as f:
+        f.write(json.dumps({"instance_id": "nowhere__nowhere-1", "repo": "demo/demo",
+                            "base_commit": s.sha, "language": "python",
+                            "init_ctx": [{"file": "src/nowhere.py", "start_line": 1, "end_line": 3}]}) + "\n")
+    res = load_resources(str(s.gold), None, str(s.repo))
     c = Claude()
     trace = run_dir(runs, "one", instance="nowhere__nowhere-1")
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 12), *c.read("src/util.py", UTIL, 1, 5))
@@ -243,7 +249,7 @@ def test_a_run_not_scored_has_no_steps_nor_editloc_as_its_record(env, tmp_path):
         p.w.scan()
         p.w.poll_all()
         row = finished_row(p)
-        assert row["error"].startswith("missing_gold")
+        assert row["error"].startswith("gold_not_in_repo")
         assert row["steps"] is None and row["editloc"] is None and row["final"] is None
         assert row["redundancy"] is None and row["calls"] == 2
         _h, detail = p.json("/api/runs/one")

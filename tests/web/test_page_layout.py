@@ -187,11 +187,14 @@ def example_runs(tmp: Path) -> Path:
 
 
 def test_a_run_not_scored_says_so_and_nothing_that_contradicts_it(tmp_path, page):
-    """`--repos examples/repo` (a folder of clones named by repository) finds no clone of
-    the example's: the run is not scored. Without --out no record is written either."""
+    """`--repo` naming an empty folder holds none of the gold files (`gold_not_in_repo`):
+    the run is not scored. Without --out no record is written either. (A missing clone is no
+    longer this case: the run is then scored on its gold-free signals, docs/metrics.md §5b.)"""
     runs = example_runs(tmp_path)
     ex = ROOT / "examples"
-    w = Streameval("watch", str(runs), "--gold", str(ex / "gold.jsonl"), "--repos", str(ex / "repo"),
+    empty = tmp_path / "empty-repo"
+    empty.mkdir()
+    w = Streameval("watch", str(runs), "--gold", str(ex / "gold.jsonl"), "--repo", str(empty),
                    "--patch-grace", "0", cwd=tmp_path)
     try:
         page.tab.goto(w.base + "/")
@@ -201,10 +204,10 @@ def test_a_run_not_scored_says_so_and_nothing_that_contradicts_it(tmp_path, page
         assert page.tab.text_content("#fleet td.state") == "not scored"   # no ✓: nothing was written
         _status, _h, body = w.get("/api/run?id=example-run-1")
         detail = json.loads(body)
-        assert detail["run"]["record"] is False and detail["run"]["error"].startswith("missing_repo")
+        assert detail["run"]["record"] is False and detail["run"]["error"].startswith("gold_not_in_repo")
         page.tab.click("a.run-link")
         page.tab.wait_for_selector(".not-scored")
-        assert "missing_repo" in page.tab.text_content(".not-scored")
+        assert "gold_not_in_repo" in page.tab.text_content(".not-scored")
         main = page.tab.inner_text("main")
         assert "record written" not in main and "no --out" in main
         facts = dict(zip(page.tab.eval_on_selector_all("dl.facts dt", "ds => ds.map(d => d.textContent)"),
@@ -217,12 +220,12 @@ def test_a_run_not_scored_says_so_and_nothing_that_contradicts_it(tmp_path, page
     finally:
         w.stop()
     out = tmp_path / "out.jsonl"
-    w = Streameval("watch", str(runs), "--gold", str(ex / "gold.jsonl"), "--repos", str(ex / "repo"),
+    w = Streameval("watch", str(runs), "--gold", str(ex / "gold.jsonl"), "--repo", str(empty),
                    "--patch-grace", "0", "--out", str(out), cwd=tmp_path)
     try:
         page.tab.goto(w.base + "/")
         page.tab.wait_for_function("() => document.querySelector('#fleet td.state')?.textContent === 'not scored ✓'")
-        assert json.loads(out.read_text())["error"].startswith("missing_repo")
+        assert json.loads(out.read_text())["error"].startswith("gold_not_in_repo")
     finally:
         w.stop()
 
