@@ -6,19 +6,20 @@ saving is what the run spent *after* that point, and the trace tells it in one o
 ways:
 
 - **Measured.** The trace reported usage as the run went (Claude's per-message usage,
-  Codex's running totals): the saving is the run's final figure minus the figure at the
+  Codex's running totals, mini-swe-agent's per-response usage): the saving is the run's final figure minus the figure at the
   stop, on one basis (run totals with run totals, sums of per-message increments with
   such sums: a cumulative field is never added up as if it were per step).
 - **Cost by token share (estimated).** Tokens were reported as the run went but the cost
   only at the end (Claude's ``total_cost_usd``): the saved cost is the final cost times
   the share of the final tokens spent after the stop.
 - **In proportion to tool calls (estimated).** Nothing was reported before the end
-  (mini-swe-agent's trajectory states one total): the saving is the total times the share
+  (a SWE-agent ``.traj`` states one total): the saving is the total times the share
   of the run's tool calls made after the stop. Later calls usually cost more (the
   context grows), so this tends to understate the saving.
 
 A budget on tokens or cost fires where the run crossed it. In a whole-document trace
-that its agent rewrites after every step (mini-swe-agent, SWE-agent ``.traj``), the live
+that its agent rewrites after every step and that states only its total (SWE-agent
+``.traj``, a mini-swe-agent trajectory whose responses state no usage), the live
 watcher sees the usage grow step by step, but the finished document keeps only the
 total, so a replay would see the budget crossed only at the very end. There the
 crossing is placed at the tool call where a run spending the same at every call would
