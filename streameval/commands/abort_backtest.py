@@ -14,13 +14,8 @@ from streameval.commands.options import (
     resources,
     say_outcomes,
 )
-from streameval.live.abort.backtest import (
-    RunOutcome,
-    backtest_trace,
-    find_traces,
-    format_table,
-    summarize,
-)
+from streameval.live.abort.backtest import RunOutcome, backtest_trace, find_traces, summarize
+from streameval.live.abort.backtest_text import format_table
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, load_policies
 from streameval.model import GRANULARITIES
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from streameval.scoring.snapshot import UsageSoFar
 
-__all__ = ["Saving", "UsagePoint", "crossing_point", "saving"]
+__all__ = ["Saving", "UsagePoint", "crossing_point", "final_usage", "saving"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ def _cost_on_one_basis(at: UsageSoFar, end: UsageSoFar) -> tuple[float, float] |
     return None
 
 
-def _final(u: UsageSoFar) -> tuple[int | None, float | None]:
+def final_usage(u: UsageSoFar) -> tuple[int | None, float | None]:
     """The run's final tokens and cost (a run total wins over summed increments)."""
     tokens = u.cumulative_tokens if u.cumulative_tokens is not None else u.incremental_tokens
     cost = u.cumulative_cost if u.cumulative_cost is not None else u.incremental_cost
@@ -80,7 +80,7 @@ def _final(u: UsageSoFar) -> tuple[int | None, float | None]:
 def saving(stop: UsagePoint, end: UsagePoint) -> Saving:
     """What the steps after ``stop`` spent, up to ``end`` (the module's three ways)."""
     call_share = (end.calls - stop.calls) / end.calls if end.calls else 0.0
-    final_tokens, final_cost = _final(end.usage)
+    final_tokens, final_cost = final_usage(end.usage)
     measured = _tokens_on_one_basis(stop.usage, end.usage)
     if measured is not None:
         tokens, tokens_est = max(0, measured[1] - measured[0]), False
