@@ -13,7 +13,7 @@ instances, with its band over the same unit) goes with it for the page.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streameval.model import GRANULARITIES
@@ -55,20 +55,14 @@ class MetricRow:
     diffs: Any = None
     clusters: Sequence[str | None] = ()
     p_holm: float | None = None
-    #: reasons of the whole comparison (an arm's losses)
-    shared: tuple[str, ...] = ()
-
-    @property
-    def reasons(self) -> tuple[str, ...]:
-        return self.inference.reasons + self.shared
 
     @property
     def trusted(self) -> bool:
-        return not self.reasons
+        return self.inference.trusted
 
     @property
     def reason(self) -> str | None:
-        return "; ".join(self.reasons) or None
+        return self.inference.reason
 
     @property
     def significant(self) -> bool:
@@ -89,6 +83,8 @@ class Comparison:
     b: str
     pairing: Pairing
     rows: list[MetricRow] = field(default_factory=list)
+    #: the reasons no row of it is to be trusted (an arm's losses), in every row's too
+    shared: tuple[str, ...] = ()
 
     @property
     def pairs(self) -> list[str]:
@@ -176,17 +172,18 @@ def _compare_two(a: ArmInstances, b: ArmInstances, metrics: Sequence[Metric], un
 
     pairing = pair_arms(a, b, metrics, missing)
     c = Comparison(a.name, b.name, pairing)
-    shared = _losses(c, margin)
+    losses = _losses(c, margin)
+    c.shared = (losses,) if losses else ()
     diffs = pairing.b - pairing.a                   # NaN when either arm lacks the metric
     for j, m in enumerate(metrics):
         both = ~np.isnan(diffs[:, j])
         inf = clustered_mean(diffs[:, j], pairing.clusters, unit=unit, binary=m.binary,
                              bounds=(-1.0, 1.0) if m.scale == "share" else None,
                              flips=flips, seed=seed)
+        inf = replace(inf, reasons=inf.reasons + c.shared)
         c.rows.append(MetricRow(m, float(pairing.a[both, j].mean()) if both.any() else None,
                                 float(pairing.b[both, j].mean()) if both.any() else None,
-                                inf, diffs[:, j], pairing.clusters,
-                                shared=(shared,) if shared else ()))
+                                inf, diffs[:, j], pairing.clusters))
     return c
 
 

@@ -109,7 +109,7 @@ def _comparison(report: CompareReport, c: Comparison) -> list[str]:
     if missing:
         out.append(f'<p class="note">No pair has: {escape(", ".join(missing))}.</p>')
     shown = [r for _, rows in groups for r in rows]
-    why = reasons(shown)
+    why = reasons(shown, c.shared)
     if why:
         out.append('<p class="warn">Not to be trusted (marked !, amber):</p><ul class="note">')
         out += [f"<li>{escape(text)}: {escape(names)}</li>" for text, names in why]
@@ -133,11 +133,12 @@ def format_html(report: CompareReport) -> str:
                 for a in report.arms)) + "</p>", legend]
     for c in report.comparisons:
         body += _comparison(report, c)
-    units = {cv.unit for by_g in report.curves.values() for cv in by_g.values()}
+    units = sorted({cv.unit for by_g in report.curves.values() for cv in by_g.values()})
+    over = " and ".join({"repository": "repositories", "instance": "instances"}[u] for u in units)
     body += ["<h2>Coverage per step</h2>",
              '<p class="note">Mean coverage after each step over the paired instances (a run '
-             "that stopped keeps its last coverage), with its 95% band (CR2, over "
-             f"{escape(' and '.join(sorted(units)) or 'repositories')}).</p>"]
+             f"that stopped keeps its last coverage), with its 95% band (CR2, over "
+             f"{over or 'repositories'}).</p>"]
     for g in GRANULARITIES:
         curves = [(arm, by_g[g].mean, by_g[g].low, by_g[g].high)
                   for arm, by_g in report.curves.items() if g in by_g]

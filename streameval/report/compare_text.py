@@ -87,18 +87,18 @@ def describe(report: CompareReport, c: Comparison) -> list[str]:
                  f"flip up to {EXACT_UNITS} units, else {report.flips:,} seeded {report.seed}); "
                  f"McNemar's for 0/1 outcomes over instances; Holm-corrected over "
                  f"{report.tests} test(s)")
-    shared = {r for row in c.rows for r in row.shared}
-    lines += [f"!! {r}: no row is to be trusted" for r in sorted(shared)]
+    lines += [f"!! {r}: no row is to be trusted" for r in c.shared]
     return lines
 
 
-def reasons(rows: Sequence[MetricRow]) -> list[tuple[str, str]]:
+def reasons(rows: Sequence[MetricRow], shared: Sequence[str] = ()) -> list[tuple[str, str]]:
     """Each reason not to trust a row, once, with the rows it concerns ("every row", or
-    their names; the shared reasons of the comparison are in its header)."""
+    their names), but for the comparison's ``shared`` ones (its header says them)."""
     out: dict[str, list[str]] = {}
     for r in rows:
         for why in r.inference.reasons:
-            out.setdefault(why, []).append(r.metric.name)
+            if why not in shared:
+                out.setdefault(why, []).append(r.metric.name)
     every = len(rows) > 1
     return [(why, "every row" if every and len(names) == len(rows) else ", ".join(names))
             for why, names in out.items()]
@@ -142,16 +142,16 @@ def format_terminal(report: CompareReport) -> str:
         missing = unpaired_metrics(c.rows)
         if missing:
             out.append(f"no pair has: {', '.join(missing)}")
-        out += _legend(shown)
+        out += _legend(shown, c.shared)
         out += _unpaired(c)
     return "\n".join(out) + "\n"
 
 
-def _legend(shown: list[MetricRow]) -> list[str]:
+def _legend(shown: list[MetricRow], shared: Sequence[str]) -> list[str]:
     lines = []
     if any(r.significant for r in shown):
         lines.append("* significant at 5% after Holm's correction")
-    why = reasons(shown)
+    why = reasons(shown, shared)
     if why:
         lines.append("! not to be trusted:")
         lines += [f"  {text}: {names}" for text, names in why]
@@ -200,7 +200,7 @@ def format_markdown(report: CompareReport) -> str:
         shown = [r for _, rows in groups for r in rows]
         if any(r.significant for r in shown):
             out += ["", "`*` significant at 5% after Holm's correction."]
-        why = reasons(shown)
+        why = reasons(shown, c.shared)
         if why:
             out += ["", "⚠ not to be trusted:", "", *(f"- {text}: {names}" for text, names in why)]
         unpaired = _unpaired(c)
