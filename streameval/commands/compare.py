@@ -21,6 +21,7 @@ from streameval.commands.options import (
     add_labels,
     add_sources,
     check_gold,
+    non_negative_float,
     non_negative_int,
     positive_int,
 )
@@ -57,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--missing", choices=("drop", "worst"), default="drop",
                    help="instances one arm scored and the other did not: left out (default), "
                         "or scored as the worst value either arm had, for a sensitivity run")
-    p.add_argument("--missing-margin", type=_points, default=MISSING_MARGIN, metavar="POINTS",
+    p.add_argument("--missing-margin", type=non_negative_float, default=MISSING_MARGIN, metavar="POINTS",
                    help="an arm that has no score for more than this many percentage points "
                         "more of the instances than the baseline fails --fail-if-worse "
                         "(default %(default)g)")
@@ -82,16 +83,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p)
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="worker processes when traces are replayed")
-
-
-def _points(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"wants percentage points from 0 to 100, got {text!r}")
-    return value
 
 
 # --------------------------------------------------------------------------- inputs

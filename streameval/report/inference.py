@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["EXACT_UNITS", "LEVEL", "MIN_PAIRS", "MIN_REPOSITORIES", "MeanInference", "bm_df",
+__all__ = ["DEFAULT_FLIPS", "EXACT_UNITS", "FEW_REPOSITORIES", "LEVEL", "MIN_PAIRS",
+           "MIN_REPOSITORIES", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
            "clustered_mean", "cr2", "flip_pvalues", "holm", "mcnemar", "mean_band"]
 
 #: the interval's coverage
@@ -287,7 +288,8 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None],
     ``unit="repository"`` treats clusters as the independent units, down to 3 of them;
     with 2 or fewer, or none named, the instance-level inference is given instead and
     labelled ``instance``. ``unit="instance"`` asks for it. ``binary``: the values are
-    differences of 0/1 outcomes (McNemar's exact test at the instance level).
+    differences of 0/1 outcomes (McNemar's exact test at the instance level, when every
+    one is -1, 0 or 1: repeated runs that disagree make a fraction).
     ``bounds``: where the mean can be (a difference of shares: -1 to 1); the interval
     is cut to them, which only removes values the truth cannot take."""
     import numpy as np
@@ -330,7 +332,7 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None],
         z = (mean - null) / se
         p_t = float(2 * t.sf(abs(z), df))
         ps = tuple(max(a, b) for a, b in zip((p_t, float(t.cdf(z, df)), float(t.sf(z, df))), ps))
-    if binary and level == "instance" and null == 0:
+    if binary and level == "instance" and null == 0 and np.isin(v, (-1.0, 0.0, 1.0)).all():
         ps = mcnemar(v.tolist())
         p_exact = ps[0]
     return MeanInference(mean, low, high, min(1.0, ps[0]), min(1.0, ps[1]), min(1.0, ps[2]),

@@ -143,6 +143,7 @@ def test_solve_rate_is_a_metric_with_mcnemar_for_one_repository():
     assert row.inference.unit == "instance" and row.inference.pairs == 30
     assert row.mean_a == pytest.approx(10 / 30)
     assert row.mean_b == pytest.approx((16 + 0.5) / 30)
+    assert row.inference.p_exact is None          # 30 units, a fraction: not McNemar's
     # without the half-solved instance: 7 up, 1 down -> McNemar's 18/256
     a2 = [r for r in a if r["instance_id"] != "i-29"]
     b2 = [r for r in b if r["instance_id"] != "i-29"]
