@@ -1,5 +1,6 @@
-"""How long ``streameval compare`` takes: the paired bootstrap at the size the issue names
-(10,000 resamples x every metric x 500 instances), and why it is numpy.
+"""How long ``streameval compare`` takes at the size of SWE-bench Verified: every metric
+x 500 instances x 12 repositories, and the heaviest case, ``--unit instance`` (10,000
+random sign flips of 500 instances per metric).
 
     python benchmarks/bench_compare.py [--instances 500] [--resamples 10000] [--repos 12]
 
@@ -7,12 +8,9 @@ It builds two arms of synthetic records (every metric ``report.fields`` knows, p
 curves of 30 steps, instances spread over ``--repos`` repositories as SWE-bench Verified
 is over 12), then times, best of three:
 
-- ``compare_arms`` end to end (reduce both arms, the clustered and the instance-level
-  bootstrap of every metric, Holm, the curves with their bands);
-- the bootstrap alone (``paired_estimates``);
-- a plain-Python resampling loop for *one* metric, the same size, to show what the
-  numpy matrix product replaces (the loop's time is multiplied by the number of metrics
-  for the estimate of a pure-Python compare).
+- ``compare_arms`` end to end (reduce both arms, the inference of every metric: CR2 and
+  the exact sign-flip test over the 12 repositories, Holm, the curves with their bands);
+- the inference alone (``clustered_mean`` per metric), by repository and by instance.
 
 Wall-clock figures depend on the machine; they go in benchmarks/README.md, never in a test.
 """
@@ -27,9 +25,9 @@ import numpy as np
 
 from streameval.model import GRANULARITIES
 from streameval.report.arms import reduce_arm
-from streameval.report.bootstrap import paired_estimates
 from streameval.report.compare import compare_arms
 from streameval.report.fields import METRICS
+from streameval.report.inference import clustered_mean
 
 
 def record(rng: random.Random, iid: str, repo: str, shift: float) -> dict:
@@ -69,13 +67,6 @@ def best(f, n: int = 3) -> float:
     return min(times)
 
 
-def python_loop(d: list[float], resamples: int, seed: int) -> tuple[float, float]:
-    rng = random.Random(seed)
-    n = len(d)
-    means = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
-    return means[int(0.025 * resamples)], means[int(0.975 * resamples)]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--instances", type=int, default=500)
@@ -92,19 +83,19 @@ def main() -> None:
 
     def end_to_end():
         arms = [reduce_arm("a", a, METRICS), reduce_arm("b", b, METRICS)]
-        return compare_arms(arms, METRICS, args.resamples, seed=0)
+        return compare_arms(arms, METRICS, flips=args.resamples, seed=0)
 
-    print(f"compare_arms, end to end:          {best(end_to_end):7.2f} s")
+    print(f"compare_arms, end to end:              {best(end_to_end):7.2f} s")
     arms = [reduce_arm("a", a, METRICS), reduce_arm("b", b, METRICS)]
+    keys = sorted(arms[0].rows)
     diffs = np.array([[(arms[1].rows[k].values[m.name] or 0) - (arms[0].rows[k].values[m.name] or 0)
-                       for m in METRICS] for k in sorted(arms[0].rows)])
-    keys = [arms[0].rows[k].cluster for k in sorted(arms[0].rows)]
-    print(f"bootstrap of every metric (both):  "
-          f"{best(lambda: paired_estimates(diffs, keys, args.resamples)):7.2f} s")
-    one = list(diffs[:, 0])
-    loop = best(lambda: python_loop(one, args.resamples, 0), n=1)
-    print(f"plain-Python loop, ONE metric:      {loop:7.2f} s "
-          f"(x {len(METRICS)} metrics x 2 bootstraps = {loop * len(METRICS) * 2:,.0f} s)")
+                       for m in METRICS] for k in keys])
+    clusters = [arms[0].rows[k].cluster for k in keys]
+    for unit in ("repository", "instance"):
+        def every_metric(unit=unit):
+            return [clustered_mean(diffs[:, j], clusters, unit=unit, flips=args.resamples)
+                    for j in range(len(METRICS))]
+        print(f"inference of every metric, by {unit + ':':<11} {best(every_metric):7.2f} s")
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ def gold_free(arms: dict[str, Path], resamples: int) -> str:
                             "tool_calls": snap.tool_calls, "tokens": token_counts(snap.tokens),
                             "cost_usd": snap.cost_usd})
         reduced.append(reduce_arm(arm, records, metrics, curves=False))
-    return format_terminal(compare_arms(reduced, metrics, resamples))
+    return format_terminal(compare_arms(reduced, metrics, flips=resamples))
 
 
 def main() -> int:

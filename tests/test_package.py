@@ -27,9 +27,9 @@ def test_import_loads_no_grammar_pyarrow_or_prometheus_client():
 
 
 def test_the_command_line_loads_no_numpy_until_a_comparison_runs():
-    """Every command's options are built at start: compare's must not load numpy."""
+    """Every command's options are built at start: compare's must not load numpy or scipy."""
     code = ("import sys; from streameval.commands.main import build_parser; build_parser(); "
-            "print([m for m in ('numpy', 'pyarrow') if m in sys.modules])")
+            "print([m for m in ('numpy', 'scipy', 'pyarrow') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -9,6 +9,7 @@ and the ``--fail-if-worse`` gates checked (docs/compare.md).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from streameval.commands.options import (
     add_format,
     add_labels,
     add_sources,
+    non_negative_float,
     non_negative_int,
     outcomes_of,
     positive_int,
@@ -27,9 +29,10 @@ from streameval.commands.options import (
 )
 from streameval.errors import UsageError
 from streameval.report.arms import reduce_arm, split_records
-from streameval.report.bootstrap import DEFAULT_RESAMPLES
+from streameval.report.compare import MISSING_MARGIN
 from streameval.report.fields import select_metrics
 from streameval.report.gate import GateError, WorseGate, fail_if_worse, parse_worse
+from streameval.report.inference import DEFAULT_FLIPS
 
 __all__ = ["add_arguments", "run"]
 
@@ -49,10 +52,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics", metavar="GLOB[,GLOB]",
                    help="the metrics to compare, e.g. 'line.*,*.f1,tokens' (default: all; "
                         "Holm's correction is over the ones shown)")
-    p.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES, metavar="N",
-                   help="bootstrap resamples")
+    p.add_argument("--unit", choices=("repository", "instance"), default="repository",
+                   help="what the intervals and p-values treat as independent: repositories "
+                        "(default; a metric with 2 or fewer gets an instance-level interval, "
+                        "labelled, never trusted and never gating), or instances (the result "
+                        "then speaks for these repositories' tasks only)")
+    p.add_argument("--missing", choices=("drop", "worst"), default="drop",
+                   help="instances one arm scored and the other did not: left out (default), "
+                        "or scored as the worst value either arm had, for a sensitivity run")
+    p.add_argument("--missing-margin", type=non_negative_float, default=MISSING_MARGIN, metavar="POINTS",
+                   help="an arm that has no score for more than this many percentage points "
+                        "more of the instances than the baseline fails --fail-if-worse "
+                        "(default %(default)g)")
+    p.add_argument("--resamples", type=positive_int, default=DEFAULT_FLIPS, metavar="N",
+                   help="random sign flips of the p-value's flip test when a metric has more "
+                        "than 12 units (up to 12, every flip is counted)")
     p.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
-                   help="seed of the resampling (the same seed gives the same intervals)")
+                   help="seed of the random flips (the same seed gives the same p-values)")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the report as JSON")
     p.add_argument("--markdown", metavar="FILE", help="write the report as markdown")
     p.add_argument("--html", metavar="FILE",
@@ -60,7 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "curve per step with its band")
     p.add_argument("--fail-if-worse", action="append", default=None, metavar="METRIC[:MARGIN]",
                    help="exit 1 when an arm is worse than the baseline on METRIC by more than "
-                        "MARGIN with 95%% confidence (repeatable, or comma-separated)")
+                        "MARGIN (one-sided test at 2.5%%, Holm-corrected over the gates), or "
+                        "lost more instances than --missing-margin allows (repeatable, or "
+                        "comma-separated)")
     p.add_argument("--quiet", action="store_true", help="no table on stdout")
     add_sources(p)
     add_labels(p)
@@ -70,6 +88,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # --------------------------------------------------------------------------- inputs
+
+
+def _loads(line: bytes) -> Any:
+    """One JSON line; NaN and Infinity, which Python's json writes, are read too (orjson
+    refuses them), and become no value when a metric is read (``Metric.value``)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def is_records_file(path: Path) -> bool:
@@ -82,11 +109,11 @@ def is_records_file(path: Path) -> bool:
         with open(path, "rb") as fh:
             for line in fh:
                 if line.strip():
-                    obj = orjson.loads(line)
+                    obj = _loads(line)
                     return (isinstance(obj, dict) and "instance_id" in obj
                             and ("num_steps" in obj or "error" in obj)
                             and "traj_data" not in obj)
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, ValueError):
         return False
     return False
 
@@ -98,8 +125,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
+                obj = _loads(line)
+            except ValueError as exc:
                 raise UsageError(f"{path}:{n}: not a JSON record ({exc})") from None
             if isinstance(obj, dict):
                 out.append(obj)
@@ -223,7 +250,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     names = _ordered(arms, args.baseline)
     reduced = [reduce_arm(n, arms[n], metrics) for n in names]
-    report = compare_arms(reduced, metrics, args.resamples, args.seed, unnamed=unnamed)
+    report = compare_arms(reduced, metrics, unit=args.unit, missing=args.missing,
+                          missing_margin=args.missing_margin, flips=args.resamples,
+                          seed=args.seed, unnamed=unnamed)
     if not args.quiet:
         sys.stdout.write(format_terminal(report))
     for path, text in ((args.json_out, lambda: orjson.dumps(
@@ -235,7 +264,9 @@ def run(args: argparse.Namespace) -> int:
                 Path(path).write_text(text(), encoding="utf-8")
             except OSError as exc:
                 raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    failures = fail_if_worse(report, gates)
-    for line in failures:
+    verdict = fail_if_worse(report, gates)
+    for line in verdict.notes:
+        print(f"streameval compare: --fail-if-worse: note: {line}", file=sys.stderr)
+    for line in verdict.failures:
         print(f"streameval compare: --fail-if-worse: {line}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if verdict.failures else 0

@@ -18,8 +18,8 @@ from typing import Any
 from streameval.model import GRANULARITIES
 from streameval.report.fields import Metric
 
-__all__ = ["ArmInstances", "InstanceRow", "arm_key", "cluster_of", "instance_key",
-           "reduce_arm", "split_records"]
+__all__ = ["ArmInstances", "InstanceRow", "Pairing", "arm_key", "cluster_of", "instance_key",
+           "pair_arms", "reduce_arm", "split_records"]
 
 #: ``--by`` values: a record field, or ``label:KEY``
 BY_FIELDS = ("experiment", "agent", "model")
@@ -32,18 +32,22 @@ def instance_key(record: dict[str, Any]) -> str:
     return str(record.get("gold_instance_id") or record.get("instance_id"))
 
 
-def cluster_of(record: dict[str, Any]) -> str:
+#: where a pair's repository was read: the record's ``repo``, its SWE-bench style id, none
+CLUSTER_SOURCES = ("repo", "id", "none")
+
+
+def cluster_of(record: dict[str, Any]) -> tuple[str | None, str]:
     """The repository a run's instance belongs to (runs of one repository are alike, so
-    they are resampled together): the record's ``repo`` (``owner/name``, lower case,
-    without ``.git``), else the ``owner__name`` of a SWE-bench style id, else the
-    instance itself (a cluster of one)."""
+    they are the units of a comparison's inference), and where it was read: the record's
+    ``repo`` (``owner/name``, lower case, without ``.git``), else the ``owner__name`` of
+    a SWE-bench style id, else none (None: the report names such instances)."""
     repo = record.get("repo")
     if isinstance(repo, str) and repo.strip():
         r = repo.strip().rstrip("/").removesuffix(".git").lower()
-        return "/".join(r.split("/")[-2:])
+        return "/".join(r.split("/")[-2:]), "repo"
     iid = str(record.get("instance_id") or "")
     m = _SWE_ID.match(iid.removeprefix("instance_"))
-    return f"{m['owner']}/{m['name']}".lower() if m else f"instance:{instance_key(record)}"
+    return (f"{m['owner']}/{m['name']}".lower(), "id") if m else (None, "none")
 
 
 def arm_key(record: dict[str, Any], by: str) -> str | None:
@@ -78,7 +82,9 @@ class InstanceRow:
 
     key: str
     instance_id: str
-    cluster: str
+    cluster: str | None
+    #: where the repository was read (``CLUSTER_SOURCES``)
+    cluster_from: str
     runs: int
     values: dict[str, float | None]
     #: per granularity, the mean per-step coverage of its runs (a run that stopped
@@ -134,7 +140,75 @@ def reduce_arm(name: str, records: Iterable[dict[str, Any]], metrics: Sequence[M
         for m in metrics:
             vs = [v for v in (m.value(r) for r in recs) if v is not None]
             values[m.name] = sum(vs) / len(vs) if vs else None
-        rows[key] = InstanceRow(key, str(recs[0].get("instance_id")), cluster_of(recs[0]),
+        rows[key] = InstanceRow(key, str(recs[0].get("instance_id")), *cluster_of(recs[0]),
                                 len(recs), values, _curve(recs) if curves else {})
     return ArmInstances(name, rows, runs, errors,
                         sorted(k for k in errored if k not in scored))
+
+
+@dataclass(slots=True)
+class Pairing:
+    """Two arms on their paired instances: per pair, its repository and each arm's
+    values (pairs x metrics, NaN where an arm lacks the metric); the instances one arm
+    scored alone; each arm's losses, the instances of the comparison (either arm ran
+    them) it has no score for; and how many pairs ``--missing worst`` made up."""
+
+    keys: list[str]
+    clusters: list[str | None]
+    sources: list[str]
+    a: Any
+    b: Any
+    only_a: list[str]
+    only_b: list[str]
+    lost_a: list[str]
+    lost_b: list[str]
+    instances: int
+    imputed_a: int = 0
+    imputed_b: int = 0
+
+
+def _pair_cluster(a: InstanceRow | None, b: InstanceRow | None) -> tuple[str | None, str]:
+    """The baseline's repository, unless only the other arm's record named one."""
+    if a is None or (a.cluster is None and b is not None):
+        return b.cluster, b.cluster_from
+    return a.cluster, a.cluster_from
+
+
+def _worst(arms: Sequence[ArmInstances], m: Metric) -> float:
+    values = [v for arm in arms for r in arm.rows.values()
+              if (v := r.values[m.name]) is not None]
+    if not values:
+        return float("nan")
+    return min(values) if m.better > 0 else max(values)
+
+
+def pair_arms(a: ArmInstances, b: ArmInstances, metrics: Sequence[Metric],
+              missing: str = "drop") -> Pairing:
+    """The pairs of ``a`` and ``b``. ``missing="worst"``: an instance one arm scored and
+    the other did not (it failed, or did not run it) is paired too, the arm that lacks it
+    taking, per metric, the worst value either arm scored."""
+    import numpy as np
+
+    if missing not in ("drop", "worst"):
+        raise ValueError(f"missing must be drop or worst, got {missing!r}")
+    instances = set(a.rows) | set(b.rows) | set(a.errors_only) | set(b.errors_only)
+    both = set(a.rows) & set(b.rows)
+    keys = sorted(set(a.rows) | set(b.rows) if missing == "worst" else both)
+    worst = [_worst((a, b), m) for m in metrics]
+
+    def matrix(arm: ArmInstances) -> Any:
+        out = np.array([[worst[j] if k not in arm.rows else
+                         _nan(arm.rows[k].values[m.name]) for j, m in enumerate(metrics)]
+                        for k in keys], dtype=np.float64)
+        return out.reshape(len(keys), len(metrics))
+
+    where = [_pair_cluster(a.rows.get(k), b.rows.get(k)) for k in keys]
+    return Pairing(keys, [c for c, _ in where], [s for _, s in where], matrix(a), matrix(b),
+                   sorted(set(a.rows) - set(b.rows)), sorted(set(b.rows) - set(a.rows)),
+                   sorted(instances - set(a.rows)), sorted(instances - set(b.rows)),
+                   len(instances), sum(k not in a.rows for k in keys),
+                   sum(k not in b.rows for k in keys))
+
+
+def _nan(v: float | None) -> float:
+    return float("nan") if v is None else v

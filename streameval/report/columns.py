@@ -41,7 +41,8 @@ OUTCOME_COLUMN = "resolved"
 #: every column: Benchkit's, then the identity, the outcome, and the numbers it has no
 #: column for
 COLUMNS: tuple[str, ...] = BENCHKIT_COLUMNS + tuple(
-    c for c in (*IDENTITY_COLUMNS, OUTCOME_COLUMN, "gold_missing", *(m.column for m in METRICS))
+    c for c in dict.fromkeys((*IDENTITY_COLUMNS, OUTCOME_COLUMN, "gold_missing",
+                              *(m.column for m in METRICS)))
     if c not in BENCHKIT_COLUMNS)
 _TEXT = frozenset(c for c in COLUMNS if c not in _METRIC_BY_COLUMN and c != OUTCOME_COLUMN)
 
@@ -65,6 +66,8 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
         row["error"] = str(record["error"])
         return row
     for m in METRICS:
+        if m.column == OUTCOME_COLUMN:   # the outcome stays true/false, not 1/0
+            continue
         v = m.value(record)
         row[m.column] = None if v is None else (int(v) if m.integer else v)
     return row

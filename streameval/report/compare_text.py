@@ -1,15 +1,28 @@
 """A comparison as text: the terminal table and markdown (``streameval compare``).
 
-Both say what the numbers are (which arm is the baseline, how many pairs, what the
-interval and the p-value mean) next to them, and flag every row with fewer than
-``MIN_PAIRS`` pairs: an interval from a handful of instances is not to be trusted.
+Both say what the numbers are next to them: which arm is the baseline, how many pairs
+and repositories, how the repositories were found (and which instances name none), what
+each arm lost, what the interval and the p-value are and over which unit. Rows come in
+the page's order (``compare.ordered``: key metrics, then families); a row is marked
+``*`` when significant after Holm's correction and ``!`` when not to be trusted, and the
+reasons are listed under the table, each once with the rows it concerns.
 """
 
 from __future__ import annotations
 
-from streameval.report.compare import MIN_PAIRS, CompareReport, Comparison, MetricRow
+from collections.abc import Sequence
 
-__all__ = ["format_markdown", "format_terminal", "number", "pvalue"]
+from streameval.report.compare import (
+    CompareReport,
+    Comparison,
+    MetricRow,
+    ordered,
+    unpaired_metrics,
+)
+from streameval.report.inference import EXACT_UNITS
+
+__all__ = ["describe", "format_markdown", "format_terminal", "interval", "mark", "number",
+           "pvalue", "reasons"]
 
 
 def number(v: float | None, signed: bool = False) -> str:
@@ -31,25 +44,64 @@ def pvalue(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _interval(row: MetricRow) -> str:
-    e = row.estimate
+def interval(row: MetricRow) -> str:
+    e = row.inference
     if e.low is None:
         return "-"
     return f"[{number(e.low, True)}, {number(e.high, True)}]"
 
 
-def _header(report: CompareReport, c: Comparison) -> list[str]:
-    tests = sum(len(x.rows) for x in report.comparisons)
-    lines = [f"B = {c.b}  vs  A = {c.a} (baseline)",
-             f"pairs: {len(c.pairs)} instance(s) in {c.clusters} repositor"
-             f"{'y' if c.clusters == 1 else 'ies'}; unpaired: {len(c.only_a)} only in A, "
-             f"{len(c.only_b)} only in B",
-             f"B-A: mean paired difference (repeated runs of an instance averaged first); "
-             f"95% interval from {report.resamples:,} bootstrap resamples of repositories "
-             f"(seed {report.seed}); p two-sided, Holm-corrected over {tests} test(s)"]
-    if len(c.pairs) < MIN_PAIRS:
-        lines.append(f"!! fewer than {MIN_PAIRS} pairs: the intervals are not to be trusted")
+def mark(row: MetricRow) -> str:
+    return ("*" if row.significant else "") + ("" if row.trusted else "!")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def describe(report: CompareReport, c: Comparison) -> list[str]:
+    """The lines that say what a comparison's numbers are, and its warnings (``!!``)."""
+    p = c.pairing
+    lines = [f"pairs: {_plural(len(c.pairs), 'instance', 'instances')} in "
+             f"{_plural(c.clusters, 'repository', 'repositories')}; unpaired: "
+             f"{len(c.only_a)} only in A, {len(c.only_b)} only in B"]
+    named = {s: p.sources.count(s) for s in ("repo", "id")}
+    how = (f"repositories from the records' repo field ({named['repo']} pairs) and from "
+           f"SWE-bench style ids ({named['id']})")
+    if c.unnamed:
+        shown = ", ".join(c.unnamed[:5]) + (", ..." if len(c.unnamed) > 5 else "")
+        how += f"; {len(c.unnamed)} name no repository and count as one each: {shown}"
+    lines.append(f"clusters: {how}")
+    lost = f"losses: {c.losses()} (they failed, or were not run)"
+    if report.missing == "worst":
+        lost += (f"; --missing worst: {p.imputed_b} of B's and {p.imputed_a} of A's scored "
+                 "as the worst value either arm had")
+    lines.append(lost)
+    unit = ("repositories (instances where a metric has 2 repositories or fewer: labelled, "
+            "never trusted)" if report.unit == "repository" else
+            "instances, as asked (--unit instance): the figures speak for these "
+            "repositories' tasks only")
+    lines.append(f"B-A: the mean paired difference (repeated runs averaged first); 95% "
+                 f"interval: CR2 standard error, Bell-McCaffrey degrees of freedom, over {unit}; "
+                 f"p: two-sided, the larger of the t-test's and the sign-flip test's (every "
+                 f"flip up to {EXACT_UNITS} units, else {report.flips:,} seeded {report.seed}); "
+                 f"McNemar's for 0/1 outcomes over instances; Holm-corrected over "
+                 f"{report.tests} test(s)")
+    lines += [f"!! {r}: no row is to be trusted" for r in c.shared]
     return lines
+
+
+def reasons(rows: Sequence[MetricRow], shared: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """Each reason not to trust a row, once, with the rows it concerns ("every row", or
+    their names), but for the comparison's ``shared`` ones (its header says them)."""
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        for why in r.inference.reasons:
+            if why not in shared:
+                out.setdefault(why, []).append(r.metric.name)
+    every = len(rows) > 1
+    return [(why, "every row" if every and len(names) == len(rows) else ", ".join(names))
+            for why, names in out.items()]
 
 
 def _arms_line(report: CompareReport) -> str:
@@ -61,26 +113,49 @@ def _arms_line(report: CompareReport) -> str:
     return line
 
 
+def _cells(r: MetricRow) -> tuple[str, ...]:
+    e = r.inference
+    return (number(r.mean_a), number(r.mean_b), number(e.estimate, True), interval(r),
+            pvalue(r.p_holm), str(e.pairs), str(e.clusters), e.unit, mark(r))
+
+
 def format_terminal(report: CompareReport) -> str:
     out = [_arms_line(report)]
     for c in report.comparisons:
-        out += ["", *_header(report, c), ""]
-        width = max([len(r.metric.name) for r in c.rows] + [6]) + 1
-        cells = [(number(r.mean_a), number(r.mean_b), number(r.estimate.mean, True),
-                  _interval(r)) for r in c.rows]
+        out += ["", f"B = {c.b}  vs  A = {c.a} (baseline)", *describe(report, c), ""]
+        groups = ordered(c.rows)
+        shown = [r for _, rows in groups for r in rows]
+        cells = [_cells(r) for r in shown]
+        width = max([len(r.metric.name) + 2 for r in shown] + [8]) + 1
         num = max([len(x) for row in cells for x in row[:3]] + [8]) + 2
         span = max([len(row[3]) for row in cells] + [12]) + 2
         out.append(f"{'metric':<{width}}{'A':>{num}}{'B':>{num}}{'B-A':>{num}}  "
-                   f"{'95% interval':<{span}}{'p(Holm)':>8}{'pairs':>7}")
-        for r, (a, b, d, interval) in zip(c.rows, cells):
-            flag = "" if r.trusted or r.estimate.pairs == 0 else " !"
-            out.append(f"{r.metric.name:<{width}}{a:>{num}}{b:>{num}}{d:>{num}}  "
-                       f"{interval:<{span}}{pvalue(r.p_holm):>8}{r.estimate.pairs:>7}{flag}")
-        if any(not r.trusted and r.estimate.pairs for r in c.rows):
-            out.append(f"! fewer than {MIN_PAIRS} pairs have this metric: its interval is not "
-                       "to be trusted")
+                   f"{'95% interval':<{span}}{'p(Holm)':>8}{'pairs':>7}{'repos':>6}  unit")
+        i = 0
+        for family, rows in groups:
+            out.append(family)
+            for r in rows:
+                a, b, d, iv, p, pairs, repos, unit, flag = cells[i]
+                i += 1
+                out.append(f"  {r.metric.name:<{width - 2}}{a:>{num}}{b:>{num}}{d:>{num}}  "
+                           f"{iv:<{span}}{p:>8}{pairs:>7}{repos:>6}  {unit:<10} {flag}".rstrip())
+        missing = unpaired_metrics(c.rows)
+        if missing:
+            out.append(f"no pair has: {', '.join(missing)}")
+        out += _legend(shown, c.shared)
         out += _unpaired(c)
     return "\n".join(out) + "\n"
+
+
+def _legend(shown: list[MetricRow], shared: Sequence[str]) -> list[str]:
+    lines = []
+    if any(r.significant for r in shown):
+        lines.append("* significant at 5% after Holm's correction")
+    why = reasons(shown, shared)
+    if why:
+        lines.append("! not to be trusted:")
+        lines += [f"  {text}: {names}" for text, names in why]
+    return lines
 
 
 def _unpaired(c: Comparison) -> list[str]:
@@ -92,19 +167,42 @@ def _unpaired(c: Comparison) -> list[str]:
     return lines
 
 
+_MD_HEAD = ["| metric | A | B | B−A | 95% interval | p (Holm) | pairs | repos | unit | |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---|---|"]
+
+
+def _md_rows(rows: list[MetricRow]) -> list[str]:
+    out = []
+    for r in rows:
+        a, b, d, iv, p, pairs, repos, unit, flag = _cells(r)
+        out.append(f"| {r.metric.name} | {a} | {b} | {d} | {iv} | {p} | {pairs} | {repos} | "
+                   f"{unit} | {flag.replace('!', '⚠')} |")
+    return out
+
+
 def format_markdown(report: CompareReport) -> str:
     out = [f"# streameval compare: baseline {report.baseline}", "", _arms_line(report)]
     for c in report.comparisons:
-        out += ["", f"## {c.b} vs {c.a}", "", *(f"- {line}" for line in _header(report, c)[1:]),
-                "", "| metric | A | B | B−A | 95% interval | p (Holm) | pairs |",
-                "|---|---:|---:|---:|---|---:|---:|"]
-        for r in c.rows:
-            flag = "" if r.trusted or r.estimate.pairs == 0 else " ⚠"
-            out.append(f"| {r.metric.name} | {number(r.mean_a)} | {number(r.mean_b)} | "
-                       f"{number(r.estimate.mean, True)} | {_interval(r)} | {pvalue(r.p_holm)} | "
-                       f"{r.estimate.pairs}{flag} |")
-        if any(not r.trusted and r.estimate.pairs for r in c.rows):
-            out += ["", f"⚠ fewer than {MIN_PAIRS} pairs: the interval is not to be trusted."]
+        out += ["", f"## {c.b} vs {c.a}", "",
+                *(f"- {line.replace('!! ', '⚠ ')}" for line in describe(report, c))]
+        groups = ordered(c.rows)
+        for family, rows in groups:
+            if family == "key metrics":
+                out += ["", *_MD_HEAD, *_md_rows(rows)]
+            else:
+                flagged = sum(not r.trusted for r in rows)
+                out += ["", f"<details><summary>{family}: {len(rows)} metric(s), "
+                        f"{sum(r.significant for r in rows)} significant, {flagged} "
+                        "untrusted</summary>", "", *_MD_HEAD, *_md_rows(rows), "", "</details>"]
+        missing = unpaired_metrics(c.rows)
+        if missing:
+            out += ["", f"No pair has: {', '.join(missing)}."]
+        shown = [r for _, rows in groups for r in rows]
+        if any(r.significant for r in shown):
+            out += ["", "`*` significant at 5% after Holm's correction."]
+        why = reasons(shown, c.shared)
+        if why:
+            out += ["", "⚠ not to be trusted:", "", *(f"- {text}: {names}" for text, names in why)]
         unpaired = _unpaired(c)
         if unpaired:
             out += ["", *(f"- {line}" for line in unpaired)]

@@ -3,9 +3,11 @@ docs/compare.md, "CI gate").
 
 ``replay --fail-under line.coverage=0.6,file.f1=0.5`` fails the build when the mean of a
 metric over the batch's scored runs is below its threshold; ``compare --fail-if-worse
-file.f1:0.02`` when arm B is worse than the baseline beyond the margin with 95%
-confidence. A gate on a metric that nothing has (no patch for ``editloc.*``, no usage
-for ``tokens``) fails too: a gate that cannot be checked must not pass in silence.
+file.f1:0.02`` when arm B is worse than the baseline beyond the margin (a one-sided test
+at 2.5%, Holm-corrected over the gates), or lost more of the instances than the baseline.
+A gate on a metric that nothing has (no patch for ``editloc.*``, no usage for
+``tokens``) fails too: a gate that cannot be checked must not pass in silence; a gate
+that cannot fail (too few repositories) passes, and says so.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.report.fields import Metric, metric
+from streameval.report.inference import clustered_mean, holm
 from streameval.scoring.sums import left_mean
 
-__all__ = ["GateError", "Threshold", "WorseGate", "fail_if_worse", "fail_under", "parse_thresholds",
-           "parse_worse"]
+__all__ = ["GATE_ALPHA", "GateError", "GateVerdict", "Threshold", "WorseGate", "fail_if_worse",
+           "fail_under", "parse_thresholds", "parse_worse"]
 
 
 class GateError(ValueError):
@@ -107,26 +110,81 @@ def parse_worse(text: str) -> list[WorseGate]:
     return out
 
 
-def fail_if_worse(report: Any, gates: list[WorseGate]) -> list[str]:
-    """One line per comparison and gate that fails: B is worse than A beyond the margin
-    (for a higher-is-better metric, the upper end of B-A's interval is below -MARGIN;
-    for a lower-is-better one, its lower end is above +MARGIN), or the metric has no
-    pair to judge (a gate that cannot be checked does not pass)."""
+#: a gate fails when B is worse beyond its margin at this one-sided level (after Holm):
+#: for one gate, the end of the 95% interval
+GATE_ALPHA = 0.025
+
+
+@dataclass(frozen=True, slots=True)
+class GateVerdict:
+    """What ``--fail-if-worse`` found: the failures (exit 1 when any), and notes on
+    gates that could not fail (they pass, and say why)."""
+
+    failures: list[str]
+    notes: list[str]
+
+
+def _worse_p(row: Any, margin: float, report: Any) -> Any:
+    """The one-sided test of "B is worse than A by more than ``margin``": for a
+    higher-is-better metric, of the mean difference below -margin; for a lower-is-better
+    one, above +margin."""
+    better = row.metric.better
+    inf = clustered_mean(row.diffs, row.clusters, unit=report.unit, null=-better * margin,
+                         binary=row.metric.binary, flips=report.flips, seed=report.seed)
+    return inf, inf.p_below if better > 0 else inf.p_above
+
+
+def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
+    """Per comparison: a failure when B lost more than the report's margin of
+    percentage points more of the instances than A (its pairs would be those it happened
+    to finish), and per gate when B is worse than A beyond the margin (the one-sided
+    p-value of ``clustered_mean`` against -MARGIN, or +MARGIN for a lower-is-better
+    metric, below 2.5% once Holm-corrected over every gate of the report), or when no
+    pair has the metric (a gate that cannot be checked does not pass).
+
+    A metric with 2 repositories or fewer has no repository-level test: the gate is not
+    judged (a note says so) unless the report's unit is ``instance``."""
     failures: list[str] = []
+    notes: list[str] = []
+    tests: list[tuple[str, Any, Any, float, float]] = []
     for c in report.comparisons:
+        ra, rb = c.lost_points
+        if gates and rb - ra > report.missing_margin:
+            failures.append(f"{c.b} vs {c.a}: {c.losses()} ({rb:.0f}% against {ra:.0f}%, "
+                            f"more than {report.missing_margin:g} points apart): its pairs "
+                            "are the instances it happened to finish")
         rows = {r.metric.name: r for r in c.rows}
         for g in gates:
             row = rows.get(g.name)
-            worse = row.worse_than(g.margin) if row is not None else None
-            if worse is None:
-                failures.append(f"{g.name}: {c.b} vs {c.a}: no interval to judge (no pair "
-                                "has it, or its pairs are of one repository); the gate "
-                                "cannot pass")
-            elif worse:
-                e = row.estimate
-                side = (f"upper end {e.high:+.4g} below {-g.margin:+.4g}" if row.metric.better > 0
-                        else f"lower end {e.low:+.4g} above {g.margin:+.4g}")
-                failures.append(f"{g.name}: {c.b} is worse than {c.a}: B-A {e.mean:+.4g}, 95% "
-                                f"interval [{e.low:+.4g}, {e.high:+.4g}], {side} "
-                                f"({e.pairs} pairs)")
-    return failures
+            if row is None or not row.inference.pairs:
+                failures.append(f"{g.name}: {c.b} vs {c.a}: no pair has it; the gate cannot "
+                                "pass")
+                continue
+            inf, p = _worse_p(row, g.margin, report)
+            if inf.unit != report.unit:
+                notes.append(f"{g.name}: {c.b} vs {c.a}: not judged ({inf.reason}); "
+                             "--unit instance judges these repositories' instances")
+                continue
+            if p is None:
+                failures.append(f"{g.name}: {c.b} vs {c.a}: no test is possible "
+                                f"({inf.reason}); the gate cannot pass")
+                continue
+            floor = 1 / 2 ** inf.units
+            if floor > GATE_ALPHA:
+                notes.append(f"{g.name}: {c.b} vs {c.a}: with {inf.units_text} this "
+                             f"gate cannot fail (the exact test's smallest one-sided p is "
+                             f"{floor:.3g}, above {GATE_ALPHA})")
+            tests.append((g.name, c, row, g.margin, p))
+    adjusted = holm([t[4] for t in tests])
+    for (name, c, row, margin, p), p_holm in zip(tests, adjusted):
+        if p_holm is not None and p_holm < GATE_ALPHA:
+            e = row.inference
+            interval = "no interval" if e.low is None else \
+                f"95% interval [{e.low:+.4g}, {e.high:+.4g}]"
+            side = "below" if row.metric.better > 0 else "above"
+            bound = (-margin if row.metric.better > 0 else margin) or 0.0
+            failures.append(f"{name}: {c.b} is worse than {c.a}: B-A {e.estimate:+.4g}, "
+                            f"{interval}; one-sided p {p:.3g} that it is {side} {bound:+.4g} "
+                            f"(Holm over {len(tests)} gate test(s): {p_holm:.3g}; "
+                            f"{e.pairs} pairs, {e.units_text})")
+    return GateVerdict(failures, notes)

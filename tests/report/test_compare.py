@@ -1,190 +1,199 @@
-"""Arms and their comparison: repeated runs averaged first, pairing by instance, unpaired
-instances listed, the gate's direction, and the outputs."""
+"""A comparison as data, text and a page: differences over the unit stated, every reason
+not to trust a row, the order rows are shown in, solve rate, and the JSON's fields."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
+from compare_records import error, rec
 
-from streameval.commands.main import main
-from streameval.report.arms import cluster_of, reduce_arm, split_records
-from streameval.report.compare import MIN_PAIRS, compare_arms
+from streameval.report.arms import reduce_arm
+from streameval.report.compare import KEY_METRICS, compare_arms, ordered, report_json
 from streameval.report.compare_page import format_html
 from streameval.report.compare_text import format_markdown, format_terminal
 from streameval.report.fields import select_metrics
 
-EX = Path(__file__).resolve().parents[2] / "examples"
-
-
-def rec(iid: str, cov: float, *, agent: str = "a", tokens: int | None = None,
-        steps: list[float] | None = None, repo: str | None = None, **extra) -> dict:
-    block = {"coverage": cov, "precision": 1.0, "intersection": 1, "gold_size": 1,
-             "pred_size": 1}
-    curve = steps if steps is not None else [cov]
-    out = {"instance_id": iid, "num_steps": len(curve), "agent": agent,
-           "final": {g: block for g in ("file", "symbol", "span", "line")},
-           "trajectory": {"steps": [{"step": i + 1, "coverage": {g: c for g in
-                                     ("file", "symbol", "span", "line")}}
-                                    for i, c in enumerate(curve)],
-                          "auc_coverage": {}, "redundancy": {}},
-           "tokens": {"input": tokens or 0, "output": 0, "cache_read": 0, "cache_creation": 0},
-           "cost_usd": None, **extra}
-    if repo is not None:
-        out["repo"] = repo
-    return out
-
-
 LINE = select_metrics(["line.coverage", "tokens"])
 
 
-def test_repeated_runs_are_averaged_before_pairing():
-    arm = reduce_arm("b", [rec("x__y-1", 0.2), rec("x__y-1", 0.6), rec("x__y-2", 1.0),
-                           {"instance_id": "x__y-3", "error": "missing_repo: x"}], LINE)
-    assert arm.rows["x__y-1"].values["line.coverage"] == pytest.approx(0.4)
-    assert arm.rows["x__y-1"].runs == 2
-    assert (arm.runs, arm.errors, arm.errors_only) == (4, 1, ["x__y-3"])
-    # no usage in the record: tokens is not 0, it is unknown
-    assert arm.rows["x__y-2"].values["tokens"] is None
-    # curves: the mean of the runs' curves, a run that stopped keeping its last value
-    two = reduce_arm("c", [rec("i", 0.5, steps=[0.0, 0.5]), rec("i", 1.0, steps=[1.0])], LINE)
-    assert two.rows["i"].curve["line"] == [0.5, 0.75]
-
-
-def test_clusters():
-    assert cluster_of({"instance_id": "x", "repo": "Django/Django.git"}) == "django/django"
-    assert cluster_of({"instance_id": "django__django-11099"}) == "django/django"
-    assert cluster_of({"instance_id": "scikit-learn__scikit-learn-25232"}) == \
-        "scikit-learn/scikit-learn"
-    assert cluster_of({"instance_id": "odd-id"}) == "instance:odd-id"
-
-
-def test_split_by_agent_and_label():
-    records = [rec("i", 1, agent="x"), rec("i", 1, agent="y"), rec("i", 1, agent="unknown"),
-               rec("i", 1, labels={"prompt": "B"})]
-    by_agent, unnamed = split_records(records, "agent")
-    assert list(by_agent) == ["x", "y", "a"] and unnamed == 1
-    by_label, unnamed = split_records(records, "label:prompt")
-    assert list(by_label) == ["B"] and unnamed == 3
-    with pytest.raises(ValueError):
-        split_records(records, "colour")
-
-
-def _arms(n: int, shift: float):
-    a = [rec(f"r{i % 4}__p-{i}", 0.3 + 0.01 * i, tokens=1000 + i) for i in range(n)]
-    b = [rec(f"r{i % 4}__p-{i}", 0.3 + 0.01 * i + shift, tokens=900 + i) for i in range(n)]
+def arms(n: int, shift: float, repos: int = 12, seed: int = 0, metrics=LINE):
+    """Two arms on ``n`` instances spread over ``repos`` repositories; B's coverage is
+    A's plus ``shift`` plus noise, its tokens 10% fewer; one instance only in each arm."""
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0, 0.05, n)
+    a = [rec(f"r{i % repos}__p-{i}", 0.3 + 0.004 * i, tokens=1000 + 10 * i, tool_calls=5 + i)
+         for i in range(n)]
+    b = [rec(f"r{i % repos}__p-{i}", 0.3 + 0.004 * i + shift + noise[i], tokens=900 + 9 * i,
+             tool_calls=5 + i + i % 3) for i in range(n)]
     b.append(rec("only__b-1", 0.9))
     a.append(rec("only__a-1", 0.1))
-    return reduce_arm("A", a, LINE), reduce_arm("B", b, LINE)
+    return reduce_arm("A", a, metrics), reduce_arm("B", b, metrics)
 
 
 def test_pairs_differences_and_unpaired_lists():
-    a, b = _arms(12, 0.1)
-    report = compare_arms([a, b], LINE, resamples=2000, seed=1)
+    report = compare_arms(list(arms(48, 0.1)), LINE)
     [c] = report.comparisons
-    assert len(c.pairs) == 12 and c.only_a == ["only__a-1"] and c.only_b == ["only__b-1"]
+    assert len(c.pairs) == 48 and c.only_a == ["only__a-1"] and c.only_b == ["only__b-1"]
     cov, tok = c.rows
     # arm means are over the pairs: their difference is the paired difference
-    assert cov.estimate.mean == pytest.approx(0.1) == cov.mean_b - cov.mean_a
-    assert cov.estimate.low == pytest.approx(0.1) and cov.trusted
-    assert tok.estimate.mean == pytest.approx(-100)
-    # B uses fewer tokens: not worse; B's line coverage is not worse either
-    assert tok.worse_than(0) is False and cov.worse_than(0) is False
-    # a margin of 0.2 below: a drop of 0.1 is within it
-    worse_a = compare_arms([b, a], LINE, resamples=2000, seed=1).comparisons[0].rows[0]
-    assert worse_a.worse_than(0.0) is True and worse_a.worse_than(0.2) is False
-    # Holm: two tests, both with p = 2 / 2001
-    assert cov.p_holm == pytest.approx(2 * cov.estimate.p)
+    assert cov.inference.estimate == pytest.approx(cov.mean_b - cov.mean_a)
+    assert cov.inference.low < cov.inference.estimate < cov.inference.high
+    assert (cov.inference.unit, cov.inference.clusters) == ("repository", 12)
+    assert cov.trusted and cov.significant and cov.better
+    assert tok.inference.estimate < 0 and tok.better      # fewer tokens is better
+    # Holm: two tests
+    assert cov.p_holm == pytest.approx(min(1, 2 * min(cov.inference.p, tok.inference.p)))
 
 
 def test_fewer_than_ten_pairs_say_the_interval_is_not_to_be_trusted():
-    a, b = _arms(MIN_PAIRS - 1, 0.1)
-    report = compare_arms([a, b], LINE, resamples=500)
+    report = compare_arms(list(arms(9, 0.1)), LINE)
+    row = report.comparisons[0].rows[0]
+    assert not row.trusted and "fewer than 10 pairs (9)" in row.reason
+    for text in (format_terminal(report), format_markdown(report), format_html(report)):
+        assert "fewer than 10 pairs (9)" in text and "not to be trusted" in text
+
+
+def test_an_arm_that_lost_more_instances_makes_every_row_untrusted():
+    a, b = arms(48, 0.0)
+    lossy = reduce_arm("B", [rec(f"r{i % 12}__p-{i}", 0.3) for i in range(10)]
+                       + [error(f"r{i % 12}__p-{i}") for i in range(10, 48)], LINE)
+    report = compare_arms([a, lossy], LINE)
+    [c] = report.comparisons
+    # only__a-1 counts too: B has no score for it
+    assert c.lost_points == pytest.approx((0, 100 * 39 / 49))
+    why = "B has no score for 39 of 49 instances, A for 0: 80 points apart (margin 5)"
+    assert all(why in r.reason for r in c.rows)
+    assert f"!! {why}: no row is to be trusted" in format_terminal(report)
+    assert why in format_html(report) and why in format_markdown(report)
+
+
+def test_the_header_says_the_unit_and_how_repositories_were_found():
+    a = reduce_arm("A", [rec(f"odd-{i}", 0.3, repo="o/one" if i < 20 else None)
+                         for i in range(23)], LINE)
+    b = reduce_arm("B", [rec(f"odd-{i}", 0.4 + 0.01 * (i % 3)) for i in range(23)], LINE)
+    report = compare_arms([a, b], LINE)
     text = format_terminal(report)
-    assert "fewer than 10 pairs: the intervals are not to be trusted" in text
-    assert not report.comparisons[0].rows[0].trusted
-    assert "not to be trusted" in format_markdown(report)
-    assert "not to be trusted" in format_html(report)
+    assert "clusters: repositories from the records' repo field (20 pairs) and from SWE-bench " \
+           "style ids (0); 3 name no repository and count as one each: odd-20, odd-21, odd-22" \
+           in text
+    row = report.comparisons[0].rows[0]
+    # one repository and three lone instances: 4 clusters, repository-level
+    assert (row.inference.unit, row.inference.clusters) == ("repository", 4)
+    assert "3 pairs name no repository (each counted as one)" in row.reason
+    assert "bootstrap" not in text and "CR2" in text
 
 
-def test_html_is_self_contained_with_a_curve_and_band_per_arm():
-    a, b = _arms(12, 0.1)
-    page = format_html(compare_arms([a, b], LINE, resamples=500))
+def test_two_repositories_give_an_instance_level_row_labelled_so():
+    report = compare_arms(list(arms(40, 0.1, repos=2)), LINE)
+    row = report.comparisons[0].rows[0]
+    assert row.inference.unit == "instance" and row.inference.units == 40
+    assert not row.trusted and "2 repositories: no repository-level interval" in row.reason
+    line = next(x for x in format_terminal(report).splitlines() if "line.coverage" in x)
+    assert line.split()[-2:] == ["instance", "*!"]
+
+
+def test_rows_come_key_metrics_first_then_by_family():
+    metrics = select_metrics(["*"])
+    report = compare_arms(list(arms(24, 0.05, metrics=metrics)), metrics)
+    groups = ordered(report.comparisons[0].rows)
+    assert groups[0][0] == "key metrics"
+    assert [r.metric.name for r in groups[0][1]] == [m for m in KEY_METRICS
+                                                     if m in ("line.f1", "tokens", "steps")]
+    assert [g for g, _ in groups[1:]] == ["final", "effort"]
+    text = format_terminal(report)
+    assert text.index("line.f1") < text.index("tokens") < text.index("steps") \
+        < text.index("file.coverage")
+    assert "no pair has: " in text and "resolved" in text.split("no pair has: ")[1]
+
+
+def test_json_keeps_the_fields_and_adds_unit_and_reason():
+    doc = json.loads(orjson.dumps(report_json(compare_arms(list(arms(12, 0.1, repos=4)), LINE))))
+    [c] = doc["comparisons"]
+    assert (doc["baseline"], c["a"], c["b"], c["pairs"], c["clusters"]) == ("A", "A", "B", 12, 4)
+    assert c["clusters_from"] == {"repo": 0, "id": 12, "none": 0}
+    m = c["metrics"][0]
+    assert m["metric"] == "line.coverage" and m["better"] == "higher"
+    assert set(m) >= {"difference", "low", "high", "p", "p_holm", "pairs", "clusters",
+                      "trusted", "unit", "reason"}
+    assert m["unit"] == "repository" and m["trusted"] is False
+    assert m["reason"].startswith("4 repositories (fewer than 10)")
+    assert doc["curves"]["A"]["line"]["instances"] == 12
+    assert doc["curves"]["A"]["line"]["unit"] == "repository"
+
+
+def solved(iid: str, ok: bool | None, repo: str) -> dict:
+    return rec(iid, 0.5, repo=repo, resolved=ok)
+
+
+def test_solve_rate_is_a_metric_with_mcnemar_for_one_repository():
+    """30 instances of one repository: A solved 10; B solved those and 7 more, and lost
+    one A solved. Repeated runs of B are averaged like any metric: r-29 was solved in
+    one of two runs, so it counts 0.5 (and is not a 0/1 pair: the test is then the
+    instance-level t and flip test, not McNemar). The unknown outcome is left out."""
+    metrics = select_metrics(["resolved"])
+    a = [solved(f"i-{k}", k < 10, "one/repo") for k in range(30)]
+    b = [solved(f"i-{k}", k < 9 or 10 <= k < 17, "one/repo") for k in range(30)]
+    b += [solved("i-29", True, "one/repo"), solved("i-28", None, "one/repo")]
+    report = compare_arms([reduce_arm("A", a, metrics), reduce_arm("B", b, metrics)], metrics)
+    row = report.comparisons[0].rows[0]
+    assert row.inference.unit == "instance" and row.inference.pairs == 30
+    assert row.mean_a == pytest.approx(10 / 30)
+    assert row.mean_b == pytest.approx((16 + 0.5) / 30)
+    assert row.inference.p_exact is None          # 30 units, a fraction: not McNemar's
+    # without the half-solved instance: 7 up, 1 down -> McNemar's 18/256
+    a2 = [r for r in a if r["instance_id"] != "i-29"]
+    b2 = [r for r in b if r["instance_id"] != "i-29"]
+    exact = compare_arms([reduce_arm("A", a2, metrics), reduce_arm("B", b2, metrics)], metrics)
+    row = exact.comparisons[0].rows[0]
+    assert row.inference.p == pytest.approx(18 / 256)
+    assert row.inference.estimate == pytest.approx(6 / 29)
+
+
+def test_solve_rate_over_twelve_repositories_is_clustered():
+    metrics = select_metrics(["resolved", "line.f1"])
+    rng = np.random.default_rng(4)
+    a = [solved(f"i-{k}", bool(rng.random() < 0.4), f"o/r{k % 12}") for k in range(240)]
+    b = [solved(f"i-{k}", bool(rng.random() < 0.6), f"o/r{k % 12}") for k in range(240)]
+    report = compare_arms([reduce_arm("A", a, metrics), reduce_arm("B", b, metrics)], metrics)
+    row = next(r for r in report.comparisons[0].rows if r.metric.name == "resolved")
+    assert row.inference.unit == "repository" and row.inference.units == 12
+    assert row.trusted and row.significant and row.better
+    assert format_terminal(report).index("line.f1") < format_terminal(report).index("resolved")
+
+
+def test_html_is_self_contained_and_leads_with_a_forest_plot():
+    metrics = select_metrics(["*"])
+    page = format_html(compare_arms(list(arms(24, 0.05, metrics=metrics)), metrics))
     assert "<script" not in page and "<link" not in page
     assert not re.search(r'(src|href)="https?:', page)
+    # the first picture is the key metrics' forest, one panel per scale with a 0 line
+    first = page.index('<svg class="forest"')
+    assert first < page.index("<details") < page.index("Coverage per step")
+    key = page[first:page.index("</svg>", first)]
+    assert re.findall(r'data-scale="(\w+)"', key) == ["share", "tokens", "steps"]
+    assert key.count('class="zero"') == 3
+    # the rest folded by family, each with its own forest
+    assert re.findall(r'<details data-family="([^"]+)"', page) == ["final", "effort"]
     # four granularities x two arms: a band polygon and a mean polyline each
     assert page.count('data-band="95"') == 8 and page.count("<polyline") == 8
 
 
-def test_json_report(tmp_path):
-    a, b = _arms(12, 0.1)
-    from streameval.report.compare import report_json
+def test_colour_marks_only_what_is_significant_or_untrusted():
+    from streameval.report.compare_page import state
 
-    doc = json.loads(orjson.dumps(report_json(compare_arms([a, b], LINE, resamples=500))))
-    [c] = doc["comparisons"]
-    assert (doc["baseline"], c["a"], c["b"], c["pairs"]) == ("A", "A", "B", 12)
-    m = c["metrics"][0]
-    assert m["metric"] == "line.coverage" and m["better"] == "higher"
-    assert set(m) >= {"mean_a", "mean_b", "difference", "low", "high", "p", "p_holm", "pairs"}
-    assert doc["curves"]["A"]["line"]["instances"] == 12
-
-
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-    return path
-
-
-def test_compare_command_gate_exits_1_naming_the_metric(tmp_path, capsys):
-    a = [rec(f"r{i % 4}__p-{i}", 0.5, tokens=1000) for i in range(12)]
-    b = [rec(f"r{i % 4}__p-{i}", 0.5 - 0.05 * (1 + i % 3), tokens=1000) for i in range(12)]
-    fa, fb = write(tmp_path / "a.jsonl", a), write(tmp_path / "b.jsonl", b)
-    base = ["compare", "--arm", f"base={fa}", "--arm", f"new={fb}", "--resamples", "2000",
-            "--metrics", "line.coverage,tokens"]
-    assert main([*base, "--fail-if-worse", "line.coverage:0.5"]) == 0
-    assert main([*base, "--fail-if-worse", "line.coverage"]) == 1
-    err = capsys.readouterr().err
-    assert "--fail-if-worse: line.coverage: new is worse than base" in err
-    # tokens are the same in both arms, but only a "no pair" can make a gate fail there
-    assert main([*base, "--fail-if-worse", "tokens"]) == 0
-    assert main([*base, "--fail-if-worse", "file.f1"]) == 2   # not among --metrics
-
-
-def test_compare_by_experiment_from_records_and_outputs(tmp_path):
-    records = [rec(f"r{i % 3}__p-{i}", 0.4 + 0.1 * (k == "b"), experiment=k)
-               for k in ("a", "b") for i in range(10)]
-    f = write(tmp_path / "all.jsonl", records)
-    out = tmp_path / "o"
-    code = main(["compare", str(f), "--by", "experiment", "--resamples", "1000", "--quiet",
-                 "--metrics", "line.*", "--json", f"{out}.json", "--markdown", f"{out}.md",
-                 "--html", f"{out}.html"])
-    assert code == 0
-    doc = json.loads(Path(f"{out}.json").read_text())
-    assert doc["baseline"] == "a" and doc["comparisons"][0]["pairs"] == 10
-    assert Path(f"{out}.md").read_text().startswith("# streameval compare: baseline a")
-    assert Path(f"{out}.html").read_text().startswith("<!DOCTYPE html>")
-
-
-def test_compare_replays_traces_on_the_fly(tmp_path, capsys):
-    code = main(["compare", "--arm", f"late={EX / 'backtest' / 'late-find-1'}",
-                 "--arm", f"example={EX / 'runs'}", "--gold", str(EX / "gold.jsonl"),
-                 "--repo", str(EX / "repo"), "--resamples", "500", "--metrics", "line.*"])
-    assert code == 0
-    out = capsys.readouterr().out
-    assert "B = example  vs  A = late (baseline)" in out
-    assert "fewer than 10 pairs" in out
-    # one pair, one repository: a mean, and no interval or p-value
-    row = next(line for line in out.splitlines() if line.startswith("line.coverage"))
-    assert row.split()[1:5] == ["1.000", "1.000", "0.000", "-"]
-
-
-def test_usage_errors(tmp_path, capsys):
-    f = write(tmp_path / "x.jsonl", [rec("i__j-1", 1.0)])
-    assert main(["compare", str(f)]) == 2
-    assert main(["compare", str(f), "--by", "agent"]) == 2     # one arm only
-    assert main(["compare", "--arm", f"a={f}", "--arm", f"b={f}", "--metrics", "nope"]) == 2
-    assert main(["compare", "--arm", f"a={f}", "--arm", f"b={EX / 'runs'}"]) == 2  # no repo
-    err = capsys.readouterr().err
-    assert "give --repos DIR or --repo DIR" in err
+    two = select_metrics(["line.coverage", "line.auc"])
+    report = compare_arms(list(arms(48, 0.1, metrics=two)), two)
+    cov, auc = report.comparisons[0].rows
+    assert state(cov) == "better"
+    assert auc.inference.pairs == 0 and state(auc) == "untrusted"
+    worse = compare_arms(list(reversed(arms(48, 0.1))), LINE).comparisons[0].rows[0]
+    assert state(worse) == "worse"
+    plain = compare_arms(list(arms(48, 0.0, seed=3)), LINE).comparisons[0].rows[0]
+    assert not plain.significant and state(plain) == "plain"
+    page = format_html(report)
+    assert 'data-state="better"' in page and 'class="better"' in page
+    assert 'data-state="plain"' not in page.split('data-metric="line.coverage"')[0]

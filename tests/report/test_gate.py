@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from streameval.commands.main import main
@@ -53,3 +54,92 @@ def test_replay_exits_1_naming_the_failing_metric(tmp_path, capsys):
     assert "--fail-under: file.f1: mean 0.5 over 1 run(s) is below 0.9" in err
     assert "line.coverage" not in err
     assert main([*base, "--fail-under", "line.coverag=0.6"]) == 2
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def _arms(diffs, repos, errors_b: int = 0, metrics=None):
+    from compare_records import error, rec
+
+    from streameval.report.arms import reduce_arm
+    from streameval.report.fields import select_metrics
+
+    metrics = metrics or select_metrics(["file.coverage", "line.coverage"])
+    a = [rec(f"i-{k}", 0.5, repo=repos[k]) for k in range(len(diffs))]
+    b = [rec(f"i-{k}", 0.5 + d, repo=repos[k]) for k, d in enumerate(diffs)]
+    b += [error(f"e-{k}") for k in range(errors_b)]
+    a += [rec(f"e-{k}", 0.5, repo=repos[k % len(repos)]) for k in range(errors_b)]
+    return [reduce_arm("base", a, metrics), reduce_arm("new", b, metrics)], metrics
+
+
+def _gate(text, arms, metrics, **kw):
+    from streameval.report.compare import compare_arms
+    from streameval.report.gate import fail_if_worse, parse_worse
+
+    return fail_if_worse(compare_arms(arms, metrics, **kw), parse_worse(text))
+
+
+def test_several_gates_are_holm_corrected_together():
+    """12 repositories; B's drop is set so that one gate's one-sided p is between 1.25%
+    and 2.5%: one gate fails, two gates on metrics with the same differences (file and
+    line coverage are equal in these records) do not: Holm doubles each p."""
+    from streameval.report.inference import clustered_mean
+
+    rng = np.random.default_rng(12)
+    repos = [f"o/r{k % 12}" for k in range(120)]
+    noise = rng.normal(0, 0.1, 120) + np.repeat(rng.normal(0, 0.03, 12), 10)
+    lo, hi = -0.2, 0.0
+    for _ in range(60):
+        shift = (lo + hi) / 2
+        p = clustered_mean(noise + shift, repos).p_below
+        lo, hi = (shift, hi) if p < 0.018 else (lo, shift)
+    assert 0.0125 < clustered_mean(noise + shift, repos).p_below < 0.025
+    arms, metrics = _arms(noise + shift, repos)
+    [one] = _gate("line.coverage", arms, metrics).failures
+    assert "line.coverage: new is worse than base" in one and "Holm over 1 gate test(s)" in one
+    assert _gate("line.coverage,file.coverage", arms, metrics).failures == []
+
+
+def test_a_gate_over_two_repositories_is_not_judged_unless_unit_instance():
+    """One repository of 30 pairs, B clearly worse: f53415f failed the gate on it. The
+    repository-level question has no answer; the instance-level one does, when asked."""
+    rng = np.random.default_rng(1)
+    arms, metrics = _arms(-0.2 + rng.normal(0, 0.05, 30), ["o/one"] * 30)
+    verdict = _gate("line.coverage", arms, metrics)
+    assert verdict.failures == []
+    [note] = verdict.notes
+    assert "not judged (1 repository: no repository-level interval" in note
+    assert "--unit instance judges these repositories' instances" in note
+    [failure] = _gate("line.coverage", arms, metrics, unit="instance").failures
+    assert "new is worse than base" in failure and "30 instances" in failure
+
+
+def test_an_arm_that_lost_more_instances_fails_the_gate_and_says_how_many():
+    """B failed on 90 of 100 instances: on the 10 it scored it is no worse, and
+    f53415f's gate passed."""
+    repos = [f"o/r{k % 12}" for k in range(10)]
+    arms, metrics = _arms([0.0] * 10, repos, errors_b=90)
+    [failure] = _gate("line.coverage", arms, metrics).failures
+    assert "new vs base: new has no score for 90 of 100 instances, base for 0" in failure
+    assert "(90% against 0%, more than 5 points apart)" in failure
+    assert _gate("line.coverage", arms, metrics, missing_margin=95).failures == []
+
+
+def test_a_gate_that_cannot_fail_says_so():
+    rng = np.random.default_rng(2)
+    repos = [f"o/r{k % 5}" for k in range(100)]
+    arms, metrics = _arms(-0.3 + rng.normal(0, 0.05, 100), repos)
+    verdict = _gate("line.coverage", arms, metrics)
+    assert verdict.failures == []
+    assert "with 5 repositories this gate cannot fail (the exact test's smallest one-sided p is 0.0312" \
+        in verdict.notes[0]
+
+
+def test_a_gate_on_a_metric_no_pair_has_fails():
+    from streameval.report.fields import select_metrics
+
+    repos = [f"o/r{k % 12}" for k in range(24)]
+    arms, metrics = _arms([0.0] * 24, repos, metrics=select_metrics(["line.*"]))
+    [failure] = _gate("line.auc", arms, metrics).failures
+    assert failure == "line.auc: new vs base: no pair has it; the gate cannot pass"
