@@ -1,0 +1,135 @@
+"""AUROC, its clustered interval, shares, ratios and quantile bins (``report.outcome_stats``),
+checked by hand and against references written here from their definitions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from streameval.report.inference import bm_df
+from streameval.report.outcome_stats import (
+    auroc,
+    auroc_interval,
+    quantile_bins,
+    ratio_interval,
+    share_interval,
+)
+
+
+def test_auroc_by_hand():
+    """Failed runs score 3, 2, 2; resolved ones 1, 2. Of the 6 (failed, resolved) pairs
+    the failed run is above in 3>1, 3>2, 2>1, 2>1 and tied in 2=2 twice: 5/6."""
+    scores = [3, 2, 2, 1, 2]
+    failed = [True, True, True, False, False]
+    a, place = auroc(scores, failed)
+    assert a == pytest.approx(5 / 6)
+    # placements: a failed run's share of resolved runs below it (ties half); a resolved
+    # run's share of failed runs above it
+    # 3 is above both; 2 is above 1 and ties 2; 1 is below all three failed; 2 is below 3
+    # and ties two
+    assert place == pytest.approx([1.0, 0.75, 0.75, 1.0, (1 + 0.5 + 0.5) / 3])
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans()), min_size=2, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_auroc_is_the_share_of_pairs_a_failed_run_wins(rows):
+    scores = [s for s, _f in rows]
+    failed = [f for _s, f in rows]
+    got = auroc(scores, failed)
+    fail = [s for s, f in rows if f]
+    ok = [s for s, f in rows if not f]
+    if not fail or not ok:
+        assert got is None
+        return
+    pairs = [(x > y) + 0.5 * (x == y) for x in fail for y in ok]
+    assert got[0] == pytest.approx(sum(pairs) / len(pairs))
+    # each kind's placements average to the AUROC
+    assert sum(p for p, f in zip(got[1], failed) if f) / len(fail) == pytest.approx(got[0])
+    assert sum(p for p, f in zip(got[1], failed) if not f) / len(ok) == pytest.approx(got[0])
+
+
+def test_auroc_interval_is_obuchowskis_clustered_variance_with_cr2():
+    """The reference, from its definition: with ψ the influence of each run (a failed
+    run's placement less A, over the failed runs; a resolved run's, over the resolved
+    ones) and z_k its sum over repository k of C, var(A) = Σ_k z_k² / (1 - n_k/N) and the
+    interval is A ± t(Bell-McCaffrey df) · sd."""
+    scores = [5, 3, 4, 1, 2, 2, 6, 1, 3, 0, 4, 2, 5, 1, 3, 2, 2, 0, 1, 4]
+    failed = [True, False, True, False, False, True, True, False, True, False,
+              False, True, True, False, False, False, True, False, False, True]
+    repos = ["a"] * 5 + ["b"] * 4 + ["c"] * 6 + ["d"] * 5
+    a, place = auroc(scores, failed)
+    m = sum(failed)
+    n = len(failed) - m
+    psi = [(p - a) / (m if f else n) for p, f in zip(place, failed)]
+    names = sorted(set(repos))
+    z = {k: sum(x for x, r in zip(psi, repos) if r == k) for k in names}
+    size = {k: repos.count(k) for k in names}
+    var = sum(z[k] ** 2 / (1 - size[k] / len(repos)) for k in names)
+    import numpy as np
+
+    q = stats.t.ppf(0.975, bm_df(np.array([size[k] for k in names], dtype=float)))
+    iv = auroc_interval(scores, failed, repos)
+    assert iv.estimate == pytest.approx(a)
+    assert (iv.low, iv.high) == pytest.approx((a - q * math.sqrt(var), min(1.0, a + q * math.sqrt(var))))
+    assert (iv.unit, iv.units, iv.runs) == ("repository", 4, 20)
+    assert "4 repositories (fewer than 10)" in iv.reasons
+
+
+def test_auroc_interval_says_why_it_cannot_be_trusted():
+    iv = auroc_interval([1, 2, 3, 4], [True, False, True, False], ["a", "a", "b", "b"])
+    assert "fewer than 10 failed runs (2)" in iv.reasons
+    assert "fewer than 10 resolved runs (2)" in iv.reasons
+    # two repositories: an instance-level interval, labelled
+    assert iv.unit == "instance"
+    assert any("instance-level" in r for r in iv.reasons)
+    assert auroc_interval([1, 2], [True, True], ["a", "b"]).reasons == ("no resolved run",)
+
+
+def test_share_interval_flags_a_repository_holding_most_runs():
+    flags = [True] * 30 + [False] * 10 + [True, False] * 10
+    repos = ["big"] * 40 + [f"r{i}" for i in range(20)]
+    iv = share_interval(flags, repos)
+    assert iv.estimate == pytest.approx(40 / 60)
+    assert "one repository (big) holds 67% of the runs" in iv.reasons
+    assert 0 <= iv.low < iv.estimate < iv.high <= 1
+
+
+def test_ratio_interval_is_the_ratio_of_sums():
+    """Σx/Σy = 30/150 = 0.2, whatever the runs' own ratios; a repository whose runs all
+    save in that ratio adds nothing to the spread, and when all do there is none."""
+    x = [1, 2, 0, 3, 4, 0, 2, 1, 5, 0, 3, 1, 2, 0, 6]
+    y = [10, 10, 5, 5, 10, 20, 10, 5, 10, 5, 15, 10, 10, 20, 5]
+    assert (sum(x), sum(y)) == (30, 150)
+    iv = ratio_interval(x, y, list("aaabbbcccdddeee"))
+    assert iv.estimate == pytest.approx(0.2)
+    assert iv.low < 0.2 < iv.high
+    same = ratio_interval([1, 2, 3, 4], [5, 10, 15, 20], list("abcd"))
+    assert same.estimate == pytest.approx(0.2) and same.low is None
+    assert any("no spread" in r for r in same.reasons)
+
+
+def test_quantile_bins_by_hand():
+    """8 values, 4 bins: edges at ranks 2, 4, 6 (values 2, 4, 6)."""
+    values = [8, 1, 2, 3, 4, 5, 6, 7]
+    resolved = [False, True, True, True, False, True, False, False]
+    bins = quantile_bins(values, resolved, ["a"] * 8, bins=4)
+    assert [(b.above, b.upto, b.low_value, b.high_value) for b in bins] == [
+        (None, 2, 1, 2), (2, 4, 3, 4), (4, 6, 5, 6), (6, None, 7, 8)]
+    assert [(b.rate.runs, b.resolved) for b in bins] == [(2, 2), (2, 1), (2, 1), (2, 0)]
+    assert [b.rate.estimate for b in bins] == [1.0, 0.5, 0.5, 0.0]
+
+
+def test_quantile_bins_keep_ties_together():
+    """Six 0s and a 1 and a 5: every edge is 0, so two bins: 0, and above 0."""
+    bins = quantile_bins([0, 0, 0, 0, 0, 0, 1, 5], [True] * 6 + [False, False], ["a"] * 8)
+    assert [(b.above, b.upto, b.rate.runs, b.resolved) for b in bins] == [
+        (None, 0, 6, 6), (0, None, 2, 0)]
+    # one value everywhere: one bin
+    assert len(quantile_bins([3, 3, 3], [True, False, True], ["a"] * 3)) == 1
+    # "not yet" (infinite) values are a bin of their own at the top
+    top = quantile_bins([1, 2, 3, math.inf, math.inf, math.inf], [True] * 6, ["a"] * 6, 2)
+    assert [(b.low_value, b.high_value) for b in top] == [(1, 3), (math.inf, math.inf)]
