@@ -52,8 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default %(default)g)")
     t.add_argument("--kinds", metavar="KIND[,KIND]",
                    help="the policy kinds to tune (default: max_steps, tokens, cost, "
-                        "no_new_files, repeats, reread_share, and with gold stagnation, "
-                        "redundancy, precision)")
+                        "no_new_files, repeats, reread_share, and with gold stagnation and "
+                        "precision)")
     t.add_argument("--spend", choices=("tokens", "cost_usd", "tool_calls", "steps"),
                    default="tokens", help="what spend is measured in (default %(default)s)")
     t.add_argument("--test-share", type=_ratio, default=0.5, metavar="SHARE",
