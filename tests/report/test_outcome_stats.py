@@ -133,3 +133,27 @@ def test_quantile_bins_keep_ties_together():
     # "not yet" (infinite) values are a bin of their own at the top
     top = quantile_bins([1, 2, 3, math.inf, math.inf, math.inf], [True] * 6, ["a"] * 6, 2)
     assert [(b.low_value, b.high_value) for b in top] == [(1, 3), (math.inf, math.inf)]
+
+
+def test_a_share_with_no_spread_has_the_exact_bound():
+    """None of 64 resolved runs stopped: the exact 95% bound is 1 - 0.025^(1/64) = 5.6%
+    (the rule of three's 3/64 = 4.7%, a little wider), runs taken as independent."""
+    iv = share_interval([False] * 64, ["a"] * 32 + ["b"] * 32)
+    assert (iv.estimate, iv.low) == (0.0, 0.0)
+    assert iv.high == pytest.approx(1 - 0.025 ** (1 / 64)) and round(iv.high, 3) == 0.056
+    assert iv.unit == "instance" and "none of 64" in iv.reasons[0]
+    assert share_interval([True] * 5, list("abcde")).low == pytest.approx(0.025 ** (1 / 5))
+
+
+def test_a_saved_share_interval_is_made_on_the_logit_scale():
+    """Its ends are logit(R) ± h / (R (1-R)), h the half-width on the share's scale: in
+    (0, 1), and longer above R than below (a saving is a sum of a few large stops)."""
+    x = [1, 2, 0, 3, 4, 0, 2, 1, 5, 0, 3, 1, 2, 0, 6]
+    y = [10, 10, 5, 5, 10, 20, 10, 5, 10, 5, 15, 10, 10, 20, 5]
+    iv = ratio_interval(x, y, list("aaabbbcccdddeee"))
+    assert 0 < iv.low < 0.2 < iv.high < 1
+    assert iv.high - 0.2 > 0.2 - iv.low
+    centre = math.log(0.2 / 0.8)
+    assert math.log(iv.high / (1 - iv.high)) - centre == pytest.approx(
+        centre - math.log(iv.low / (1 - iv.low)))
+    assert ratio_interval([0, 0], [5, 5], ["a", "b"]).reasons[-1] == "nothing saved: no interval"
