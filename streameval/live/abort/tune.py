@@ -244,6 +244,7 @@ class TuneResult:
     #: kind -> the candidate chosen on the training split (None: none keeps to max_lost)
     chosen: dict[str, Candidate | None]
     pick: Candidate | None
+    seed: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -294,7 +295,8 @@ def tune(runs: Sequence[RunOutcome], kinds: Sequence[str], spend: str = "tokens"
         chosen[kind] = _choose(front, max_lost)
     picks = [c for c in chosen.values() if c is not None]
     pick = max(picks, key=lambda c: c.train.saved_failed) if picks else None
-    result = TuneResult(split, spend, max_lost, len(runs), len(known), fronts, chosen, pick)
+    result = TuneResult(split, spend, max_lost, len(runs), len(known), fronts, chosen, pick,
+                        seed)
     result.warnings = _warnings(result, train, test)
     return result
 

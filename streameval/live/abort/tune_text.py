@@ -29,7 +29,7 @@ def _iv(iv: Interval | None) -> str:
 def _split_line(r: TuneResult) -> str:
     s = r.split
     what = "repositories" if s.by == "repository" else "instances"
-    return (f"split by {s.by} (seed given by --seed): training {len(s.train)} runs of "
+    return (f"split by {s.by} (--seed {r.seed}): training {len(s.train)} runs of "
             f"{len(s.train_groups)} {what}, held out {len(s.test)} runs of "
             f"{len(s.test_groups)}" + (f" ({', '.join(s.test_groups)})"
                                       if s.by == "repository" else ""))
@@ -94,8 +94,9 @@ def tuned_toml(r: TuneResult) -> str:
     s = r.split
     out = ["# Abort policies tuned by `streameval abort-backtest --tune` (docs/operate.md,",
            "# \"Choose a policy from your own history\"; docs/outcomes.md §8 defines the figures).",
-           f"# {r.known} runs with an outcome, split by {s.by}: training {len(s.train)} runs "
-           f"({len(s.train_groups)}), held out {len(s.test)} ({len(s.test_groups)}).",
+           f"# {r.known} runs with an outcome, split by {s.by} (--seed {r.seed}): training "
+           f"{len(s.train)} runs of {len(s.train_groups)}, held out {len(s.test)} of "
+           f"{len(s.test_groups)}.",
            f"# Chosen on the training runs: saves most spend ({r.spend}) on failed runs while "
            f"losing at most {_pct(r.max_lost)}",
            "# of their resolved runs; the held-out figures judge the choice.",
@@ -122,6 +123,7 @@ def _figures_json(f: Figures | None) -> dict | None:
 def tune_json(r: TuneResult) -> dict:
     s = r.split
     return {"runs": r.runs, "known": r.known, "spend": r.spend, "max_lost": r.max_lost,
+            "seed": r.seed,
             "split": {"by": s.by, "train_runs": len(s.train), "test_runs": len(s.test),
                       "train": s.train_groups, "test": s.test_groups},
             "fronts": {k: [c.to_json() for c in front] for k, front in r.fronts.items()},
