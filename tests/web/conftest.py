@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = os.environ.get("STREAMEVAL_CHROMIUM", "/usr/bin/chromium")
+from streameval import config
+
+CHROMIUM = str(config.local_path(config.CHROMIUM_ENV) or "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -68,7 +70,7 @@ class Page:
     def screenshot(self, name: str) -> Path:
         path = self.shots / name
         self.tab.screenshot(path=str(path), full_page=True)
-        extra = os.environ.get("STREAMEVAL_SCREENSHOTS")
+        extra = config.local_path(config.SCREENSHOTS_ENV)
         if extra:
             Path(extra).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, Path(extra) / name)
