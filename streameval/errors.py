@@ -47,12 +47,18 @@ class Reason(str, Enum):
     # runs scored, but whose numbers say less than they seem (flags, docs/metrics.md §5b)
     NOTHING_READ = "nothing_read"  # the final context is empty: precision 1.0 by convention
     MOSTLY_OUTSIDE_REPO = "mostly_outside_repo"  # most paths read name no repository file
+    # ... and loud: replay exits 1 over them (docs/metrics.md §5b)
+    NO_END_EVENT = "no_end_event"  # a format that always ends with an end event, without it
+    REPO_MISMATCH = "repo_mismatch"  # reads showed text the repository does not have there
 
 
+#: The flags whose numbers may be wrong, not only say less: the run is scored and
+#: flagged, and ``replay`` exits 1 as for a run not scored (docs/metrics.md §5b).
+LOUD_FLAGS: frozenset[str] = frozenset({Reason.NO_END_EVENT.value, Reason.REPO_MISMATCH.value})
 #: The problems that question a whole run's numbers rather than one call's: a run has
 #: each at most once, and tables count the runs that carry any (docs/metrics.md §5b).
 RUN_FLAGS: frozenset[str] = frozenset({Reason.NOTHING_READ.value,
-                                       Reason.MOSTLY_OUTSIDE_REPO.value})
+                                       Reason.MOSTLY_OUTSIDE_REPO.value}) | LOUD_FLAGS
 
 
 class StreamevalError(Exception):
@@ -87,3 +93,10 @@ class TraceFormatError(StreamevalError):
 class UsageError(StreamevalError):
     """A setting that cannot work (a port in use, an unreadable gold file...): the
     command says so in one line and exits 2, never with a traceback."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, caught where a command knows what it kept. The message says it in a few
+    words (``193 of 450 records written to out.jsonl``); the command prints
+    ``streameval CMD: interrupted: MESSAGE`` on stderr and exits 130, as a shell's
+    program killed by SIGINT does."""

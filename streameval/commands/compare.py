@@ -28,6 +28,7 @@ from streameval.report.arms import reduce_arm, split_records
 from streameval.report.bootstrap import DEFAULT_RESAMPLES
 from streameval.report.fields import select_metrics
 from streameval.report.gate import GateError, WorseGate, fail_if_worse, parse_worse
+from streameval.scoring.record import is_record
 
 __all__ = ["add_arguments", "run"]
 
@@ -72,18 +73,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def is_records_file(path: Path) -> bool:
     """A JSONL file of records as replay writes them (not traces or predictions): its
-    first line is an object with ``instance_id`` and a record's ``num_steps`` or
-    ``error``, and none of a unified prediction's ``traj_data``."""
+    first line is a record (``scoring.record.is_record``)."""
     if not path.is_file():
         return False
     try:
         with open(path, "rb") as fh:
             for line in fh:
                 if line.strip():
-                    obj = orjson.loads(line)
-                    return (isinstance(obj, dict) and "instance_id" in obj
-                            and ("num_steps" in obj or "error" in obj)
-                            and "traj_data" not in obj)
+                    return is_record(orjson.loads(line))
     except (OSError, orjson.JSONDecodeError):
         return False
     return False

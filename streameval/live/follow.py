@@ -416,7 +416,7 @@ class TraceFollower:
                 return 0
             for line, lineno in lines:
                 self.reader.feed_line(line, lineno)
-            self.reader.close()
+            self.reader.close(final=False)   # saved mid-run: its end is decided in ``finish``
             # each line of the document counted once, however often it is saved
             last = lines[-1][1] if lines else 0
             if last > self._counted and not self.restoring:
@@ -450,9 +450,11 @@ class TraceFollower:
                         self.reader.feed_line(line, lineno, unterminated=lineno == batch.cut)
                 if not self.document:
                     self.reader.close()
-                elif not self.restoring:   # the bad lines of the document's last read
-                    for s in self.reader.sessions:
-                        self.table.stats.bad_lines.update(s.snapshot().bad_lines)
+                else:
+                    self.reader.ends()
+                    if not self.restoring:   # the bad lines of the document's last read
+                        for s in self.reader.sessions:
+                            self.table.stats.bad_lines.update(s.snapshot().bad_lines)
                 self.closed = True
             for run in self.live_runs():
                 if run.finished_at is None:
