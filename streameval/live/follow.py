@@ -27,6 +27,7 @@ from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES, open_tail
 from streameval.traces.formats import adapter_class, detect_format
+from streameval.traces.formats.base import Adapter
 from streameval.traces.identity import identify, patch_beside, trace_name
 from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK
 
@@ -527,11 +528,9 @@ class TraceFollower:
         return changed
 
 
-class _Nothing:
+class _Nothing(Adapter):
     """The adapter of a file whose format is unknown: it yields no events, so the one
     run the reader makes at close carries the format error as its record."""
-
-    document = False
 
     def feed(self, line: bytes, lineno: int) -> list:
         return []
