@@ -71,13 +71,13 @@ def _say_missing_traces(pages: RecordsPages) -> int:
         return 0
     run_id, tried = missing[0]
     where = " and ".join(map(str, tried)) if tried else "nowhere: its record names no trace"
-    print(f"streameval view: the traces of {len(missing)} of {runs(len(pages.ids))} were not "
+    print(f"streameval view: the traces of {len(missing)} of {_runs(len(pages.ids))} were not "
           f"found, so their pages show no calls and no gold strips (run {run_id}: tried "
           f"{where}); --traces DIR is the directory replay was given", file=sys.stderr)
     return 1
 
 
-def runs(n: int) -> str:
+def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
@@ -96,7 +96,7 @@ def _write_html(dest: Path, pages: RecordsPages) -> int:
     data = {"fleet": pages.fleet(None),
             "runs": [[run_id, pages.detail(run_id)] for run_id in pages.ids]}
     dest.write_text(self_contained(data), encoding="utf-8")
-    print(f"streameval view: wrote {dest} ({runs(len(pages.ids))})")
+    print(f"streameval view: wrote {dest} ({_runs(len(pages.ids))})")
     return 0
 
 
@@ -106,7 +106,7 @@ def _serve(args: argparse.Namespace, pages: RecordsPages) -> int:
     # UsageError names a bad host or port
     server = HttpServer(app, args.host, args.port, serving="the page")
     print(f"streameval view: the page on http://{args.host}:{server.port}/ "
-          f"({runs(len(pages.ids))}; Ctrl-C stops)", flush=True)
+          f"({_runs(len(pages.ids))}; Ctrl-C stops)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
