@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from bench_live import INSTANCE, STDLIB_FILES, WORKSPACE, CallPool, init_line, make_setup
-from loadgen import Conn, Outcomes, Pool, Watch, impls, open_loop
+from loadgen import Conn, Outcomes, Pool, Watch, add_impl_options, impls, open_loop
 from machine import machine
 
 
@@ -285,8 +285,7 @@ PHASES = {"starve": phase_starve, "hooks": phase_hooks, "lines": phase_lines, "m
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--impl", default="new,base",
-                   help="new, new-thread (--front thread), base (648f216 at /work/base), comma-separated")
+    add_impl_options(p)
     p.add_argument("--phases", default=",".join(PHASES))
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--hook-rate", type=float, default=1000.0)
@@ -301,7 +300,7 @@ def main() -> None:
         work = Path(tmp)
         make_setup(work)
         for phase in args.phases.split(","):
-            for impl in impls(args.impl):
+            for impl in impls(args.impl, args.base):
                 t = time.monotonic()
                 res = PHASES[phase](impl, work, args)
                 res["wall_s"] = round(time.monotonic() - t, 1)

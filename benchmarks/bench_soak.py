@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 from bench_live import INSTANCE, CallPool, init_line, make_setup
-from loadgen import Watch, impls, pct
+from loadgen import Watch, add_impl_options, impls, pct
 from machine import machine
 
 RESULT = b'{"type": "result", "subtype": "success", "is_error": false, "session_id": "bench"}\n'
@@ -203,7 +203,7 @@ def flatness(rows: list[dict]) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--impl", default="new,base")
+    add_impl_options(p)
     p.add_argument("--runs", type=int, default=50_000)
     p.add_argument("--calls", type=int, default=4, help="tool calls per run")
     p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
@@ -225,7 +225,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
         work = Path(tmp)
         make_setup(work)
-        for impl in impls(args.impl):
+        for impl in impls(args.impl, args.base):
             res = soak(impl, work, args)
             results["impls"][impl.name] = res
             print(impl.name, json.dumps({k: v for k, v in res.items() if k != "every_1000"}), flush=True)

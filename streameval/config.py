@@ -79,3 +79,46 @@ def claude_transcript_roots() -> list[str]:
     if own:
         roots.insert(0, os.path.join(own, "projects"))
     return roots
+
+
+# ------------------------------------------------------------------ folders of a checkout
+# The folders the benchmarks, scripts and tests read besides the package: none is
+# needed to use streameval, and each is a place on the machine that ran them. Each is an
+# option of the script that reads it, else the variable below, else nothing (the script
+# says what to give). Their layout is described once, in benchmarks/README.md ("Folders").
+
+#: a folder of git mirrors laid out as ``<owner>+<name>/repo`` (the ``fetch`` tool's)
+MIRRORS_ENV = "STREAMEVAL_MIRRORS"
+#: a folder of repository clones named ``<owner>__<name>`` (``--repos`` of replay)
+REPOS_ENV = "STREAMEVAL_REPOS"
+#: an older checkout with its own ``.venv``, for benchmarks that compare against it
+BASE_ENV = "STREAMEVAL_BASE"
+#: the agent CLIs' cache folder (``tests/agents/clis.py install``)
+AGENTS_ENV = "STREAMEVAL_AGENTS"
+#: the ``phoenix`` command of Arize Phoenix's own virtual environment (the OTLP export test)
+PHOENIX_ENV = "STREAMEVAL_PHOENIX"
+#: the browser the page's tests drive (Debian's chromium unless told), and a folder the
+#: screenshots they take are copied to (the README's pictures are taken so)
+CHROMIUM_ENV = "STREAMEVAL_CHROMIUM"
+SCREENSHOTS_ENV = "STREAMEVAL_SCREENSHOTS"
+#: ``network``: the README's own test lets pip download (tests/web/test_readme.py)
+README_PIP_ENV = "STREAMEVAL_README_PIP"
+
+
+def setting(env: str) -> str | None:
+    """A ``STREAMEVAL_*`` setting that is neither a folder nor a number, as given (None
+    when unset or empty)."""
+    return os.environ.get(env) or None
+
+
+#: what ``.ci/run`` installs the agent CLIs and Phoenix under, when not told
+CACHE = Path.home() / ".cache" / "streameval"
+
+
+def local_path(env: str, given: str | os.PathLike[str] | None = None) -> Path | None:
+    """A folder (or program) given as an option, else named by the variable ``env``, else
+    None: the caller says what to give, or takes its own default."""
+    if given is not None:
+        return Path(given)
+    raw = os.environ.get(env)
+    return Path(raw).expanduser() if raw else None

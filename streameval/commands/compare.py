@@ -33,6 +33,7 @@ from streameval.report.compare import MISSING_MARGIN
 from streameval.report.fields import select_metrics
 from streameval.report.gate import GateError, WorseGate, fail_if_worse, parse_worse
 from streameval.report.inference import DEFAULT_FLIPS
+from streameval.scoring.record import is_record
 
 __all__ = ["add_arguments", "run"]
 
@@ -101,18 +102,14 @@ def _loads(line: bytes) -> Any:
 
 def is_records_file(path: Path) -> bool:
     """A JSONL file of records as replay writes them (not traces or predictions): its
-    first line is an object with ``instance_id`` and a record's ``num_steps`` or
-    ``error``, and none of a unified prediction's ``traj_data``."""
+    first line is a record (``scoring.record.is_record``)."""
     if not path.is_file():
         return False
     try:
         with open(path, "rb") as fh:
             for line in fh:
                 if line.strip():
-                    obj = _loads(line)
-                    return (isinstance(obj, dict) and "instance_id" in obj
-                            and ("num_steps" in obj or "error" in obj)
-                            and "traj_data" not in obj)
+                    return is_record(_loads(line))
     except (OSError, ValueError):
         return False
     return False

@@ -58,7 +58,7 @@ HELP: dict[str, str] = {
     "streameval_run_info": "1 per run; labels carry the trace format and whether it finished.",
     "streameval_run_last_event_timestamp_seconds": "Trace time of the run's last event.",
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
-    "streameval_run_problems": "Problems of this run so far, by reason: per-call counts (unparsed_command, path_outside_repo, ...) and run-level ones, 1 while they hold (nothing_read, mostly_outside_repo, truncated_trace, no_calls_read; docs/metrics.md §5b).",
+    "streameval_run_problems": "Problems of this run so far, by reason: per-call counts (unparsed_command, path_outside_repo, ...) and run-level ones, 1 while they hold (nothing_read, mostly_outside_repo, no_end_event, repo_mismatch, truncated_trace, no_calls_read; docs/metrics.md §5b).",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
     "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed, moved.",

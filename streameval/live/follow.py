@@ -27,6 +27,7 @@ from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES, open_tail
 from streameval.traces.formats import adapter_class, detect_format
+from streameval.traces.formats.base import Adapter
 from streameval.traces.identity import identify, patch_beside, trace_name
 from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK
 
@@ -416,7 +417,7 @@ class TraceFollower:
                 return 0
             for line, lineno in lines:
                 self.reader.feed_line(line, lineno)
-            self.reader.close()
+            self.reader.close(final=False)   # saved mid-run: its end is decided in ``finish``
             # each line of the document counted once, however often it is saved
             last = lines[-1][1] if lines else 0
             if last > self._counted and not self.restoring:
@@ -450,9 +451,11 @@ class TraceFollower:
                         self.reader.feed_line(line, lineno, unterminated=lineno == batch.cut)
                 if not self.document:
                     self.reader.close()
-                elif not self.restoring:   # the bad lines of the document's last read
-                    for s in self.reader.sessions:
-                        self.table.stats.bad_lines.update(s.snapshot().bad_lines)
+                else:
+                    self.reader.ends()
+                    if not self.restoring:   # the bad lines of the document's last read
+                        for s in self.reader.sessions:
+                            self.table.stats.bad_lines.update(s.snapshot().bad_lines)
                 self.closed = True
             for run in self.live_runs():
                 if run.finished_at is None:
@@ -525,11 +528,9 @@ class TraceFollower:
         return changed
 
 
-class _Nothing:
+class _Nothing(Adapter):
     """The adapter of a file whose format is unknown: it yields no events, so the one
     run the reader makes at close carries the format error as its record."""
-
-    document = False
 
     def feed(self, line: bytes, lineno: int) -> list:
         return []

@@ -161,8 +161,10 @@ class PageRoutes:
         except ValueError:
             raise Refused(400, "calls_from is not a number", "bad_query") from None
         found = await self._run(self.source.run, run_id, calls_from)
-        if found is None:
-            raise Refused(404, "no such run", "not_found")
+        if found is None:   # the page says this where the run would be
+            raise Refused(404, f"no run {run_id!r} here: the fleet page (/) lists the runs "
+                          "there are; a watcher keeps a finished run for --keep-finished "
+                          "only", "not_found", run=run_id)
         etag, build = found
         hit = self._not_modified(request, etag)
         if hit is not None:

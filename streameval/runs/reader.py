@@ -10,6 +10,7 @@ import orjson
 from streameval.errors import Reason
 from streameval.model import BadLine, RunInfo, TraceEvent
 from streameval.scoring.session import RunSession
+from streameval.traces.formats import end_event
 from streameval.traces.formats.base import Adapter
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,9 @@ class TraceReader:
             events = [_cut(ev) if _undecoded(ev, lineno) else ev for ev in events]
         self.dispatch(events)
 
-    def close(self) -> list[RunSession]:
+    def close(self, final: bool = True) -> list[RunSession]:
+        """The adapter flushed: every run of the file as it stands. ``final``: the runs
+        end here (``ends``); a watcher re-reading a document saved mid-run passes False."""
         try:
             events = self.adapter.close()
         except Exception as exc:
@@ -92,7 +95,18 @@ class TraceReader:
         self.dispatch(events)
         if not self.sessions:  # an empty trace is still a run: coverage 0
             self.sessions.append(self.factory(None, None))
+        if final:
+            self.ends()
         return self.sessions
+
+    def ends(self) -> None:
+        """The runs are over as the file stands: one of a shape that always ends with an
+        end event and has not had it is told which (docs/metrics.md §5b, ``no_end_event``)."""
+        expected = end_event(self.adapter)
+        if expected is not None:
+            for session in self.sessions:
+                if not session.ended:
+                    session.end_missing(expected)
 
 
 def _parses(line: bytes) -> bool:

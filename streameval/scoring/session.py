@@ -65,6 +65,9 @@ class RunExtras:
     #: reads of file contents (listings aside), and those naming no repository file or folder
     named_paths: int = 0
     outside_paths: int = 0
+    #: reads whose text was checked where they say it is, and those not finding it there
+    reads_checked: int = 0
+    reads_mismatching: int = 0
     edits: int = 0
     #: shown lines by how they were credited (docs/metrics.md, "Alignment"): placed on a
     #: base line by their text, the agent's own (no base counterpart), or credited from
@@ -133,6 +136,8 @@ class RunSession:
         self.last_call: ToolCall | None = None
         self.ended = False
         self.end_reason: str | None = None
+        #: the end event the trace's shape always ends with, when it ended without it
+        self.missing_end: str | None = None
         self.trace_patch: str | None = None
         self.patch: str | None = None
         self.patch_source: str | None = None
@@ -228,6 +233,8 @@ class RunSession:
             if not r.listing:
                 ex.named_paths += 1
                 ex.outside_paths += r.repo_path is None and not r.directory
+            ex.reads_checked += r.checked
+            ex.reads_mismatching += r.mismatch
             if r.repo_path is not None and not r.listing:
                 ex.reads_by_tool[call.tool] += 1
             ex.lines_aligned += r.aligned
@@ -294,6 +301,11 @@ class RunSession:
         if ts is None or start is None:
             return None
         return max(0.0, ts - start)
+
+    def end_missing(self, event: str) -> None:
+        """The trace ended without ``event``, which its shape always ends with (§5b)."""
+        self.version += self.missing_end != event
+        self.missing_end = event
 
     # ------------------------------------------------------------------ patch
     def set_patch(self, patch: str | None, source: str) -> bool:
@@ -396,11 +408,11 @@ class RunSession:
 
     def facts(self) -> RunFacts:
         """What the run-level rules read (``scoring.verdict``)."""
-        ex = self.extras
+        ex, state = self.extras, self.state
         return RunFacts(ex.tool_calls, ex.sidechain_calls, ex.bad_lines, ex.first_bad,
-                        ex.named_paths, ex.outside_paths,
-                        self.state.final_context_empty if self.state is not None else None,
-                        self.gold_missing)
+                        ex.named_paths, ex.outside_paths, state and state.final_context_empty,
+                        self.gold_missing, None if self.ended else self.missing_end,
+                        ex.reads_checked, ex.reads_mismatching)
 
     def _problems(self) -> dict[str, int]:
         """Per-call problems, and the run-level ones (docs/metrics.md §5b) beside them."""
@@ -461,6 +473,7 @@ class RunSession:
             "shown_lines": dict(snap.shown_lines),
             "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
             "signals": self.signals.record(snap.signals),
+            **verdict.figures(self.facts()),   # a flag's own figures (§5b)
         })
         rec.update(self._tail())
         rec.session_id = snap.session_id
@@ -543,7 +556,6 @@ def _gold_context_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
         if b > 0:
             lines.setdefault(s.file, IntervalSet()).add(max(1, a), b)
     return files, lines
-
 
 
 __all__ = ["RunExtras", "RunSession", "GRANULARITIES"]

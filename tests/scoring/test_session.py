@@ -70,7 +70,7 @@ def test_a_run_without_gold_is_a_run_in_the_snapshot_and_the_record(env, tmp_pat
     trace = runs / "r" / "trace.jsonl"
     trace.parent.mkdir()
     c = Claude()
-    append(trace, c.init(), *c.read("src/app.py", APP, 1, 3))
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 3), c.result())
     (rec,) = evaluate_trace(trace, res, instance="no__such-1")
     (session,) = _sessions(trace, res, "no__such-1")
     assert "error" not in rec and rec["gold_missing"].startswith("no_gold: no gold row")
