@@ -79,3 +79,20 @@ def claude_transcript_roots() -> list[str]:
     if own:
         roots.insert(0, os.path.join(own, "projects"))
     return roots
+
+
+HALT_AT_ENV = "STREAMEVAL_HALT_AT"
+
+
+def halt_at(points: frozenset[str]) -> tuple[str, int] | None:
+    """``STREAMEVAL_HALT_AT=POINT[:N]`` (tests only: ``live/halt.py``): the point of a
+    run's life, of ``points``, where the watcher stops itself the N-th time (1 when not
+    given); None when unset. A point not of ``points`` is an error."""
+    raw = os.environ.get(HALT_AT_ENV)
+    if not raw:
+        return None
+    point, _, nth = raw.partition(":")
+    if point not in points or not (nth or "1").isdigit() or int(nth or "1") < 1:
+        raise SystemExit(f"streameval: {HALT_AT_ENV}={raw!r}: expected POINT[:N], POINT one "
+                         f"of {', '.join(sorted(points))}")
+    return point, int(nth or "1")

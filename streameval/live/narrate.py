@@ -60,7 +60,12 @@ class Narration:
         self.runs_started = 0
         self.ended: Counter = Counter()        # reason -> runs
         self.records = 0
+        #: runs given a patch (beside the trace, predictions), each once while in memory
         self.patches = 0
+        self._patched: set[str] = set()
+        #: lines of the checkpoint's traces read again from their first byte at a restart
+        #: (not counted in ``lines_processed``: they were counted before the restart)
+        self.lines_restored = 0
         self.rereads: Counter = Counter()      # event -> files
         self.not_traces = 0
         #: session -> [said]: whether its "started" line is out (said with its first call)
@@ -117,9 +122,19 @@ class Narration:
         log.info("record of run %s written to %s: %s", record.get("run_id", record.get("instance_id")),
                  out, record_figures(record))
 
-    def patch_landed(self, session: Any, source: str) -> None:
-        self.patches += 1
-        log.info("run %s: patch landed (%s); EditLoc is now final", session.identity.run_id, source)
+    def patch_landed(self, session: Any, key: str, source: str, quiet: bool = False) -> None:
+        """A patch changed what the run ``key``'s EditLoc is computed from: counted once
+        per run (a run read again, a patch rewritten, are the same run's patch), said at
+        DEBUG while a restarted watcher reads its runs again."""
+        if key not in self._patched:
+            self._patched.add(key)
+            self.patches += 1
+        log.log(logging.DEBUG if quiet else logging.INFO, "run %s: patch landed (%s); EditLoc "
+                "is now final", session.identity.run_id, source)
+
+    def forget(self, keys: Any) -> None:
+        """Runs that left memory: a patch landing when one is read again counts anew."""
+        self._patched.difference_update(keys)
 
     # ------------------------------------------------------------------ files
     def reread(self, path: Path, event: str, quiet: bool = False) -> None:
@@ -144,8 +159,10 @@ class Narration:
         ended = ", ".join(f"{n} {r}" for r, n in sorted(self.ended.items())) or "none"
         unscored = ", ".join(f"{r} {n}" for r, n in sorted(st.unscored.items())) or "none"
         bad = sum(st.bad_lines.values())
+        again = f"; {self.lines_restored} read again after a restart" if self.lines_restored else ""
         lines = [f"ran {_duration(now - self.started_at)}: {len(watcher.followers)} trace file(s) "
-                 f"followed, {st.lines_processed} lines read ({bad} bad)",
+                 f"followed, {st.lines_processed + self.lines_restored} lines read "
+                 f"({bad} bad{again})",
                  f"runs: {self.runs_started} started, ended {ended}; {active} active and "
                  f"{finished} finished in memory; not scored: {unscored}",
                  f"records written: {self.records}"
