@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, append, make_setup, wait_until
+from claude_run import APP, UTIL, Claude, append, make_setup, trace_in, wait_until
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
@@ -87,10 +87,9 @@ WHEN = ("before_kill", "while_down", "while_starting")
 def _case(tmp_path, point: str, when: str | None) -> None:
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
-    d = runs / "r1"
-    d.mkdir(parents=True)
-    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r1"}))
-    trace = d / "trace.jsonl"
+    runs.mkdir()
+    trace = trace_in(runs, s, "r1")
+    d = trace.parent
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 10), *c.read("src/util.py", UTIL, 1, 3))
     out = tmp_path / "out.jsonl"

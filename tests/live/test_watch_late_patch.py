@@ -84,14 +84,12 @@ def test_a_patch_landing_around_a_kill_gets_its_corrected_record(tmp_path, when)
 
 
 def _ended_run(env, tmp_path, **kw):
-    from claude_run import started
+    from claude_run import started, trace_in
 
     s, runs, res = env
-    d = runs / "r1"
-    d.mkdir()
-    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r1"}))
+    trace = trace_in(runs, s, "r1")
+    d = trace.parent
     c = Claude()
-    trace = d / "trace.jsonl"
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 10), *c.read("src/util.py", UTIL, 1, 3))
     w = started(runs, res, tmp_path, **kw)
     return w, d, trace, c, res
