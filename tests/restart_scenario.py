@@ -9,7 +9,7 @@ lines and the moment of the kill) and returns what the runs were called everywhe
 (the watchers' logs, ``/metrics``, the records, the ``ABORT`` files' decisions) and the
 records; ``check`` compares them with ``streameval replay`` of the finished files.
 Used by tests/live/test_watch_restart_scenario.py (a few seeds, the real Claude Code
-trace of tests/fixtures) and benchmarks/restart_scenario.py (20 seeds, and runs of the
+trace of tests/fixtures) and benchmarks/bench_restart.py (20 seeds, and runs of the
 public evaluator's instances).
 """
 

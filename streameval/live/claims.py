@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ class ClaimLog:
     """Keeps the claims of ``ids`` for a watcher whose checkpoint is ``checkpoint``
     (None: no checkpoint, nothing kept) and whose root is ``root``."""
 
-    def __init__(self, ids: RunIds, checkpoint: Path | None, root: Path):
+    def __init__(self, ids: RunIds, checkpoint: Path | None, root: Path,
+                 errors: Counter | None = None):
         self.ids = ids
         self.path = claims_path(checkpoint) if checkpoint is not None else None
         self.root = str(root)
@@ -59,8 +61,8 @@ class ClaimLog:
         #: the file holds nothing of ours (absent, another root's): it starts afresh
         self._foreign = True
         self._failing = False
-        #: claims that could not be appended (a full disk): counted by the watcher
-        self.failed = 0
+        #: output -> failed writes (the watcher's ``streameval_output_errors_total``)
+        self.errors = errors if errors is not None else Counter()
         if self.path is not None:
             ids.on_claim = self.note
 
@@ -123,7 +125,7 @@ class ClaimLog:
                 self._open(truncate=self._foreign)
             os.write(self._fd, line)
         except OSError as exc:
-            self.failed += 1
+            self.errors["claims"] += 1
             if not self._failing:
                 log.error("cannot append a run id to %s (%s); a restart before the next "
                           "checkpoint save may give that run another id", self.path, exc)

@@ -72,6 +72,10 @@ class Digests:
                 if line.endswith(b"\n"):
                     self.restored(record_digest_of_line(line))
 
+    def wrote(self, line: bytes) -> None:
+        """A record line was just appended to ``--out``."""
+        self.add(record_digest_of_line(line))
+
     def add(self, digest: str) -> None:
         self._recent[digest] = None
         self._recent.move_to_end(digest)

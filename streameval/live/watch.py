@@ -35,12 +35,7 @@ from streameval.live import halt
 from streameval.live.claims import ClaimLog, claims_path
 from streameval.live.follow import TraceFollower
 from streameval.live.narrate import Narration
-from streameval.live.outputs import (
-    CHECKPOINT_VERSION,
-    Digests,
-    read_checkpoint,
-    record_digest_of_line,
-)
+from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
 from streameval.live.passed import Passed, Rescans
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
 from streameval.live.table import RunTable
@@ -123,7 +118,8 @@ class Watcher:
         #: sniffed files found to be no trace: path -> (device, inode, size) then
         self.not_traces: dict[Path, tuple[int, int, int]] = {}
         #: the run ids handed out, kept across a restart (the checkpoint and a file beside)
-        self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint, cfg.root)
+        self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint, cfg.root,
+                               self.table.stats.output_errors)
         self.journals["run_ids"] = (self.claims.journal, self.claims.restore_journal)
         self._own_files = {Path(p).resolve() for p in (
             cfg.out, cfg.checkpoint, cfg.predictions,
@@ -521,7 +517,7 @@ class Watcher:
         line = record_line(record)
         try:
             append_whole(self.cfg.out, line)
-            self.out_digests.add(record_digest_of_line(line))
+            self.out_digests.wrote(line)
             self.narration.record_written(record, self.cfg.out)
             halt.reached("record-written")
         except OSError as exc:

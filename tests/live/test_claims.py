@@ -78,3 +78,16 @@ def test_without_a_checkpoint_nothing_is_kept(tmp_path):
     log.saved()
     assert log.read_since() == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_claim_that_cannot_be_kept_is_counted_and_the_run_still_gets_its_id(tmp_path, caplog):
+    from collections import Counter
+
+    claims_path(tmp_path / "cp.json").mkdir()   # nothing can be appended there
+    errors: Counter = Counter()
+    ids = RunIds()
+    ClaimLog(ids, tmp_path / "cp.json", tmp_path, errors)
+    assert ids.claim("x", "a/trace.jsonl", "i") == "x"
+    assert ids.claim("y", "b/trace.jsonl", "i") == "y"
+    assert errors["claims"] == 2
+    assert sum("cannot append a run id" in r.getMessage() for r in caplog.records) == 1

@@ -8,13 +8,13 @@ from start to end: in both watchers' logs, in ``/metrics``, in the records and i
 
 On f53415f, over seeds 1-20 of these runs, 3 seeds lost a run's EditLoc and 9 gave runs
 a second id; with six of the public evaluator's instances, 7 and 9 of 20
-(benchmarks/restart_scenario.py, benchmarks/README.md "restart_scenario.py").
+(benchmarks/bench_restart.py, benchmarks/README.md "bench_restart.py").
 
 The runs are prefixes of the real Claude Code 2.1.328 stream-json trace of
 tests/fixtures/real (8 tool calls over the task of tests/agents/scenario.py, its
 repository and gold), each cut after a tool result and ended with a ``result`` line (the
 recorded run was killed before writing its own), each with its own patch. The default
-suite plays three seeds; ``python benchmarks/restart_scenario.py`` plays all twenty
+suite plays three seeds; ``python benchmarks/bench_restart.py`` plays all twenty
 (about 7-10 s a seed on two loaded cores).
 """
 
@@ -28,7 +28,7 @@ from restart_scenario import RUN_ID, check, fixture_runs, play, replayed
 
 pytestmark = pytest.mark.slow
 
-#: the seeds of the default suite, three that failed on f53415f (benchmarks/restart_scenario.py
+#: the seeds of the default suite, three that failed on f53415f (benchmarks/bench_restart.py
 #: plays 1-20: benchmarks/README.md, "Restarts")
 SEEDS = (8, 11, 13)
 

@@ -1,6 +1,6 @@
 """Issue 31's scenario over many seeds: a restart changes nothing.
 
-    python benchmarks/restart_scenario.py [--seeds 1-20] [--runs fixture|oracle]
+    python benchmarks/bench_restart.py [--seeds 1-20] [--runs fixture|oracle]
         [--oracle ORACLE] [--streameval CHECKOUT] [--work DIR] [--json OUT]
 
 Six Claude Code runs are written into a watched directory while a real ``streameval
