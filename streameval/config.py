@@ -122,3 +122,20 @@ def local_path(env: str, given: str | os.PathLike[str] | None = None) -> Path | 
         return Path(given)
     raw = os.environ.get(env)
     return Path(raw).expanduser() if raw else None
+
+
+HALT_AT_ENV = "STREAMEVAL_HALT_AT"
+
+
+def halt_at(points: frozenset[str]) -> tuple[str, int] | None:
+    """``STREAMEVAL_HALT_AT=POINT[:N]`` (tests only: ``live/halt.py``): the point of a
+    run's life, of ``points``, where the watcher stops itself the N-th time (1 when not
+    given); None when unset. A point not of ``points`` is an error."""
+    raw = os.environ.get(HALT_AT_ENV)
+    if not raw:
+        return None
+    point, _, nth = raw.partition(":")
+    if point not in points or not (nth or "1").isdigit() or int(nth or "1") < 1:
+        raise SystemExit(f"streameval: {HALT_AT_ENV}={raw!r}: expected POINT[:N], POINT one "
+                         f"of {', '.join(sorted(points))}")
+    return point, int(nth or "1")

@@ -68,7 +68,7 @@ HELP: dict[str, str] = {
     "streameval_metrics_age_seconds": "Seconds since the watcher made the numbers this scrape serves (the front "
                                       "process serves the last ones when the watcher is busy; docs/operate.md).",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
-    "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
+    "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, claims, abort_file); retried.",
     "streameval_ingest_requests_total": "Pushed requests (watch --ingest) by route (claude, logs, lines) and HTTP status.",
     "streameval_http_refused_total": "HTTP requests and connections refused, by reason (header_timeout, body_timeout, busy, per_client_limit, connection_limit, too_deep, bad_framing, ...).",
     "streameval_ingest_rejected_total": "Pushed entries answered but not stored, by route and reason (invalid_session_id, missing_id, too_deep).",

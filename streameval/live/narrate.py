@@ -70,7 +70,12 @@ class Narration:
         self.runs_started = 0
         self.ended: Counter = Counter()        # reason -> runs
         self.records = 0
+        #: runs given a patch (beside the trace, predictions), each once while in memory
         self.patches = 0
+        self._patched: set[str] = set()
+        #: lines of the checkpoint's traces read again from their first byte at a restart
+        #: (not counted in ``lines_processed``: they were counted before the restart)
+        self.lines_restored = 0
         self.rereads: Counter = Counter()      # event -> files
         self.not_traces = 0
         #: records of runs measured against no gold, by why (no_gold, no_repo)
@@ -142,9 +147,19 @@ class Narration:
                             missing[:300])
             self.gold_missing[reason] += 1
 
-    def patch_landed(self, session: Any, source: str) -> None:
-        self.patches += 1
-        log.info("run %s: patch landed (%s); EditLoc is now final", session.identity.run_id, source)
+    def patch_landed(self, session: Any, key: str, source: str, quiet: bool = False) -> None:
+        """A patch changed what the run ``key``'s EditLoc is computed from: counted once
+        per run (a run read again, a patch rewritten, are the same run's patch), said at
+        DEBUG while a restarted watcher reads its runs again."""
+        if key not in self._patched:
+            self._patched.add(key)
+            self.patches += 1
+        log.log(logging.DEBUG if quiet else logging.INFO, "run %s: patch landed (%s); EditLoc "
+                "is now final", session.identity.run_id, source)
+
+    def forget(self, keys: Any) -> None:
+        """Runs that left memory: a patch landing when one is read again counts anew."""
+        self._patched.difference_update(keys)
 
     # ------------------------------------------------------------------ files
     def reread(self, path: Path, event: str, quiet: bool = False) -> None:
@@ -178,8 +193,10 @@ class Narration:
             if self.ended else "")
         unscored = ", ".join(f"{r} {n}" for r, n in sorted(st.unscored.items())) or "none"
         bad = sum(st.bad_lines.values())
+        again = f"; {self.lines_restored} read again after a restart" if self.lines_restored else ""
         lines = [f"ran {_duration(now - self.started_at)}: {len(watcher.followers)} trace file(s) "
-                 f"followed, {st.lines_processed} lines read ({bad} bad)",
+                 f"followed, {st.lines_processed + self.lines_restored} lines read "
+                 f"({bad} bad{again})",
                  f"runs: {self.runs_started} started, {ended}; {active} active and "
                  f"{finished} finished in memory; not scored: {unscored}",
                  f"records written: {self.records}"

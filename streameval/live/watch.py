@@ -30,8 +30,10 @@ import orjson
 from streameval import sane
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
-from streameval.fileio import append_whole, cut_torn_tail, write_atomic
-from streameval.live.follow import TraceFollower, record_digest_of_line
+from streameval.fileio import append_whole, write_atomic
+from streameval.live import halt
+from streameval.live.claims import ClaimLog, claims_path
+from streameval.live.follow import TraceFollower
 from streameval.live.narrate import Narration
 from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
 from streameval.live.passed import Passed, Rescans
@@ -115,8 +117,13 @@ class Watcher:
         self.narration = Narration()
         #: sniffed files found to be no trace: path -> (device, inode, size) then
         self.not_traces: dict[Path, tuple[int, int, int]] = {}
-        self._own_files = {Path(p).resolve() for p in (cfg.out, cfg.checkpoint, cfg.predictions)
-                           if p is not None}
+        #: the run ids handed out, kept across a restart (the checkpoint and a file beside)
+        self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint, cfg.root,
+                               self.table.stats.output_errors)
+        self.journals["run_ids"] = (self.claims.journal, self.claims.restore_journal)
+        self._own_files = {Path(p).resolve() for p in (
+            cfg.out, cfg.checkpoint, cfg.predictions,
+            claims_path(cfg.checkpoint) if cfg.checkpoint else None) if p is not None}
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -367,8 +374,8 @@ class Watcher:
                     f.restart("reopened")
                 f.poll(now)
                 self.table.stats.events["patch_landed"] += 1
-            elif f.land_patch():
-                self.table.stats.events["patch_landed"] += 1
+            else:
+                f.land_patch()
 
     def _traces_in(self, directory: Path) -> list[Path]:
         try:
@@ -384,8 +391,10 @@ class Watcher:
         for f in list(self.followers.values()):
             if path_kind(f.path) == "missing":
                 self._deleted(f, now)
-            else:
-                f.poll(now)
+                continue
+            f.poll(now)
+            if f.awaits_patch():
+                f.land_patch()   # its file event may have come while nothing watched
         self._after_batch()
 
     def _grew_unseen(self, f: TraceFollower, now: float) -> bool:
@@ -428,7 +437,7 @@ class Watcher:
                 for run in list(self.table.runs.values()):
                     if run.session.identity.instance_id == iid:
                         if run.session.set_patch(patch, "predictions"):
-                            self.narration.patch_landed(run.session, "predictions file")
+                            self.narration.patch_landed(run.session, run.key, "predictions file")
                             self.table.stats.events["patch_landed"] += 1
 
     # ------------------------------------------------------------------ ticking
@@ -458,8 +467,9 @@ class Watcher:
             hook(self, now)
         # a run still owing its record (patch grace longer than keep_finished) stays
         # until it is written: expired earlier, it would never be
-        self.table.expire(now, hold=lambda run: not run.record_written,
-                          max_runs=self.cfg.max_runs)
+        gone = self.table.expire(now, hold=lambda run: not run.record_written,
+                                 max_runs=self.cfg.max_runs)
+        self.narration.forget(gone)
         # every tick, not only when something expired now: a multi-run file may close
         # (idle) after its runs already left the table
         self._release_expired()
@@ -507,8 +517,9 @@ class Watcher:
         line = record_line(record)
         try:
             append_whole(self.cfg.out, line)
-            self.out_digests.add(record_digest_of_line(line))
+            self.out_digests.wrote(line)
             self.narration.record_written(record, self.cfg.out)
+            halt.reached("record-written")
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
             if not self._out_failing:   # once per outage, not at every tick's retry
@@ -538,11 +549,13 @@ class Watcher:
             self.table.stats.output_errors["checkpoint"] += 1
             log.error("cannot save the checkpoint %s (%s); kept the previous one",
                       self.cfg.checkpoint, exc)
+            return
+        self.claims.saved()   # every claim is in the checkpoint now
 
     @_counting_clamps
     def restore_checkpoint(self) -> int:
         """Resume the runs a previous watcher was following; returns how many files."""
-        self._read_out_digests()
+        self.out_digests.read_out(self.cfg.out)
         cp = self.cfg.checkpoint
         if not cp:
             return 0
@@ -550,6 +563,8 @@ class Watcher:
         for name, (_save, load) in self.journals.items():
             if name in saved.journals:
                 load(saved.journals[name])
+        # every run id given before the crash is known before any trace asks again
+        self.claims.read_since()
         n = 0
         for path, pos in saved.files.items():
             try:
@@ -562,21 +577,22 @@ class Watcher:
             f.restoring = True
             f.poll()
             f.restoring = False
+            self.narration.lines_restored += f.lines_counted
             n += 1
         self.table.stats.events["restored"] += n
         return n
 
-    def _read_out_digests(self) -> None:
-        if self.cfg.out is None or not self.cfg.out.exists():
-            return
-        cut = cut_torn_tail(self.cfg.out)
-        if cut:
-            log.warning("%s ended in %d bytes of a half-written record (a crash or a full "
-                        "disk); cut off, that record is written again", self.cfg.out, cut)
-        with open(self.cfg.out, "rb") as fh:
-            for line in fh:
-                if line.endswith(b"\n"):
-                    self.out_digests.restored(record_digest_of_line(line))
+    def start(self) -> None:
+        """What a watcher does before it follows changes: resume the runs of the
+        checkpoint, read the predictions, find every trace under the root and read it.
+        Run ids restored that no run asked for again then go (their trace is gone)."""
+        self.restore_checkpoint()
+        self.poll_predictions()
+        self.scan()
+        self.poll_all()
+        self.table.run_ids.drop_restored()
+        halt.reached("started")
 
     def close(self) -> None:
         self.save_checkpoint()
+        self.claims.close()

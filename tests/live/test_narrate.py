@@ -252,3 +252,34 @@ def test_the_summary_says_how_runs_ended_and_files_that_are_no_trace_are_said(tm
     assert "files skipped, not traces: 1" in out
     assert (f"INFO streameval.watch: {notes}: skipped, not a trace (its content is no "
             "trace format streameval reads)") in err
+
+
+def test_patches_landed_counts_runs_given_a_patch_and_a_restart_counts_what_it_read(env, tmp_path):
+    """On f53415f a patch already beside a trace when its run started was never counted,
+    so a restarted watcher said "0 lines read" and "patches landed: 0" after reading every
+    run again and applying their patches (issues 31 and 32)."""
+    s, runs, res = env
+    cp = tmp_path / "cp.json"
+    lines = 0
+    for name in ("r1", "r2", "r3"):
+        d = run_dir(runs, name, {"instance_id": s.instance, "run_id": name})
+        c = Claude()
+        append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
+        lines += 4
+        if name != "r3":
+            (d / "patch.diff").write_text(PATCH)   # there before the watcher starts
+    w = watcher(runs, res, tmp_path, checkpoint=cp)
+    w.start()
+    (runs / "r1" / "patch.diff").write_text(PATCH.replace("x * 2", "x * 3"))   # rewritten
+    w.changed(runs / "r1" / "patch.diff")
+    w.tick()
+    summary = w.narration.summary(w)
+    assert f"{lines} lines read (0 bad)" in summary
+    assert "records written: 3" in summary and "patches landed: 2" in summary
+    w.close()
+    again = watcher(runs, res, tmp_path, checkpoint=cp)
+    again.start()
+    again.tick()
+    summary = again.narration.summary(again)
+    assert f"{lines} lines read (0 bad; {lines} read again after a restart)" in summary
+    assert "records written: 0" in summary and "patches landed: 2" in summary
