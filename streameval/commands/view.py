@@ -79,7 +79,7 @@ def _write_html(dest: Path, pages: RecordsPages) -> int:
 
 def _serve(args: argparse.Namespace, pages: RecordsPages) -> int:
     app = App()
-    PageRoutes(pages, args.host).mount(app)
+    PageRoutes(pages).mount(app)
     server = HttpServer(app, args.host, args.port)   # UsageError names a bad host or port
     print(f"streameval view: the page on http://{args.host}:{server.port}/ "
           f"({len(pages.ids)} runs; Ctrl-C stops)", flush=True)

@@ -7,7 +7,6 @@ watch's too; each is turned into its part here and handed to the watcher.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from streameval.commands.options import (
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
 from streameval.live.exporter import PER_RUN_SERIES
+from streameval.live.hosts import is_loopback
 from streameval.live.ingest import SPOOL_NAME, IngestRoutes, ingest_routes
 from streameval.live.loop import run_until_signal
 from streameval.live.narrate import start_line
@@ -199,15 +199,6 @@ def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
                         "from the watcher's own process (docs/operate.md)")
     p.add_argument("--ingest-front", dest="front", choices=("process", "thread"),
                    default=argparse.SUPPRESS, help=argparse.SUPPRESS)   # its name before it served /metrics too
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _ingest_token(args: argparse.Namespace, watcher: Watcher) -> str | None:

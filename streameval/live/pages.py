@@ -134,5 +134,5 @@ def mount_live_page(app: Any, watcher: Any) -> LivePages:
     added from now on gets a journal, pruned at the watcher's ticks."""
     pages = LivePages(watcher.table, watcher.res)
     watcher.tick_hooks.append(pages.prune)
-    PageRoutes(pages, watcher.cfg.host).mount(app)
+    PageRoutes(pages).mount(app)
     return pages
