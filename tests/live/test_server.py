@@ -40,9 +40,9 @@ def test_slow_clients_cannot_starve_metrics_or_pushes(w):
     srv = Served(w, limits=Limits(header_timeout=1.5, body_grace=1.5))
     before = threading.active_count()
     # from other addresses than the scraper's (one address may hold 256 connections)
-    socks = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: a\r\n", "127.0.0.2")
+    socks = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: 127.0.0.1\r\n", "127.0.0.2")
              for _ in range(200)]
-    socks += [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nContent-Length: 100\r\n\r\n{",
+    socks += [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: 100\r\n\r\n{",
                     "127.0.0.3") for _ in range(64)]
     try:
         for i in range(5):
@@ -113,11 +113,11 @@ def test_a_full_server_gives_the_slot_of_the_longest_waiting_connection(w):
         for sock in waiting:
             sock.close()
     wait_until(lambda: srv.server.app.guard.connections == 0, what="the slots given back")
-    pushes = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: a\r\nX",
+    pushes = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: 127.0.0.1\r\nX",
                     f"127.0.0.{2 + k % 4}") for k in range(12)]
     try:
         wait_until(lambda: srv.server.app.guard.ingest == 12, what="the pushes' slots held")
-        over = srv.raw(b"POST /v1/runs/y/lines HTTP/1.1\r\nHost: a\r\n\r\n", source="127.0.0.9")
+        over = srv.raw(b"POST /v1/runs/y/lines HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", source="127.0.0.9")
         assert over.startswith(b"HTTP/1.1 503")
         assert "streameval_sessions" in srv.metrics(timeout=30)
     finally:
@@ -130,7 +130,7 @@ def test_transfer_encoding_with_content_length_is_refused_and_never_stored(w):
     """The request-smuggling shape: 648f216 stored the chunk-size lines as trace lines."""
     srv = Served(w)
     body = b'5\r\n{"a":\r\n3\r\n 1}\r\n0\r\n\r\n'
-    req = (b"POST /v1/runs/smuggle/lines HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-ndjson\r\n"
+    req = (b"POST /v1/runs/smuggle/lines HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
            b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" % len(body)) + body
     assert srv.raw(req).startswith(b"HTTP/1.1 400")
     srv.close()
@@ -157,11 +157,11 @@ def test_json_nested_too_deep_is_a_counted_400(w, body):
 
 def test_bodies_past_the_in_flight_budget_get_503_with_retry_after(w):
     srv = Served(w, limits=Limits(inflight_bytes=3 << 20, max_body=2 << 20))
-    head = b"POST /v1/runs/big/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\nx" % (1 << 20)
+    head = b"POST /v1/runs/big/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\nx" % (1 << 20)
     holds = [_slow(srv.port, head, source) for source in ("127.0.0.2", "127.0.0.3")]
     try:
         time.sleep(0.2)   # both bodies are admitted: 2 MiB of 3 held
-        req = b"POST /v1/runs/two/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\ny" % (3 << 19)
+        req = b"POST /v1/runs/two/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\ny" % (3 << 19)
         answer = srv.raw(req)
         assert answer.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in answer.lower()
         assert srv.post("/v1/runs/small/lines", b'{"a": 1}\n')[0] == 200   # within the budget
@@ -180,7 +180,7 @@ def test_big_bodies_wait_their_turn_unread(w):
     from streameval.live.ingest import HEAVY, HEAVY_READ
 
     srv = Served(w, limits=Limits(max_body=4 * HEAVY))
-    head = b"POST /v1/runs/slow/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\nx" % HEAVY
+    head = b"POST /v1/runs/slow/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\nx" % HEAVY
     holds = [_slow(srv.port, head, f"127.0.0.{2 + k}") for k in range(HEAVY_READ)]
     trace = w.cfg.root / SPOOL_NAME / "lines" / "third" / "trace.jsonl"
     body = b'{"a": 1}\n' * (HEAVY // 9 + 1)
@@ -277,7 +277,7 @@ def test_every_answer_carries_nosniff_and_a_policy(w):
     srv.close()
     statuses = {name: a.split(b" ", 2)[1] for name, a in answers.items()}
     assert statuses == {"metrics": b"200", "not found": b"404", "method": b"405", "push": b"200",
-                        "push refused": b"411", "too large": b"431", "slow": b"408",
+                        "push refused": b"415", "too large": b"431", "slow": b"408",
                         "bad framing": b"400"}
     for name, answer in answers.items():
         head = answer.split(b"\r\n\r\n", 1)[0].lower()
