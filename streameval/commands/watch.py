@@ -77,6 +77,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
     p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
+    p.add_argument("--follow-outside-links", action="store_true",
+                   help="follow trace files that are symbolic links to files outside DIR (by "
+                        "default each is logged once and not followed: whoever writes in DIR "
+                        "could otherwise have any file the watcher can read scored and shown)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="say only warnings and errors (no start line, run lines or summary)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -96,7 +100,8 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
         keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=default_checkpoint(args),
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
-        include_sidechain=args.include_sidechain, force_polling=args.poll)
+        include_sidechain=args.include_sidechain, force_polling=args.poll,
+        follow_outside_links=args.follow_outside_links)
 
 
 def default_checkpoint(args: argparse.Namespace) -> Path | None:

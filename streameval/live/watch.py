@@ -37,6 +37,7 @@ from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
 from streameval.live.passed import Passed, Rescans
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
 from streameval.live.table import RunTable
+from streameval.live.watchset import OutsideLinks
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
@@ -72,6 +73,8 @@ class WatchConfig:
     #: traces, 20/5 about 40 ms); batching matters little, a change costs ~10 us.
     debounce_ms: int = 20
     step_ms: int = 5
+    #: follow trace files that are links to outside ``root`` (``watchset.OutsideLinks``)
+    follow_outside_links: bool = False
 
 
 def _counting_clamps(method: Callable) -> Callable:
@@ -115,6 +118,7 @@ class Watcher:
         self.narration = Narration()
         #: sniffed files found to be no trace: path -> (device, inode, size) then
         self.not_traces: dict[Path, tuple[int, int, int]] = {}
+        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links)
         self._own_files = {Path(p).resolve() for p in (cfg.out, cfg.checkpoint, cfg.predictions)
                            if p is not None}
         #: --out failed at its last write (a full disk): said once, not at every retry
@@ -126,7 +130,7 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        return is_trace(path, self.cfg.globs) or self._sniffed(path)
+        return (is_trace(path, self.cfg.globs) or self._sniffed(path)) and self.links.allowed(path)
 
     # -------- files followed for their content (SNIFF_GLOBS), and those that were not
     def _sniffed(self, path: Path) -> bool:
@@ -303,10 +307,12 @@ class Watcher:
                 return   # a sub-agent's transcript: its session file carries its calls
             path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
-        if (deleted or f is not None) and path_kind(path) == "missing":
+        if (deleted or f is not None) and path_kind(path) == "missing" or \
+                f is not None and not self.links.allowed(path):
             # a "deleted" event is believed only while the file is really gone: a trace
             # renamed away and created anew gives (deleted, added) in one unordered
-            # batch, and the new file's run must not be ended by the old file's event
+            # batch, and the new file's run must not be ended by the old file's event.
+            # A trace that is now a link out of the root is let go too
             if f is not None:
                 self._deleted(f, now)
             return
