@@ -40,6 +40,11 @@ def make_setup(tmp: Path) -> Setup:
     return Setup(repo, sha, gold)
 
 
+#: a model patch over APP (lines 4-5), as a run's ``patch.diff`` holds one
+PATCH = ("--- a/src/app.py\n+++ b/src/app.py\n@@ -4,2 +4,2 @@\n-def f2(x):\n-    return x + 2\n"
+         "+def f2(x):\n+    return x - 2\n")
+
+
 def numbered(text: str, start: int, end: int) -> str:
     lines = text.split("\n")
     return "\n".join(f"{n:>6}→{lines[n - 1]}" for n in range(start, min(end, len(lines)) + 1))

@@ -123,7 +123,7 @@ class Exported:
 
     sig: tuple
     base: tuple[str, ...]
-    rows: list[Row]
+    rows: tuple[Row, ...]
     fleet: FleetEntry
     text: tuple[str, ...] | None = None
 
@@ -146,7 +146,9 @@ def export(run: LiveRun) -> Exported:
     snap = run.session.snapshot()
     base = _base(snap)
     group = (base[2], base[3], label_value(snap.identity.experiment or ""))
-    return Exported(sig, base, _run_rows(run, snap),
+    # a tuple of tuples of strings and floats: the garbage collector stops walking it
+    # once it has seen it (a kept run has ~50 rows; a watcher keeps thousands of runs)
+    return Exported(sig, base, tuple(_run_rows(run, snap)),
                     fleet_entry(snap, group, run.finished, run.aborted))
 
 

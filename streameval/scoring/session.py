@@ -12,6 +12,8 @@ time lines arrived), so it does not depend on how fast the file was read.
 from __future__ import annotations
 
 import logging
+import pickle
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -393,7 +395,12 @@ class RunSession:
         """Drop what only reading more of the trace needs (the edit map with its file
         copies, path caches): a finished run whose record is written keeps only its
         numbers while it stays exported. Its provisional EditLoc is kept first; a
-        trace that grows again is read anew from its first byte, never into this."""
+        trace that grows again is read anew from its first byte, never into this.
+
+        What is kept is compacted: the state's sets, the gold lines, the ranking's
+        files and the listeners go, counters become plain dicts. A watcher keeps up to
+        ``--max-runs`` such runs, and a full garbage collection walks every object they
+        hold (``InstanceState.compact``)."""
         if self._released:
             return
         self.provisional_editloc()
@@ -401,6 +408,75 @@ class RunSession:
         self._released = True
         self.last_call = None
         self._resolved = {}
+        self._reading = None
+        self._gold_lines = {}
+        self.listeners.clear()   # they hear calls, and no call comes any more
+        self.ranking.compact()
+        ex = self.extras
+        for name in ("categories", "context_file_reads", "bad_lines", "problems", "reads_by_tool"):
+            setattr(ex, name, dict(getattr(ex, name)))   # dicts of numbers: not walked
+        if self.state is not None:
+            self.state.compact()
+
+    @property
+    def released(self) -> bool:
+        """``release_reading`` was called: the run's numbers are final."""
+        return self._released
+
+    # ------------------------------------------------------------------ dormant
+    def settle(self) -> None:
+        """A released run's session kept as one bytes object while nobody reads it.
+
+        A watcher keeps up to ``--max-runs`` finished runs, and a full garbage
+        collection walks every object they hold: some thirty a session even once
+        compacted (issue 27). Settled, a session holds what every scrape, tick and
+        page list reads (``_AWAKE``) and one bytes object; the rest comes back the
+        first time anything else is read (``__getattr__``), and the watcher settles it
+        again at its next tick. The object stays the same one: the table, its file's
+        reader and the page hold it as before. A no-op unless released, and when
+        settled already."""
+        d = self.__dict__
+        if not d.get("_released") or "_dormant" in d:
+            return
+        with _WAKING:
+            self._settle(d)
+
+    def _settle(self, d: dict[str, Any]) -> None:
+        state = d.get("state")
+        awake = {k: d[k] for k in _AWAKE if k in d}
+        rest = {k: v for k, v in d.items() if k not in _AWAKE}
+        symbols = state.symbols if state is not None else None
+        if state is not None:
+            # the gold, the repository view and the symbols are the resources', shared
+            # by every run: referred to (the session's own), never copied
+            awake["_symbols"] = symbols
+            state.gold = state.view = state.symbols = None
+        try:
+            awake["_dormant"] = pickle.dumps(rest, pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return   # something not plain was put on it (an observer's): it stays awake
+        finally:
+            if state is not None:
+                state.gold, state.view, state.symbols = d["gold"], d["view"], symbols
+        self.__dict__ = awake
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for an attribute not found: a settled session wakes (``settle``). The
+        attributes are swapped in one assignment, under a lock: a thread reading the
+        session meanwhile sees it settled or awake, never half of it."""
+        if name.startswith("__") or "_dormant" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        with _WAKING:
+            d = dict(self.__dict__)
+            if "_dormant" in d:
+                rest = pickle.loads(d.pop("_dormant"))   # noqa: S301 - our own bytes (settle)
+                symbols = d.pop("_symbols", None)
+                state = rest.get("state")
+                if state is not None:
+                    state.gold, state.view, state.symbols = d["gold"], d["view"], symbols
+                d.update(rest)
+                self.__dict__ = d
+        return getattr(self, name)
 
     # ------------------------------------------------------------------ views
     @property
@@ -566,6 +642,15 @@ class RunSession:
         rec["grammars"] = self.symbols_grammars
         rec.update(self._tail())
         return rec
+
+
+#: held while a session settles or wakes (either swaps its attributes whole)
+_WAKING = threading.Lock()
+#: what a settled session keeps as objects: what scrapes (the exporter's signature),
+#: ticks (a record owed, a run's id leaving the table) and the page's lists read
+_AWAKE = ("identity", "version", "end_reason", "ended", "gold", "view", "fmt", "error",
+          "states_context", "include_sidechain", "_released", "listeners", "patch",
+          "trace_patch", "patch_source")
 
 
 def _gold_context_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:

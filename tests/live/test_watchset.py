@@ -15,12 +15,16 @@ import os
 from claude_run import APP, Claude, append, watcher
 
 
-def _outside_trace(tmp_path):
+def _trace_at(path):
+    """A Claude Code trace of one read at ``path`` (its folder made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     c = Claude()
-    elsewhere = tmp_path / "elsewhere" / "trace.jsonl"
-    elsewhere.parent.mkdir()
-    append(elsewhere, c.init(), *c.read("src/app.py", APP, 1, 20))
-    return elsewhere
+    append(path, c.init(), *c.read("src/app.py", APP, 1, 20))
+    return path
+
+
+def _outside_trace(tmp_path):
+    return _trace_at(tmp_path / "elsewhere" / "trace.jsonl")
 
 
 def _linked_run(runs, s, name, target):
@@ -56,11 +60,7 @@ def test_the_flag_follows_it(env, tmp_path):
 
 def test_a_link_to_a_trace_under_the_root_is_followed(env, tmp_path):
     s, runs, res = env
-    inside = runs / "store" / "real.jsonl"
-    inside.parent.mkdir()
-    c = Claude()
-    append(inside, c.init(), *c.read("src/app.py", APP, 1, 20))
-    _linked_run(runs, s, "r", inside)
+    _linked_run(runs, s, "r", _trace_at(runs / "store" / "real.jsonl"))
     w = watcher(runs, res, tmp_path)
     w.scan()
     w.poll_all()
