@@ -12,8 +12,6 @@ time lines arrived), so it does not depend on how fast the file was read.
 from __future__ import annotations
 
 import logging
-import pickle
-import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,11 +34,13 @@ from streameval.model import (
 )
 from streameval.reading.paths import resolve_step
 from streameval.scoring import verdict
+from streameval.scoring.dormant import Dormant
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
 from streameval.scoring.snapshot import FirstGoldRead, RunSnapshot, UsageSoFar, token_counts
 from streameval.scoring.state import InstanceState
+from streameval.scoring.tokens import TokenSums
 from streameval.scoring.verdict import RunFacts
 
 if TYPE_CHECKING:
@@ -88,77 +88,9 @@ class RunExtras:
                 "unaligned": self.lines_unaligned}
 
 
-class _Tokens:
-    """Sums per-message usage, but lets a run total (``cumulative``) take over."""
-
-    def __init__(self) -> None:
-        self.incremental = TokenUsage()
-        self.cumulative: TokenUsage | None = None
-        self.cost_incremental = 0.0
-        self.cost_cumulative: float | None = None
-        self.any_cost = False
-        #: the pushed sources the numbers came from (``Usage.source``), by kind
-        self.incremental_sources: set[str] = set()
-        self.cumulative_source: str | None = None
-        self.any_usage = False
-        self.any_incremental = False
-        self.any_incremental_cost = False
-
-    def so_far(self) -> int | None:
-        """All tokens reported so far (the four kinds); None before the trace reported
-        any usage: a format that states its usage only at the end (mini-swe-agent) does
-        not know what the run had spent at a given step, and 0 would be a wrong number."""
-        return self.totals()[0].total if self.any_usage else None
-
-    def add(self, usage: Usage) -> None:
-        self.any_usage = True
-        t = usage.tokens
-        if usage.cumulative:
-            self.cumulative_source = usage.source
-            self.cumulative = TokenUsage(t.input_tokens, t.output_tokens,
-                                         t.cache_read_tokens, t.cache_creation_tokens)
-            if usage.cost_usd is not None:
-                self.cost_cumulative = float(usage.cost_usd)
-                self.any_cost = True
-            return
-        if usage.source is not None:
-            self.incremental_sources.add(usage.source)
-        self.any_incremental = True
-        inc = self.incremental
-        inc.input_tokens += t.input_tokens
-        inc.output_tokens += t.output_tokens
-        inc.cache_read_tokens += t.cache_read_tokens
-        inc.cache_creation_tokens += t.cache_creation_tokens
-        if usage.cost_usd is not None:
-            self.cost_incremental += float(usage.cost_usd)
-            self.any_cost = True
-            self.any_incremental_cost = True
-
-    def so_far_by_kind(self) -> UsageSoFar:
-        """Both running figures as reported so far (``UsageSoFar``)."""
-        return UsageSoFar(
-            self.incremental.total if self.any_incremental else None,
-            self.cost_incremental if self.any_incremental_cost else None,
-            self.cumulative.total if self.cumulative is not None else None,
-            self.cost_cumulative)
-
-    def totals(self) -> tuple[TokenUsage, float | None]:
-        tokens = self.cumulative if self.cumulative is not None else self.incremental
-        if not self.any_cost:
-            return tokens, None
-        cost = self.cost_cumulative if self.cost_cumulative is not None else self.cost_incremental
-        return tokens, cost
-
-    def source(self) -> str | None:
-        """Where the totals came from when a push source said (``Usage.source``): the
-        run total's source when one took over, else the sources summed, sorted."""
-        if self.cumulative is not None:
-            return self.cumulative_source
-        return ",".join(sorted(self.incremental_sources)) or None
-
-
-class RunSession:
-    """Everything known about one run, updated one event at a time.
+class RunSession(Dormant):
+    """Everything known about one run, updated one event at a time. Once its record is
+    written it may be kept as bytes until read again (``settle``, ``scoring.dormant``).
 
     ``gold``/``view`` may be None (``inspect`` without gold, or a run whose gold or
     repo is missing): steps are still built where possible, and ``record()`` then
@@ -185,7 +117,7 @@ class RunSession:
         if gold is not None and view is not None and error is None:
             self.state = InstanceState(gold, view, symbols)
         self.extras = RunExtras()
-        self._tokens = _Tokens()
+        self._tokens = TokenSums()
         self._gold_files, self._gold_lines = _gold_context_sets(gold)
         #: the files shown, in the order first shown (docs/metrics.md §7b); its first
         #: gold milestone is the first gold file read (§7)
@@ -423,61 +355,6 @@ class RunSession:
         """``release_reading`` was called: the run's numbers are final."""
         return self._released
 
-    # ------------------------------------------------------------------ dormant
-    def settle(self) -> None:
-        """A released run's session kept as one bytes object while nobody reads it.
-
-        A watcher keeps up to ``--max-runs`` finished runs, and a full garbage
-        collection walks every object they hold: some thirty a session even once
-        compacted (issue 27). Settled, a session holds what every scrape, tick and
-        page list reads (``_AWAKE``) and one bytes object; the rest comes back the
-        first time anything else is read (``__getattr__``), and the watcher settles it
-        again at its next tick. The object stays the same one: the table, its file's
-        reader and the page hold it as before. A no-op unless released, and when
-        settled already."""
-        d = self.__dict__
-        if not d.get("_released") or "_dormant" in d:
-            return
-        with _WAKING:
-            self._settle(d)
-
-    def _settle(self, d: dict[str, Any]) -> None:
-        state = d.get("state")
-        awake = {k: d[k] for k in _AWAKE if k in d}
-        rest = {k: v for k, v in d.items() if k not in _AWAKE}
-        symbols = state.symbols if state is not None else None
-        if state is not None:
-            # the gold, the repository view and the symbols are the resources', shared
-            # by every run: referred to (the session's own), never copied
-            awake["_symbols"] = symbols
-            state.gold = state.view = state.symbols = None
-        try:
-            awake["_dormant"] = pickle.dumps(rest, pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return   # something not plain was put on it (an observer's): it stays awake
-        finally:
-            if state is not None:
-                state.gold, state.view, state.symbols = d["gold"], d["view"], symbols
-        self.__dict__ = awake
-
-    def __getattr__(self, name: str) -> Any:
-        """Only for an attribute not found: a settled session wakes (``settle``). The
-        attributes are swapped in one assignment, under a lock: a thread reading the
-        session meanwhile sees it settled or awake, never half of it."""
-        if name.startswith("__") or "_dormant" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        with _WAKING:
-            d = dict(self.__dict__)
-            if "_dormant" in d:
-                rest = pickle.loads(d.pop("_dormant"))   # noqa: S301 - our own bytes (settle)
-                symbols = d.pop("_symbols", None)
-                state = rest.get("state")
-                if state is not None:
-                    state.gold, state.view, state.symbols = d["gold"], d["view"], symbols
-                d.update(rest)
-                self.__dict__ = d
-        return getattr(self, name)
-
     # ------------------------------------------------------------------ views
     @property
     def num_steps(self) -> int:
@@ -642,15 +519,6 @@ class RunSession:
         rec["grammars"] = self.symbols_grammars
         rec.update(self._tail())
         return rec
-
-
-#: held while a session settles or wakes (either swaps its attributes whole)
-_WAKING = threading.Lock()
-#: what a settled session keeps as objects: what scrapes (the exporter's signature),
-#: ticks (a record owed, a run's id leaving the table) and the page's lists read
-_AWAKE = ("identity", "version", "end_reason", "ended", "gold", "view", "fmt", "error",
-          "states_context", "include_sidechain", "_released", "listeners", "patch",
-          "trace_patch", "patch_source")
 
 
 def _gold_context_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
