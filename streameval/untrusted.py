@@ -9,8 +9,9 @@ depends on the place), and a value longer than the place allows keeps its start 
 hash of the whole, so two long values stay apart. Records keep the full values.
 
 - labels: control characters become ``?`` (``live.exporter.label_value``);
-- logs: every logged value is escaped as journald does (``\\x1b``, ``\\u202e``) and cut,
-  and the line as a whole can hold no control character (``SafeFormatter``);
+- logs: every logged value is escaped as Python's repr writes it (``\\x1b``, ``\\n``,
+  ``\\u202e``) and cut, and the line as a whole can hold no control character
+  (``SafeFormatter``); refused requests are said a few a period (``LogThrottle``);
 - XML (``report.plot``): what XML 1.0 cannot hold at all is escaped the same way.
 """
 

@@ -10,6 +10,10 @@ Every route is on a lane:
   ``Retry-After``), must arrive within its deadline (else 408), and is stored on the
   ingest thread pool; waiting for the watcher costs no thread (``scorewait``).
 
+Every request is first held to the server's ``Host`` rule (``hosts``: on a loopback
+bind, loopback names only), and every answer carries ``nosniff`` and a
+Content-Security-Policy (``guard.BASELINE_HEADERS``) unless its route set its own.
+
 Handlers are ``async def handler(request) -> Response``. A later page mounts its
 routes with ``App.route(path, handler, lane=PROTECTED, prefix=True)``; a
 ``StreamResponse`` serves server-sent events without holding a thread.

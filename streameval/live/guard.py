@@ -116,9 +116,17 @@ class Guard:
             del self.by_client[client]
 
 
+#: headers every answer carries unless its route set its own (the page sets a policy
+#: that lets it load its scripts): error answers, ``/metrics``, ``/v1`` included
+BASELINE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+)
+
+
 def _status(code: int, reason: str, text: str, *extra: str) -> bytes:
     """A whole answer written by the guard (``connection: close``), with the headers
-    every answer carries (``asgi.BASELINE_HEADERS``, stated here once for both)."""
+    every answer carries (the app's answers take them from here too)."""
     body = text.encode()
     head = [f"HTTP/1.1 {code} {reason}", "content-type: text/plain", *extra,
             *(f"{k.decode()}: {v.decode()}" for k, v in BASELINE_HEADERS),
@@ -126,12 +134,6 @@ def _status(code: int, reason: str, text: str, *extra: str) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
-#: headers every answer carries unless its route set its own (the page sets a policy
-#: that lets it load its scripts): error answers, ``/metrics``, ``/v1`` included
-BASELINE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
-    (b"x-content-type-options", b"nosniff"),
-    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
-)
 _REFUSED = _status(503, "Service Unavailable", "too many connections", "retry-after: 1")
 
 
