@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -20,6 +21,9 @@ from pathlib import Path
 from streameval import config
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the pushes' token: given to every watcher started here (``STREAMEVAL_INGEST_TOKEN``,
+#: which both implementations read) and sent with every POST
+TOKEN = secrets.token_urlsafe(32)
 
 
 @dataclass
@@ -65,7 +69,7 @@ class Watch:
     def __init__(self, impl: Impl, args: list[str], log: Path, gc_log: Path | None = None):
         self.impl = impl
         self.log = log
-        env = {**os.environ, "PYTHONPATH": ""}
+        env = {**os.environ, "PYTHONPATH": "", "STREAMEVAL_INGEST_TOKEN": TOKEN}
         # with ``gc_log``, the watcher's full garbage collections are written there (gclog.py)
         run = ["-m", "streameval"] if gc_log is None else [str(Path(__file__).with_name("gclog.py")), str(gc_log)]
         with open(log, "wb") as fh:
@@ -166,8 +170,9 @@ class Conn:
                       ctype: str = "application/json") -> tuple[int, bytes]:
         if self.writer is None:
             await self.open()
+        auth = f"Authorization: Bearer {TOKEN}\r\n" if method == "POST" else ""
         head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
+                f"{auth}Content-Length: {len(body)}\r\n\r\n").encode()
         self.writer.write(head + body)
         await self.writer.drain()
         status_line = await self.reader.readline()

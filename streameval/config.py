@@ -42,6 +42,26 @@ def ingest_token() -> str | None:
     return os.environ.get(INGEST_TOKEN_ENV) or None
 
 
+#: variables that may hold a secret: the ingest token, OTLP exporters' auth headers
+SECRET_ENV = (INGEST_TOKEN_ENV, "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+              "OTEL_EXPORTER_OTLP_LOGS_HEADERS")
+
+
+def without_secrets() -> dict[str, str]:
+    """This process's environment but ``SECRET_ENV``: for a child that needs none of
+    them (the front gets the token on its private socket), so its ``/proc/PID/environ``
+    holds none."""
+    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+
+
+def ingest_token_file() -> Path:
+    """Where ``watch --ingest`` keeps the token it made when given none
+    (``live.pushtoken``): ``$XDG_CONFIG_HOME/streameval/ingest-token``, by default
+    ``~/.config/streameval/ingest-token``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "streameval" / "ingest-token"
+
+
 def toml_loads(text: str, where: str, error: type[Exception]) -> dict:
     """A TOML document as a dict; ``error(message)`` (naming ``where``) when it is not
     TOML. Python 3.11+ reads TOML itself; 3.10 needs ``tomli`` (a dependency there)."""

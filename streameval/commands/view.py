@@ -113,7 +113,7 @@ def _write_html(dest: Path, pages: RecordsPages) -> int:
 
 def _serve(args: argparse.Namespace, pages: RecordsPages) -> int:
     app = App()
-    PageRoutes(pages, args.host).mount(app)
+    PageRoutes(pages).mount(app)
     # UsageError names a bad host or port
     server = HttpServer(app, args.host, args.port, serving="the page")
     print(f"streameval view: the page on http://{args.host}:{server.port}/ "

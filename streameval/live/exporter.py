@@ -11,7 +11,6 @@ for 0..1 values, ``_total`` for counters. The README lists every family.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections import Counter
@@ -25,6 +24,7 @@ from streameval.live.fleet import Fleet, FleetEntry, FleetNumbers, fleet_entry
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.scoring.snapshot import RunSnapshot, token_counts
+from streameval.untrusted import bounded
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
@@ -123,7 +123,7 @@ class Exported:
 
     sig: tuple
     base: tuple[str, ...]
-    rows: list[Row]
+    rows: tuple[Row, ...]
     fleet: FleetEntry
     text: tuple[str, ...] | None = None
 
@@ -146,7 +146,9 @@ def export(run: LiveRun) -> Exported:
     snap = run.session.snapshot()
     base = _base(snap)
     group = (base[2], base[3], label_value(snap.identity.experiment or ""))
-    return Exported(sig, base, _run_rows(run, snap),
+    # a tuple of tuples of strings and floats: the garbage collector stops walking it
+    # once it has seen it (a kept run has ~50 rows; a watcher keeps thousands of runs)
+    return Exported(sig, base, tuple(_run_rows(run, snap)),
                     fleet_entry(snap, group, run.finished, run.aborted))
 
 
@@ -170,16 +172,11 @@ def _base(snap: RunSnapshot) -> tuple[str, ...]:
 
 def label_value(value: str) -> str:
     """A label value as exported: control characters become ``?`` and a value longer
-    than ``MAX_LABEL`` keeps its start and a hash of the whole, so one 1 MiB ``model``
-    in a trace cannot make every scrape megabytes, and long values stay distinct.
-    Sane values (the usual case) are exported exactly as records give them."""
-    if len(value) <= MAX_LABEL and value.isprintable():
-        return value
-    clean = "".join(ch if ch.isprintable() else "?" for ch in value[:MAX_LABEL * 2])
-    if len(value) <= MAX_LABEL:
-        return clean
-    digest = hashlib.sha1(value.encode("utf-8", "replace")).hexdigest()[:10]
-    return f"{clean[:MAX_LABEL - 12]}~{digest}"
+    than ``MAX_LABEL`` keeps its start and a hash of the whole (``untrusted.bounded``),
+    so one 1 MiB ``model`` in a trace cannot make every scrape megabytes, and long
+    values stay distinct. Sane values (the usual case) are exported exactly as records
+    give them."""
+    return bounded(value, MAX_LABEL)
 
 
 def _run_rows(run: LiveRun, snap: RunSnapshot) -> list[Row]:

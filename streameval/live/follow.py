@@ -465,6 +465,7 @@ class TraceFollower:
                         for s in self.reader.sessions:
                             self.table.stats.bad_lines.update(s.snapshot().bad_lines)
                 self.closed = True
+                self.reader.shed()
             ended = [run for run in self.live_runs() if run.finished_at is None]
             for run in ended:
                 run.finished_at = now
@@ -499,6 +500,7 @@ class TraceFollower:
                 continue
             s = run.session
             if run.checked_version == s.version:
+                s.settle()   # read since (a page, a late export): kept as bytes again
                 continue  # unchanged since its record was written: not rebuilt every tick
             if s.final_patch is None and now - run.finished_at < patch_grace:
                 continue
@@ -530,6 +532,7 @@ class TraceFollower:
             self.table.settled(run)
             if self.closed or self.run_per_line:
                 run.session.release_reading()   # no line will reach it again
+                run.session.settle()
             n += 1
         return n
 

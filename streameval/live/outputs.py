@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,13 @@ class Digests:
 
     def __len__(self) -> int:
         return len(self._restored) + len(self._recent)
+
+
+def checkpoint_bytes(root: Path, files: dict[str, dict], journals: dict[str, Any]) -> bytes:
+    """What ``read_checkpoint`` reads: each trace followed (its position, the bytes
+    written as records), and the journals other parts keep there."""
+    return orjson.dumps({"version": CHECKPOINT_VERSION, "root": str(root), "files": files,
+                         "journals": journals, "saved_at": time.time()})
 
 
 def read_checkpoint(path: Path, root: Path) -> Checkpoint:

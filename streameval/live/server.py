@@ -22,6 +22,7 @@ from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import UsageError
 from streameval.live.asgi import App
 from streameval.live.guard import guarded
+from streameval.live.hosts import HostRule
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class HttpServer:
         self._sock = sock if sock is not None else \
             bind(host, port, backlog=backlog(app.limits), serving=serving)
         name = self._sock.getsockname()
+        # one Host rule for every path, from the address really bound (``hosts``)
+        app.hosts = HostRule.of(self._sock)
         self.port: int = name[1] if isinstance(name, tuple) else 0   # 0: a Unix socket
         #: the collector ``serve`` registered: what a front's metrics are made from
         #: (``mirror.Feed``)

@@ -35,10 +35,11 @@ from streameval.live import halt
 from streameval.live.claims import ClaimLog, claims_path
 from streameval.live.follow import TraceFollower
 from streameval.live.narrate import Narration
-from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
+from streameval.live.outputs import Digests, checkpoint_bytes, read_checkpoint
 from streameval.live.passed import Passed, Rescans
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
 from streameval.live.table import RunTable
+from streameval.live.watchset import NotTraces, OutsideLinks
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
@@ -74,6 +75,8 @@ class WatchConfig:
     #: traces, 20/5 about 40 ms); batching matters little, a change costs ~10 us.
     debounce_ms: int = 20
     step_ms: int = 5
+    #: follow trace files that are links to outside ``root`` (``watchset.OutsideLinks``)
+    follow_outside_links: bool = False
 
 
 def _counting_clamps(method: Callable) -> Callable:
@@ -115,8 +118,8 @@ class Watcher:
         self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         #: what the watcher says and the counts of its exit summary (live/narrate.py)
         self.narration = Narration()
-        #: sniffed files found to be no trace: path -> (device, inode, size) then
-        self.not_traces: dict[Path, tuple[int, int, int]] = {}
+        #: sniffed files found to be no trace
+        self.not_traces = NotTraces()
         #: the run ids handed out, kept across a restart (the checkpoint and a file beside)
         self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint, cfg.root,
                                self.table.stats.output_errors)
@@ -124,6 +127,7 @@ class Watcher:
         self._own_files = {Path(p).resolve() for p in (
             cfg.out, cfg.checkpoint, cfg.predictions,
             claims_path(cfg.checkpoint) if cfg.checkpoint else None) if p is not None}
+        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links)
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -133,7 +137,7 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        return is_trace(path, self.cfg.globs) or self._sniffed(path)
+        return (is_trace(path, self.cfg.globs) or self._sniffed(path)) and self.links.allowed(path)
 
     # -------- files followed for their content (SNIFF_GLOBS), and those that were not
     def _sniffed(self, path: Path) -> bool:
@@ -141,26 +145,10 @@ class Watcher:
         not a file already found to be no trace (unless replaced or cut since)."""
         if not self.cfg.sniff or not is_trace(path, self.cfg.sniff):
             return False
-        if path in self._own_files:
-            return False
-        seen = self.not_traces.get(path)
-        if seen is None:
-            return True
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        if (st.st_dev, st.st_ino) == seen[:2] and st.st_size >= seen[2]:
-            return False   # the same file, grown at most: its head is what it was
-        del self.not_traces[path]
-        return True
+        return path not in self._own_files and not self.not_traces.known(path)
 
     def _not_trace(self, f: TraceFollower) -> None:
-        try:
-            st = os.stat(f.path)
-            self.not_traces[f.path] = (st.st_dev, st.st_ino, st.st_size)
-        except OSError:
-            pass
+        self.not_traces.add(f.path)
         self._forget(f)
 
     @_counting_clamps
@@ -310,10 +298,12 @@ class Watcher:
                 return   # a sub-agent's transcript: its session file carries its calls
             path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
-        if (deleted or f is not None) and path_kind(path) == "missing":
+        if (deleted or f is not None) and path_kind(path) == "missing" or \
+                f is not None and not self.links.allowed(path):
             # a "deleted" event is believed only while the file is really gone: a trace
             # renamed away and created anew gives (deleted, added) in one unordered
-            # batch, and the new file's run must not be ended by the old file's event
+            # batch, and the new file's run must not be ended by the old file's event.
+            # A trace that is now a link out of the root is let go too
             if f is not None:
                 self._deleted(f, now)
             return
@@ -535,15 +525,12 @@ class Watcher:
     def save_checkpoint(self) -> None:
         if not self.cfg.checkpoint:
             return
-        files = {}
-        for path, f in self.followers.items():
-            files[str(path)] = {**f.tail.position(), "written": f.written,
-                                **({"named": str(f.key_path)} if f.key_path != path else {})}
-        data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
-                "journals": {name: save() for name, (save, _load) in self.journals.items()},
-                "saved_at": time.time()}
+        files = {str(path): {**f.tail.position(), "written": f.written,
+                             **({"named": str(f.key_path)} if f.key_path != path else {})}
+                 for path, f in self.followers.items()}
         try:
-            write_atomic(self.cfg.checkpoint, orjson.dumps(data))
+            write_atomic(self.cfg.checkpoint, checkpoint_bytes(self.cfg.root, files, {
+                name: save() for name, (save, _load) in self.journals.items()}))
         except OSError as exc:
             # the previous checkpoint stays whole; a restart re-reads a little more
             self.table.stats.output_errors["checkpoint"] += 1

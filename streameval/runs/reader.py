@@ -37,6 +37,12 @@ class TraceReader:
         self.sessions: list[RunSession] = []
         self.lines = 0
 
+    def shed(self) -> None:
+        """The file's runs are over and its adapter closed: keep the sessions only (the
+        follower reads a file that grows again with a new reader). A watcher keeps
+        thousands of finished runs; their adapters' state is not worth keeping."""
+        self.adapter = self.factory = self.on_bad = None  # type: ignore[assignment]
+
     @property
     def current(self) -> RunSession | None:
         return self.sessions[-1] if self.sessions else None

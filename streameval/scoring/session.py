@@ -34,6 +34,7 @@ from streameval.model import (
 )
 from streameval.reading.paths import resolve_step
 from streameval.scoring import verdict
+from streameval.scoring.dormant import Dormant
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
@@ -92,8 +93,9 @@ class RunExtras:
                 "unaligned": self.lines_unaligned}
 
 
-class RunSession:
-    """Everything known about one run, updated one event at a time.
+class RunSession(Dormant):
+    """Everything known about one run, updated one event at a time. Once its record is
+    written it may be kept as bytes until read again (``settle``, ``scoring.dormant``).
 
     ``gold``/``view`` may be None (``inspect`` without gold, or a run whose gold or
     repo is missing): steps are still built where possible. ``gold_missing`` says why
@@ -351,7 +353,12 @@ class RunSession:
         """Drop what only reading more of the trace needs (the edit map with its file
         copies, path caches): a finished run whose record is written keeps only its
         numbers while it stays exported. Its provisional EditLoc is kept first; a
-        trace that grows again is read anew from its first byte, never into this."""
+        trace that grows again is read anew from its first byte, never into this.
+
+        What is kept is compacted: the state's sets, the gold lines, the ranking's
+        files and the listeners go, counters become plain dicts. A watcher keeps up to
+        ``--max-runs`` such runs, and a full garbage collection walks every object they
+        hold (``InstanceState.compact``)."""
         if self._released:
             return
         self.provisional_editloc()
@@ -360,6 +367,20 @@ class RunSession:
         self._released = True
         self.last_call = None
         self._resolved = {}
+        self._reading = None
+        self._gold_lines = {}
+        self.listeners.clear()   # they hear calls, and no call comes any more
+        self.ranking.compact()
+        ex = self.extras
+        for name in ("categories", "context_file_reads", "bad_lines", "problems", "reads_by_tool"):
+            setattr(ex, name, dict(getattr(ex, name)))   # dicts of numbers: not walked
+        if self.state is not None:
+            self.state.compact()
+
+    @property
+    def released(self) -> bool:
+        """``release_reading`` was called: the run's numbers are final."""
+        return self._released
 
     # ------------------------------------------------------------------ views
     @property
