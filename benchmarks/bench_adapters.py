@@ -1,7 +1,7 @@
 """Adapter throughput on the largest real traces: the parser alone, then parser + steps.
 
 For each file (default: the 1.1 MB Codex rollout and the 1.0 MB Claude stream in
-``/work/shared/fixtures/real/``) it prints lines/s and MB/s for
+``tests/fixtures/real/``) it prints lines/s and MB/s for
 
 - *adapter*: ``adapter.feed(line)`` for every line, then ``close()`` (JSON decoding and
   event building only);
@@ -20,7 +20,6 @@ No pytest: wall-clock numbers belong here, not in tests.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from streameval.runs.reader import TraceReader
 from streameval.scoring.session import RunSession
 from streameval.traces.files import iter_lines, open_adapter
 
-REAL = Path(os.environ.get("STREAMEVAL_SHARED", "/work/shared")) / "fixtures" / "real"
+REAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "real"
 DEFAULT_FILES = (
     REAL / "codex-rollout" / "codex-rollout__jnarowski__agentcmd__rollout-2025-09-24T19-22-20-01997e76.jsonl",
     REAL / "claude-stream" / "claude-stream__link-assistant__hive-mind__issue-759-uploaded-log.extracted.jsonl",

@@ -13,8 +13,8 @@ the call printed: the share of credited lines whose base text equals the shown t
 for both readers, with the rest counted by cause. It also reports calls/s of the aligned
 reader (parsing, shell analysis, alignment, edit map), one process.
 
-    python benchmarks/bench_reading.py --corpus /work/.mirror/gruckion+mini-swe-agent/repo \\
-        --mirrors /work/.mirror [--limit N] [--json out.json]
+    python benchmarks/bench_reading.py --corpus "$STREAMEVAL_MIRRORS/gruckion+mini-swe-agent/repo" \\
+        --mirrors "$STREAMEVAL_MIRRORS" [--limit N] [--json out.json]
 
 ``--corpus`` is the corpus repository's git directory; ``--mirrors`` holds
 ``<owner>+<name>/repo`` git directories (the layout ``fetch`` brings). Base commits come

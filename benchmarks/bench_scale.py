@@ -1,8 +1,8 @@
 """Replay throughput by engine: the mini-swe-agent corpus, 1 and 2 local workers, and
 Ray with one and two nodes on this machine. Writes ``benchmarks/scale.md``'s table.
 
-    python benchmarks/bench_scale.py --corpus /work/.mirror/gruckion+mini-swe-agent/repo \\
-        --repos /tmp/repos [--limit N] [--json out.json]
+    python benchmarks/bench_scale.py --corpus "$STREAMEVAL_MIRRORS/gruckion+mini-swe-agent/repo" \\
+        --repos "$STREAMEVAL_REPOS" [--limit N] [--json out.json]
 
 Every trajectory of the corpus (Gemini 3 Pro on SWE-bench Verified) whose repository
 clone is under ``--repos`` (``owner__name``) is replayed. ContextBench's gold covers 4

@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 from bench_live import INSTANCE, CallPool, init_line, make_setup
-from loadgen import Watch, impls, pct
+from loadgen import Watch, add_impl_options, impls, pct
 from machine import machine
 
 RESULT = b'{"type": "result", "subtype": "success", "is_error": false, "session_id": "bench"}\n'
@@ -157,15 +157,20 @@ def soak(impl, work: Path, args) -> dict:
 
 def gc_summary(log: Path) -> dict:
     """The watcher's full garbage collections (``gclog.py``) after its first minute: how
-    many, how long each held the process, and how often they came."""
+    many, how long each held the process (and the CPU time each took), and how often
+    they came."""
     rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
     if not rows:
         return {"collections": 0}
     rows = [r for r in rows if r[0] >= rows[0][0] + 60] or rows
-    ms = sorted(d for _t, d in rows)
+    ms = sorted(r[1] for r in rows)
     gaps = [b[0] - a[0] for a, b in zip(rows, rows[1:])]
-    return {"collections": len(ms), "median_ms": round(statistics.median(ms), 1),
-            "max_ms": ms[-1], "median_every_s": round(statistics.median(gaps), 2) if gaps else None}
+    out = {"collections": len(ms), "median_ms": round(statistics.median(ms), 1),
+           "max_ms": ms[-1], "median_every_s": round(statistics.median(gaps), 2) if gaps else None}
+    cpu = sorted(r[2] for r in rows if len(r) > 2)   # logs of before issue 27 have none
+    if cpu:
+        out.update(cpu_median_ms=round(statistics.median(cpu), 1), cpu_max_ms=cpu[-1])
+    return out
 
 
 def flatness(rows: list[dict]) -> dict:
@@ -203,7 +208,7 @@ def flatness(rows: list[dict]) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--impl", default="new,base")
+    add_impl_options(p)
     p.add_argument("--runs", type=int, default=50_000)
     p.add_argument("--calls", type=int, default=4, help="tool calls per run")
     p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
@@ -225,7 +230,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
         work = Path(tmp)
         make_setup(work)
-        for impl in impls(args.impl):
+        for impl in impls(args.impl, args.base):
             res = soak(impl, work, args)
             results["impls"][impl.name] = res
             print(impl.name, json.dumps({k: v for k, v in res.items() if k != "every_1000"}), flush=True)

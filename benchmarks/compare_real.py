@@ -19,9 +19,10 @@ The pairs are the instances both ran. Two comparisons:
    ``patch`` holds); the rebuild is checked against a ContextBench patch first.
 
 Reads local mirrors only (``--mirrors``, the ``fetch`` layout; ``--repos``, clones named
-``owner__name``); never the network; not run in CI.
+``owner__name``; or ``$STREAMEVAL_MIRRORS`` and ``$STREAMEVAL_REPOS``: benchmarks/README.md
+"Folders"); never the network; not run in CI.
 
-    python benchmarks/compare_real.py --out /tmp/real-compare [--resamples 10000]
+    python benchmarks/compare_real.py --out OUT [--mirrors DIR] [--repos DIR] [--resamples 10000]
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+from streameval import config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -183,10 +186,15 @@ def gold_free(arms: dict[str, Path], resamples: int) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
-    ap.add_argument("--repos", type=Path, default=Path("/tmp/repos"))
+    ap.add_argument("--mirrors", type=Path, help=f"default ${config.MIRRORS_ENV}")
+    ap.add_argument("--repos", type=Path, help=f"default ${config.REPOS_ENV}")
     ap.add_argument("--resamples", type=int, default=10_000)
     args = ap.parse_args()
+    args.mirrors = config.local_path(config.MIRRORS_ENV, args.mirrors)
+    args.repos = config.local_path(config.REPOS_ENV, args.repos)
+    if args.mirrors is None or args.repos is None:
+        ap.error(f"give --mirrors DIR and --repos DIR, or set {config.MIRRORS_ENV} and "
+                 f"{config.REPOS_ENV}")
     args.out.mkdir(parents=True, exist_ok=True)
     gem = trajectories(args.mirrors, GEMINI)
     ds = trajectories(args.mirrors, DEEPSEEK)

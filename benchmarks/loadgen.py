@@ -1,5 +1,6 @@
 """What bench_ingest.py and bench_soak.py share: a ``streameval watch`` process of either
-implementation (this checkout, or 648f216 through its own venv), its memory, and a raw
+implementation (this checkout, or an older one through its own venv: ``--base DIR`` or
+``$STREAMEVAL_BASE``, benchmarks/README.md "Folders"), its memory, and a raw
 HTTP/1.1 client on asyncio streams (keep-alive when the server allows it, a source
 address per client group) that measures every request from the moment it was due.
 
@@ -10,14 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streameval import config
+
 ROOT = Path(__file__).resolve().parent.parent
-BASE = Path("/work/base")   # 648f216 with its own venv (.venv), when present
+#: the pushes' token: given to every watcher started here (``STREAMEVAL_INGEST_TOKEN``,
+#: which both implementations read) and sent with every POST
+TOKEN = secrets.token_urlsafe(32)
 
 
 @dataclass
@@ -28,7 +34,18 @@ class Impl:
     args: tuple[str, ...] = ()   # more arguments of its ``watch``
 
 
-def impls(which: str) -> list[Impl]:
+def add_impl_options(p) -> None:
+    """``--impl`` and ``--base``: which implementations a benchmark runs."""
+    p.add_argument("--impl", help="new, new-thread (--front thread), base (the checkout of "
+                                  "--base), comma-separated (default: new, and base when known)")
+    p.add_argument("--base", type=Path, metavar="DIR",
+                   help="an older checkout with its own .venv to compare with (648f216 for "
+                        f"the figures in benchmarks/README.md; default ${config.BASE_ENV})")
+
+
+def impls(which: str | None, base: Path | None = None) -> list[Impl]:
+    base = config.local_path(config.BASE_ENV, base)
+    which = which or ("new,base" if base is not None else "new")
     out = []
     for name in which.split(","):
         if name == "new":
@@ -36,10 +53,13 @@ def impls(which: str) -> list[Impl]:
         elif name == "new-thread":   # this checkout, served from the watcher's own process
             out.append(Impl("new-thread", sys.executable, ROOT, ("--front", "thread")))
         elif name == "base":
-            py = BASE / ".venv" / "bin" / "python"
+            if base is None:
+                raise SystemExit(f"--impl base: give --base DIR (an older checkout with its "
+                                 f".venv) or set {config.BASE_ENV}")
+            py = base / ".venv" / "bin" / "python"
             if not py.exists():
-                raise SystemExit(f"no {py}: 648f216 needs its checkout and venv at {BASE}")
-            out.append(Impl("base", str(py), BASE))
+                raise SystemExit(f"no {py}: the base checkout needs its own venv there")
+            out.append(Impl("base", str(py), base))
     return out
 
 
@@ -49,7 +69,7 @@ class Watch:
     def __init__(self, impl: Impl, args: list[str], log: Path, gc_log: Path | None = None):
         self.impl = impl
         self.log = log
-        env = {**os.environ, "PYTHONPATH": ""}
+        env = {**os.environ, "PYTHONPATH": "", "STREAMEVAL_INGEST_TOKEN": TOKEN}
         # with ``gc_log``, the watcher's full garbage collections are written there (gclog.py)
         run = ["-m", "streameval"] if gc_log is None else [str(Path(__file__).with_name("gclog.py")), str(gc_log)]
         with open(log, "wb") as fh:
@@ -150,8 +170,9 @@ class Conn:
                       ctype: str = "application/json") -> tuple[int, bytes]:
         if self.writer is None:
             await self.open()
+        auth = f"Authorization: Bearer {TOKEN}\r\n" if method == "POST" else ""
         head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
+                f"{auth}Content-Length: {len(body)}\r\n\r\n").encode()
         self.writer.write(head + body)
         await self.writer.drain()
         status_line = await self.reader.readline()

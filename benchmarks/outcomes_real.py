@@ -46,6 +46,8 @@ from compare_real import (
     git,
 )
 
+from streameval import config
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SOURCE = ("gruckion+mini-swe-agent", "HEAD", "swebench_results/20251118_gemini-3-pro-74pct")
@@ -215,9 +217,14 @@ def check(out: Path, logs_root: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="folder for the extracted runs and the records")
-    ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--mirrors", type=Path, default=None,
+                    help=f"the fetched mirrors (default ${config.MIRRORS_ENV}; "
+                         'benchmarks/README.md "Folders")')
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
+    args.mirrors = config.local_path(config.MIRRORS_ENV, args.mirrors)
+    if args.mirrors is None:
+        ap.error(f"give --mirrors DIR or set {config.MIRRORS_ENV}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     runs, logs_root = extract(args.mirrors, out)

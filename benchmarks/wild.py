@@ -8,7 +8,7 @@ unparsed commands, problems by reason, crashes, and the silent failure the surve
 for: files that hold actions (by a crude format-independent count, see
 ``wild_measure``) but gave 0 calls.
 
-    python benchmarks/wild.py [--mirrors /work/.mirror] [--json FILE|-] [--files FILE]
+    python benchmarks/wild.py [--mirrors DIR] [--json FILE|-] [--files FILE]
 
 Identical blobs are measured once (the first source naming them keeps them), and a
 blob identical to a file in ``tests/fixtures/real`` is skipped: those are already
@@ -28,6 +28,8 @@ from pathlib import Path
 
 from wild_measure import Measure, measure
 from wild_sources import BlobReader, Trace, expand, git_dir, materialise, read_manifest
+
+from streameval import config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -147,14 +149,18 @@ def to_json(agg: OrderedDict[str, dict], results, missing, elapsed: float) -> di
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
-                   help="directory of fetched bare mirrors (<owner>+<name>/repo)")
+    p.add_argument("--mirrors", type=Path,
+                   help="directory of fetched bare mirrors (<owner>+<name>/repo; default "
+                        f"${config.MIRRORS_ENV}; benchmarks/README.md \"Folders\")")
     p.add_argument("--manifest", type=Path, default=HERE / "wild" / "manifest.tsv")
     p.add_argument("--source", action="append", help="only these sources (repeatable)")
     p.add_argument("--json", dest="json_out", metavar="FILE",
                    help="write the summary as JSON ('-' for stdout; the table goes to stderr)")
     p.add_argument("--files", metavar="FILE", help="write one JSON line per surveyed trace")
     args = p.parse_args(argv)
+    args.mirrors = config.local_path(config.MIRRORS_ENV, args.mirrors)
+    if args.mirrors is None:
+        p.error(f"give --mirrors DIR or set {config.MIRRORS_ENV}")
 
     rows = [r for r in read_manifest(args.manifest) if not args.source or r.source in args.source]
     t0 = time.perf_counter()

@@ -42,6 +42,26 @@ def ingest_token() -> str | None:
     return os.environ.get(INGEST_TOKEN_ENV) or None
 
 
+#: variables that may hold a secret: the ingest token, OTLP exporters' auth headers
+SECRET_ENV = (INGEST_TOKEN_ENV, "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+              "OTEL_EXPORTER_OTLP_LOGS_HEADERS")
+
+
+def without_secrets() -> dict[str, str]:
+    """This process's environment but ``SECRET_ENV``: for a child that needs none of
+    them (the front gets the token on its private socket), so its ``/proc/PID/environ``
+    holds none."""
+    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+
+
+def ingest_token_file() -> Path:
+    """Where ``watch --ingest`` keeps the token it made when given none
+    (``live.pushtoken``): ``$XDG_CONFIG_HOME/streameval/ingest-token``, by default
+    ``~/.config/streameval/ingest-token``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "streameval" / "ingest-token"
+
+
 def toml_loads(text: str, where: str, error: type[Exception]) -> dict:
     """A TOML document as a dict; ``error(message)`` (naming ``where``) when it is not
     TOML. Python 3.11+ reads TOML itself; 3.10 needs ``tomli`` (a dependency there)."""
@@ -79,3 +99,63 @@ def claude_transcript_roots() -> list[str]:
     if own:
         roots.insert(0, os.path.join(own, "projects"))
     return roots
+
+
+# ------------------------------------------------------------------ folders of a checkout
+# The folders the benchmarks, scripts and tests read besides the package: none is
+# needed to use streameval, and each is a place on the machine that ran them. Each is an
+# option of the script that reads it, else the variable below, else nothing (the script
+# says what to give). Their layout is described once, in benchmarks/README.md ("Folders").
+
+#: a folder of git mirrors laid out as ``<owner>+<name>/repo`` (the ``fetch`` tool's)
+MIRRORS_ENV = "STREAMEVAL_MIRRORS"
+#: a folder of repository clones named ``<owner>__<name>`` (``--repos`` of replay)
+REPOS_ENV = "STREAMEVAL_REPOS"
+#: an older checkout with its own ``.venv``, for benchmarks that compare against it
+BASE_ENV = "STREAMEVAL_BASE"
+#: the agent CLIs' cache folder (``tests/agents/clis.py install``)
+AGENTS_ENV = "STREAMEVAL_AGENTS"
+#: the ``phoenix`` command of Arize Phoenix's own virtual environment (the OTLP export test)
+PHOENIX_ENV = "STREAMEVAL_PHOENIX"
+#: the browser the page's tests drive (Debian's chromium unless told), and a folder the
+#: screenshots they take are copied to (the README's pictures are taken so)
+CHROMIUM_ENV = "STREAMEVAL_CHROMIUM"
+SCREENSHOTS_ENV = "STREAMEVAL_SCREENSHOTS"
+#: ``network``: the README's own test lets pip download (tests/web/test_readme.py)
+README_PIP_ENV = "STREAMEVAL_README_PIP"
+
+
+def setting(env: str) -> str | None:
+    """A ``STREAMEVAL_*`` setting that is neither a folder nor a number, as given (None
+    when unset or empty)."""
+    return os.environ.get(env) or None
+
+
+#: what ``.ci/run`` installs the agent CLIs and Phoenix under, when not told
+CACHE = Path.home() / ".cache" / "streameval"
+
+
+def local_path(env: str, given: str | os.PathLike[str] | None = None) -> Path | None:
+    """A folder (or program) given as an option, else named by the variable ``env``, else
+    None: the caller says what to give, or takes its own default."""
+    if given is not None:
+        return Path(given)
+    raw = os.environ.get(env)
+    return Path(raw).expanduser() if raw else None
+
+
+HALT_AT_ENV = "STREAMEVAL_HALT_AT"
+
+
+def halt_at(points: frozenset[str]) -> tuple[str, int] | None:
+    """``STREAMEVAL_HALT_AT=POINT[:N]`` (tests only: ``live/halt.py``): the point of a
+    run's life, of ``points``, where the watcher stops itself the N-th time (1 when not
+    given); None when unset. A point not of ``points`` is an error."""
+    raw = os.environ.get(HALT_AT_ENV)
+    if not raw:
+        return None
+    point, _, nth = raw.partition(":")
+    if point not in points or not (nth or "1").isdigit() or int(nth or "1") < 1:
+        raise SystemExit(f"streameval: {HALT_AT_ENV}={raw!r}: expected POINT[:N], POINT one "
+                         f"of {', '.join(sorted(points))}")
+    return point, int(nth or "1")

@@ -53,13 +53,19 @@ class Reason(str, Enum):
     #: its gold row's repository cannot be had: gold metrics and the signals that need
     #: base text are null, the others are scored (docs/metrics.md §5b)
     NO_REPO = "no_repo"
+    # ... and loud: replay exits 1 over them (docs/metrics.md §5b)
+    NO_END_EVENT = "no_end_event"  # a format that always ends with an end event, without it
+    REPO_MISMATCH = "repo_mismatch"  # reads showed text the repository does not have there
 
 
+#: The flags whose numbers may be wrong, not only say less: the run is scored and
+#: flagged, and ``replay`` exits 1 as for a run not scored (docs/metrics.md §5b).
+LOUD_FLAGS: frozenset[str] = frozenset({Reason.NO_END_EVENT.value, Reason.REPO_MISMATCH.value})
 #: The problems that question a whole run's numbers rather than one call's: a run has
 #: each at most once, and tables count the runs that carry any (docs/metrics.md §5b).
 RUN_FLAGS: frozenset[str] = frozenset({Reason.NOTHING_READ.value,
                                        Reason.MOSTLY_OUTSIDE_REPO.value,
-                                       Reason.NO_GOLD.value, Reason.NO_REPO.value})
+                                       Reason.NO_GOLD.value, Reason.NO_REPO.value}) | LOUD_FLAGS
 #: the flags of a run measured against no gold (``Record`` key ``gold_missing``)
 GOLD_MISSING: frozenset[str] = frozenset({Reason.NO_GOLD.value, Reason.NO_REPO.value})
 
@@ -96,3 +102,10 @@ class TraceFormatError(StreamevalError):
 class UsageError(StreamevalError):
     """A setting that cannot work (a port in use, an unreadable gold file...): the
     command says so in one line and exits 2, never with a traceback."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, caught where a command knows what it kept. The message says it in a few
+    words (``193 of 450 records written to out.jsonl``); the command prints
+    ``streameval CMD: interrupted: MESSAGE`` on stderr and exits 130, as a shell's
+    program killed by SIGINT does."""

@@ -179,6 +179,9 @@ class Shown:
     script's own prints): lines that match nothing there are not the agent's writing.
     ``runs``: with ``gaps``, the lengths of the groups of consecutive lines, in order
     (``grep -A3`` prints each match with its context as one group); None: not known.
+    ``end_piece``: the last numbered line is empty and may be the piece after the file's
+    final newline that Claude Code's Read numbers too: it was a line of the file, and
+    shown, only when the file has a line of that number (the text decides, §6d).
     """
 
     lines: tuple[str, ...]
@@ -189,6 +192,7 @@ class Shown:
     base: bool = False
     loose: bool = False
     runs: tuple[int, ...] | None = None
+    end_piece: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,11 @@ def make_setup(tmp: Path) -> Setup:
     return Setup(repo, sha, gold)
 
 
+#: a model patch over APP (lines 4-5), as a run's ``patch.diff`` holds one
+PATCH = ("--- a/src/app.py\n+++ b/src/app.py\n@@ -4,2 +4,2 @@\n-def f2(x):\n-    return x + 2\n"
+         "+def f2(x):\n+    return x - 2\n")
+
+
 def numbered(text: str, start: int, end: int) -> str:
     lines = text.split("\n")
     return "\n".join(f"{n:>6}→{lines[n - 1]}" for n in range(start, min(end, len(lines)) + 1))
@@ -114,7 +119,7 @@ def wait_until(pred, timeout=30.0, what=""):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def watch_process(argv: list[str], log: Path):
+def watch_process(argv: list[str], log: Path, env: dict | None = None):
     """``streameval watch ARGV`` in a process of its own, its output in ``log``, once it
     serves: (the process, its port)."""
     import subprocess
@@ -122,11 +127,17 @@ def watch_process(argv: list[str], log: Path):
 
     with open(log, "wb") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "streameval", "watch", *argv],
-                                stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env)
     wait_until(lambda: b"serving metrics on" in log.read_bytes() or proc.poll() is not None,
                what="watch to start")
     assert proc.poll() is None, log.read_text()[-2000:]
     return proc, int(log.read_text().split("http://127.0.0.1:")[1].split("/")[0])
+
+
+def bearer(token_file: Path) -> dict[str, str]:
+    """The header a push carries: the token ``watch --ingest`` made in ``token_file``."""
+    return {"Authorization": "Bearer " + token_file.read_text().strip()}
 
 
 def trace_in(runs: Path, s, name: str = "r1", **meta) -> Path:

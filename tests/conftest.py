@@ -33,6 +33,19 @@ settings.register_profile("streameval", deadline=None,
 settings.load_profile("streameval")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_config_home(tmp_path_factory):
+    """``watch --ingest`` makes a token file in the user's config folder when told of
+    none: the tests' watchers, in-process or not, make theirs in a folder of the run's."""
+    import os
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config-home")))
+    mp.delenv("STREAMEVAL_INGEST_TOKEN", raising=False)
+    yield os.environ["XDG_CONFIG_HOME"]
+    mp.undo()
+
+
 @pytest.fixture
 def env(tmp_path):
     """(setup, runs directory, resources) over a fresh two-file git repo."""

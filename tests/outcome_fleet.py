@@ -4,8 +4,9 @@ each message stating 100 input tokens, in repositories named by SWE-bench style 
 gold-free signals (docs/outcomes.md §2).
 
 A run is a list of the files its calls read, one Read per call (``f3`` reads
-``src/f3.py`` lines 1-10), so by hand: call k is step k, the run had spent 100 k tokens
-after it, two calls of the same file are the same call (same tool, same input).
+``src/f3.py`` lines 1-10), then Claude's ``result`` line (the run's end, its total usage:
+the messages' sum), so by hand: call k is step k, the run had spent 100 k tokens after
+it, two calls of the same file are the same call (same tool, same input).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def trace_lines(files: list[str], session: str) -> list[str]:
         out.append(_line({"type": "user", "session_id": session, "message": {
             "role": "user", "content": [{"tool_use_id": tid, "type": "tool_result",
                                          "content": body}]}}))
+    # the end of the run, with its total usage (the messages' sum) and no cost
+    out.append(_line({"type": "result", "subtype": "success", "is_error": False,
+                      "num_turns": len(files), "session_id": session,
+                      "usage": {"input_tokens": TOKENS_PER_CALL * len(files),
+                                "output_tokens": 0}}))
     return out
 
 

@@ -25,8 +25,11 @@ class Served:
         self.server, _reg, self.port = serve(watcher.table, "127.0.0.1", 0, ingest=self.app,
                                              limits=limits)
 
-    def post(self, path: str, body: bytes, ctype="application/json", headers=None,
+    def post(self, path: str, body: bytes, ctype=None, headers=None,
              timeout=10) -> tuple[int, dict | bytes]:
+        """POST ``body``; its type by default the route's own (lines: NDJSON, else JSON)."""
+        if ctype is None:
+            ctype = "application/x-ndjson" if "/lines" in path else "application/json"
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         conn.request("POST", path, body=body, headers={"Content-Type": ctype, **(headers or {})})
         resp = conn.getresponse()

@@ -27,7 +27,8 @@ FLOORS: dict[str, int] = {
     "commands": 8,
 }
 #: the modules of the shared vocabulary, at the package's top level
-VOCABULARY = {"__init__", "model", "errors", "config", "sane", "fileio", "tools", "version", "intervals"}
+VOCABULARY = {"__init__", "model", "errors", "config", "sane", "fileio", "tools", "version", "intervals",
+              "untrusted"}
 
 
 def modules() -> dict[str, Path]:

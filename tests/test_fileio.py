@@ -244,7 +244,8 @@ def test_full_disk_on_out_is_counted_and_the_record_is_written_once_space_return
 
 def test_nothing_outside_the_run_directory_and_outputs_changes(env, tmp_path):
     """With every kind of planted side file at once, only --out and the checkpoint
-    (the places named) change; the run directories are as the agent left them."""
+    (the places named, and the run ids given since the checkpoint beside it) change;
+    the run directories are as the agent left them."""
     s, runs, res = env
     d, _trace = _run(runs, s)
     os.mkfifo(d / "meta.json")
@@ -258,7 +259,8 @@ def test_nothing_outside_the_run_directory_and_outputs_changes(env, tmp_path):
     w.close()
     after = _tree(tmp_path)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
-    assert changed == {str(tmp_path / "out.jsonl"), str(tmp_path / "cp.json")}
+    assert changed == {str(tmp_path / "out.jsonl"), str(tmp_path / "cp.json"),
+                       str(tmp_path / "cp.json.claims")}
 
 
 # ------------------------------------------------------------------ detection

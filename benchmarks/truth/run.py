@@ -1,8 +1,8 @@
 """Ground truth for reading: re-execute real trajectories on provenance-tagged copies of
 their base commits and score streameval's credited lines against what each call showed.
 
-    python benchmarks/truth/run.py --corpus /work/.mirror/gruckion+mini-swe-agent/repo \\
-        --mirrors /work/.mirror [--limit N] [--only IID,...] [--json out.json]
+    python benchmarks/truth/run.py --corpus "$STREAMEVAL_MIRRORS/gruckion+mini-swe-agent/repo" \\
+        --mirrors "$STREAMEVAL_MIRRORS" [--limit N] [--only IID,...] [--json out.json]
     python benchmarks/truth/run.py --fixtures [--json out.json]
 
 Safety: this harness executes commands recorded in traces. It does so only here, for

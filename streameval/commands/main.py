@@ -11,7 +11,7 @@ import importlib
 
 from streameval import __version__
 from streameval.commands.options import Formatter, Parser
-from streameval.errors import UsageError
+from streameval.errors import Interrupted, UsageError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:  # a setting that cannot work: one line, exit 2
         print(f"streameval {args.command}: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except Interrupted as exc:   # Ctrl-C where the command said what it kept
+        print(f"streameval {args.command}: interrupted: {exc}", file=sys.stderr, flush=True)
+        return 130
+    except KeyboardInterrupt:   # Ctrl-C before the command had kept anything
+        print(f"streameval {args.command}: interrupted: nothing written", file=sys.stderr,
+              flush=True)
         return 130
     except BrokenPipeError:  # `streameval replay ... | head`
         return 0

@@ -238,10 +238,13 @@ def fail(command: str, message: str) -> int:
 def setup_logging(verbose: bool = False, quiet: bool = False) -> None:
     """streameval's own log at INFO (what it does to runs and files, abort decisions,
     runs that cannot be scored), DEBUG with ``-v``, WARNING with ``-q``; libraries
-    (watchfiles' per-change lines) stay at WARNING."""
+    (watchfiles' per-change lines) stay at WARNING. Values from traces and requests are
+    escaped and cut (``untrusted.SafeFormatter``)."""
     import logging
 
-    logging.basicConfig(level=logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from streameval.untrusted import log_to_stderr
+
+    # one line per record, whatever a trace or a request put in its values
+    log_to_stderr("%(asctime)s %(levelname)s %(name)s: %(message)s", logging.WARNING)
     level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
     logging.getLogger("streameval").setLevel(level)

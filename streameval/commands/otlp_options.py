@@ -47,7 +47,10 @@ def add_otlp(p: argparse.ArgumentParser, live: bool = False) -> None:
                         "this OTLP/HTTP base URL (/v1/traces, /v1/logs are added; "
                         "docs/otel.md; needs streameval[otel])")
     p.add_argument("--otlp-header", action="append", type=_header, default=[],
-                   metavar="KEY=VALUE", help="header on every OTLP request (auth), repeatable")
+                   metavar="KEY=VALUE",
+                   help="header on every OTLP request, repeatable; for a secret (auth) use "
+                        "OTEL_EXPORTER_OTLP_HEADERS instead: a command line is read by every "
+                        "user of the machine (ps -ef)")
     p.add_argument("--otlp-protocol", choices=PROTOCOLS, default="http/protobuf",
                    help="OTLP/HTTP encoding")
     p.add_argument("--otlp-signals", type=_signals, default=("traces",), metavar="LIST",
@@ -67,6 +70,10 @@ def emitter(args: argparse.Namespace) -> EvaluationEmitter | None:
         return None
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--otlp-endpoint {url!r}: an http:// or https:// URL")
+    if args.otlp_header:
+        log.warning("--otlp-header puts its value on the command line, where every user of "
+                    "this machine can read it (ps -ef); pass a secret header in "
+                    "OTEL_EXPORTER_OTLP_HEADERS (docs/otel.md)")
     try:
         return EvaluationEmitter(url, dict(args.otlp_header), args.otlp_protocol,
                                  args.otlp_signals)

@@ -13,6 +13,7 @@ import orjson
 
 from streameval.commands.options import outcomes_of, sources
 from streameval.errors import UsageError
+from streameval.scoring.record import is_record
 
 __all__ = ["Replayer", "is_records_file", "load_input", "read_records"]
 
@@ -28,18 +29,14 @@ def _loads(line: bytes) -> Any:
 
 def is_records_file(path: Path) -> bool:
     """A JSONL file of records as replay writes them (not traces or predictions): its
-    first line is an object with ``instance_id`` and a record's ``num_steps`` or
-    ``error``, and none of a unified prediction's ``traj_data``."""
+    first line is a record (``scoring.record.is_record``)."""
     if not path.is_file():
         return False
     try:
         with open(path, "rb") as fh:
             for line in fh:
                 if line.strip():
-                    obj = _loads(line)
-                    return (isinstance(obj, dict) and "instance_id" in obj
-                            and ("num_steps" in obj or "error" in obj)
-                            and "traj_data" not in obj)
+                    return is_record(_loads(line))
     except (OSError, ValueError):
         return False
     return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,11 +28,13 @@ from streameval.commands.options import (
     say_outcomes,
     sources,
 )
+from streameval.errors import Interrupted
 from streameval.report import tables as report
 from streameval.report.columns import write_parquet
 from streameval.report.gate import GateError, Threshold, fail_under, parse_thresholds
 from streameval.report.otel import from_record
 from streameval.report.progress import Progress
+from streameval.report.tables import loud_flags, loud_reason
 from streameval.runs.batch import (
     BatchContext,
     Job,
@@ -171,6 +174,7 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
     emitter = otlp_options.emitter(args)   # UsageError before any work
     kept: list[dict[str, Any]] = []
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id
+    done = 0
     try:
         for records in _engine(args, jobs, context):
             for record in records:
@@ -181,8 +185,11 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
                 if emitter is not None:
                     emitter.emit(from_record(record))
                 kept.append(_slim(record))
+            done += 1
             progress.update(sum("error" in r for r in records))
         out.flush()
+    except KeyboardInterrupt:
+        raise Interrupted(_kept(args, len(kept), done, len(jobs))) from None
     finally:
         progress.close()
         if args.out:
@@ -207,17 +214,36 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
     return 1 if failures else 0
 
 
+def _kept(args: argparse.Namespace, written: int, done: int, total: int) -> str:
+    """What an interrupted batch kept: the records of the inputs scored so far, written
+    whole (the CSV, parquet and summary come only from a whole batch)."""
+    dest = args.out or "stdout"
+    text = (f"{written} of {total} records written to {dest}" if written == done else
+            f"{written} records of {done} of {total} inputs written to {dest}")
+    skipped = [o for o, given in (("--csv", args.csv), ("--parquet", args.parquet)) if given]
+    return text + (f"; {' and '.join(skipped)} not written" if skipped else "")
+
+
 def _scored_code(kept: list[dict[str, Any]], allow_partial: bool) -> int:
-    """1 when not everything was scored (``--allow-partial``: when nothing was), said
-    in one line on stderr with the reasons; else 0."""
+    """1 when not everything was scored, or a run was scored with a loud flag (its
+    numbers may be wrong: docs/metrics.md §5b), said on stderr with the reasons;
+    ``--allow-partial``: only when no run was scored. Else 0."""
     errors = [r for r in kept if "error" in r]
-    if not errors or (allow_partial and len(errors) < len(kept)):
+    loud = [r for r in kept if "error" not in r and loud_flags(r)]
+    if not (errors or loud) or (allow_partial and len(errors) < len(kept)):
         return 0
-    reasons = report.aggregate(errors)["errors_by_reason"]
-    what = "no input" if len(errors) == len(kept) else f"{len(errors)} of {len(kept)} input(s)"
     hint = "" if len(errors) == len(kept) else "; --allow-partial to exit 0 all the same"
-    print(f"streameval replay: {what} could {'' if errors == kept else 'not '}be scored (error records: "
-          + ", ".join(f"{k} {v}" for k, v in reasons.items()) + f"){hint}", file=sys.stderr)
+    if errors:
+        reasons = report.aggregate(errors)["errors_by_reason"]
+        what = "no input" if len(errors) == len(kept) else f"{len(errors)} of {len(kept)} input(s)"
+        print(f"streameval replay: {what} could {'' if errors == kept else 'not '}be scored "
+              "(error records: " + ", ".join(f"{k} {v}" for k, v in reasons.items())
+              + f"){hint}", file=sys.stderr)
+    if loud:
+        flags = Counter(f for r in loud for f in loud_flags(r))
+        print(f"streameval replay: {len(loud)} of {len(kept)} run(s) scored, but their numbers "
+              "may be wrong (" + ", ".join(f"{k} {v}" for k, v in sorted(flags.items()))
+              + f"; docs/metrics.md §5b): {loud_reason(loud[0])}{hint}", file=sys.stderr)
     return 1
 
 

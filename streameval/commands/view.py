@@ -21,6 +21,7 @@ from streameval.commands.options import (
     resources,
     say_outcomes,
 )
+from streameval.errors import Interrupted
 from streameval.live.asgi import App
 from streameval.live.page import PageRoutes
 from streameval.live.server import HttpServer
@@ -47,11 +48,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Exit code: 0; 1 when the records file is empty, or when, with gold, the page lacks
+    the calls and strips of runs whose trace was not found (the file is written and the
+    page served all the same); 2 for a usage error (a file of no records); 130 on Ctrl-C."""
     missing = [str(p) for p in args.records if not p.is_file()]
     if missing:
         print(f"streameval view: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    records = read_records(args.records)
+    records = read_records(args.records)   # UsageError: a file of no records
     if not records:
         print("streameval view: no records in " + " ".join(map(str, args.records)), file=sys.stderr)
         return 1
@@ -64,9 +68,28 @@ def run(args: argparse.Namespace) -> int:
     pages = RecordsPages(records, res, args.traces.resolve() if args.traces else None)
     if args.svg:
         return _write_svg(args, pages)
+    code = _say_missing_traces(pages) if res is not None else 0
     if args.html:
-        return _write_html(args.html, pages)
+        return _write_html(args.html, pages) or code
     return _serve(args, pages)
+
+
+def _say_missing_traces(pages: RecordsPages) -> int:
+    """With gold, a run page shows calls and strips from the run's trace: say which were
+    not found and where they were looked for (1), or 0 when every one was."""
+    missing = pages.traces_missing()
+    if not missing:
+        return 0
+    run_id, tried = missing[0]
+    where = " and ".join(map(str, tried)) if tried else "nowhere: its record names no trace"
+    print(f"streameval view: the traces of {len(missing)} of {_runs(len(pages.ids))} were not "
+          f"found, so their pages show no calls and no gold strips (run {run_id}: tried "
+          f"{where}); --traces DIR is the directory replay was given", file=sys.stderr)
+    return 1
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def _write_svg(args: argparse.Namespace, pages: RecordsPages) -> int:
@@ -84,23 +107,24 @@ def _write_html(dest: Path, pages: RecordsPages) -> int:
     data = {"fleet": pages.fleet(None),
             "runs": [[run_id, pages.detail(run_id)] for run_id in pages.ids]}
     dest.write_text(self_contained(data), encoding="utf-8")
-    print(f"streameval view: wrote {dest} ({len(pages.ids)} runs)")
+    print(f"streameval view: wrote {dest} ({_runs(len(pages.ids))})")
     return 0
 
 
 def _serve(args: argparse.Namespace, pages: RecordsPages) -> int:
     app = App()
-    PageRoutes(pages, args.host).mount(app)
-    server = HttpServer(app, args.host, args.port)   # UsageError names a bad host or port
+    PageRoutes(pages).mount(app)
+    # UsageError names a bad host or port
+    server = HttpServer(app, args.host, args.port, serving="the page")
     print(f"streameval view: the page on http://{args.host}:{server.port}/ "
-          f"({len(pages.ids)} runs; Ctrl-C stops)", flush=True)
+          f"({_runs(len(pages.ids))}; Ctrl-C stops)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
         while not done.wait(1.0):
             pass
     except KeyboardInterrupt:
-        pass
+        raise Interrupted("the page is no longer served; nothing was written") from None
     finally:
         server.close()
     return 0

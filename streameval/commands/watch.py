@@ -7,7 +7,6 @@ watch's too; each is turned into its part here and handed to the watcher.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
 from pathlib import Path
 
@@ -29,12 +28,13 @@ from streameval.commands.options import (
 from streameval.errors import UsageError
 from streameval.live.abort.engine import AbortConfigError, AbortEngine, engine_for
 from streameval.live.exporter import PER_RUN_SERIES
-from streameval.live.ingest import SPOOL_NAME, IngestRoutes, ingest_routes
+from streameval.live.ingest import SPOOL_NAME, ingest_routes
 from streameval.live.loop import run_until_signal
 from streameval.live.narrate import start_line
 from streameval.live.otel_feed import attach as attach_otel
 from streameval.live.pages import mount_live_page
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS
+from streameval.live.pushtoken import PushToken, push_token
 from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 
@@ -78,6 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds between checkpoints")
     p.add_argument("--include-sidechain", action="store_true", help="score sub-agent tool calls too")
     p.add_argument("--poll", action="store_true", help="poll the file system instead of inotify")
+    p.add_argument("--follow-outside-links", action="store_true",
+                   help="follow trace files that are symbolic links to files outside DIR (by "
+                        "default each is logged once and not followed: whoever writes in DIR "
+                        "could otherwise have any file the watcher can read scored and shown)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="say only warnings and errors (no start line, run lines or summary)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -97,7 +101,8 @@ def config_from_args(args: argparse.Namespace) -> WatchConfig:
         idle_timeout=args.idle_timeout, patch_grace=args.patch_grace,
         keep_finished=args.keep_finished, max_runs=args.max_runs, checkpoint=default_checkpoint(args),
         checkpoint_interval=args.checkpoint_interval, fmt=args.fmt,
-        include_sidechain=args.include_sidechain, force_polling=args.poll)
+        include_sidechain=args.include_sidechain, force_polling=args.poll,
+        follow_outside_links=args.follow_outside_links)
 
 
 def default_checkpoint(args: argparse.Namespace) -> Path | None:
@@ -136,14 +141,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     front = None
     try:
+        token = push_token(args.ingest_token, args.ingest_token_file) if args.ingest else None
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
         if args.front == "process":
-            server, port, front = _serve_with_front(args, w)
+            server, port, front = _serve_with_front(args, w, token)
         else:
-            server, _registry, port = serve(w.table, cfg.host, cfg.port,
-                                            ingest=_ingest_routes(args, w),
+            routes = ingest_routes(w, token.value, args.ingest_max_runs) if token else None
+            server, _registry, port = serve(w.table, cfg.host, cfg.port, ingest=routes,
                                             per_run_series=args.per_run_series)
     except UsageError:
         if engine is not None:
@@ -153,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
     try:   # Ctrl-C at any moment from here on still ends with the summary
         print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
               f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
+        if token is not None:
+            _say_token(token)
         if not args.quiet:
             print(f"streameval watch: {start_line(cfg, res, args.gold)}", flush=True)
+        _freeze_what_lives_on()
         anyio.run(run_until_signal, w)
     except KeyboardInterrupt:
         pass
@@ -169,6 +178,17 @@ def run(args: argparse.Namespace) -> int:
         summary = w.narration.summary(w).replace("\n", "\n  ")
         print(f"streameval watch: stopped; {summary}", flush=True)
     return 0
+
+
+def _freeze_what_lives_on() -> None:
+    """What the start made (modules, the gold, the repositories' indexes, the server)
+    lives as long as the watcher: moved out of the garbage collector's sight
+    (``gc.freeze``), so no full collection walks it again. The garbage of the start is
+    collected first; nothing frozen is ever freed, so only what outlives the start is."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _add_abort_arguments(p: argparse.ArgumentParser) -> None:
@@ -187,9 +207,14 @@ def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
                    help="accept pushed runs on the metrics port: Claude Code HTTP hooks "
                         "(/v1/hooks/claude), OTLP logs (/v1/logs) and trace lines "
                         "(/v1/runs/ID/lines); stored under DIR/ingest (docs/ingest.md)")
+    p.add_argument("--ingest-token-file", type=Path, metavar="FILE",
+                   help="the bearer token pushes must carry, read from FILE; made (readable "
+                        f"by you only, a new random token) when FILE does not exist. Else "
+                        f"${config.INGEST_TOKEN_ENV}, else {config.ingest_token_file()} (made "
+                        "when missing). Where the token is is printed, never the token")
     p.add_argument("--ingest-token", metavar="TOKEN",
-                   help=f"bearer token pushes must carry (or ${config.INGEST_TOKEN_ENV}); "
-                        "required when --host is not a loopback address")
+                   help="the token itself (warns: every user of the machine can read a "
+                        "command line; prefer --ingest-token-file)")
     p.add_argument("--ingest-max-runs", type=positive_int, default=1000, metavar="N",
                    help="runs each push source may create (default 1000)")
     p.add_argument("--front", choices=("process", "thread"), default="process",
@@ -203,37 +228,18 @@ def _add_ingest_arguments(p: argparse.ArgumentParser) -> None:
                    default=argparse.SUPPRESS, help=argparse.SUPPRESS)   # its name before it served /metrics too
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _say_token(token: PushToken) -> None:
+    """Where the pushes' token is (never the token), and what is wrong with it."""
+    print(f"streameval watch: pushes to /v1/ need the bearer token in {token.where} "
+          "(Authorization: Bearer ...; docs/ingest.md)", flush=True)
+    if token.warning:
+        print(f"streameval watch: warning: {token.warning}", file=sys.stderr, flush=True)
 
 
-def _ingest_token(args: argparse.Namespace, watcher: Watcher) -> str | None:
-    """The pushes' bearer token; UsageError when a non-loopback server would take
-    pushes without one."""
-    token = args.ingest_token or config.ingest_token()
-    if token is None and not is_loopback(watcher.cfg.host):
-        raise UsageError(f"--ingest on {watcher.cfg.host} needs a token: pass --ingest-token "
-                         f"or set {config.INGEST_TOKEN_ENV} (anyone who can reach the port "
-                         "could push runs)")
-    return token
-
-
-def _ingest_routes(args: argparse.Namespace, watcher: Watcher) -> IngestRoutes | None:
-    """The ingest routes for ``watcher``, or None without ``--ingest``."""
-    if not args.ingest:
-        return None
-    return ingest_routes(watcher, _ingest_token(args, watcher), args.ingest_max_runs)
-
-
-def _serve_with_front(args: argparse.Namespace, w: Watcher):
+def _serve_with_front(args: argparse.Namespace, w: Watcher, token: PushToken | None):
     """``--front process``: the watcher's server on a private Unix socket, the public
     port served by the front (``live.front``: /metrics from ``mirror``, the pushes with
-    ``--ingest``); (server, port, link)."""
+    ``--ingest``, ``token`` theirs); (server, port, link)."""
     import shutil
     import socket
     import tempfile
@@ -243,7 +249,6 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
     from streameval.live.mirror import Feed
     from streameval.live.server import backlog, bind
 
-    token = _ingest_token(args, w) if args.ingest else None
     public = bind(w.cfg.host, w.cfg.port, backlog=backlog(Limits()))
     private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
     inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -255,7 +260,7 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher):
         server, _registry, _ = serve(w.table, ingest=None, per_run_series=args.per_run_series,
                                      sock=inner)
         link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME if args.ingest else None,
-                          token=token, max_runs=args.ingest_max_runs, feed=Feed(server.collector))
+                          token=token.value if token else None, max_runs=args.ingest_max_runs, feed=Feed(server.collector))
     except BaseException as exc:
         if server is not None:
             server.close()

@@ -10,6 +10,10 @@ Every route is on a lane:
   ``Retry-After``), must arrive within its deadline (else 408), and is stored on the
   ingest thread pool; waiting for the watcher costs no thread (``scorewait``).
 
+Every request is first held to the server's ``Host`` rule (``hosts``: on a loopback
+bind, loopback names only), and every answer carries ``nosniff`` and a
+Content-Security-Policy (``guard.BASELINE_HEADERS``) unless its route set its own.
+
 Handlers are ``async def handler(request) -> Response``. A later page mounts its
 routes with ``App.route(path, handler, lane=PROTECTED, prefix=True)``; a
 ``StreamResponse`` serves server-sent events without holding a thread.
@@ -28,7 +32,8 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from streameval.live.guard import Guard, Limits
+from streameval.live.guard import BASELINE_HEADERS, Guard, Limits
+from streameval.live.hosts import HostRule
 
 log = logging.getLogger(__name__)
 
@@ -202,10 +207,12 @@ class App:
 
     def __init__(self, limits: Limits | None = None, refused: Counter | None = None):
         self.limits = limits or Limits()
-        self.guard = Guard(self.limits)
+        self.guard = Guard(self.limits, is_ingest=lambda path: self.lane_of(path) == INGEST)
         if refused is not None:
             self.guard.refused = refused
         self.budget = Budget(self.limits.inflight_bytes)
+        #: which Host headers are answered (the server sets it from the address it bound)
+        self.hosts = HostRule(loopback_only=False)
         self._exact: dict[str, tuple[str, Handler]] = {}
         self._prefixes: list[tuple[str, str, Handler]] = []
         self._pools: dict[str, ThreadPoolExecutor] = {}
@@ -239,6 +246,11 @@ class App:
         for pool in self._pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
 
+    def lane_of(self, path: str) -> str | None:
+        """The lane of the route serving ``path`` (None: no route)."""
+        hit = self._find(path)
+        return hit[0] if hit is not None else None
+
     def _find(self, path: str) -> tuple[str, Handler] | None:
         hit = self._exact.get(path)
         if hit is not None:
@@ -254,6 +266,9 @@ class App:
         request = Request(self, scope, receive)
         hit = self._find(request.path)
         try:
+            refusal = self.hosts.refusal(scope["headers"])
+            if refusal is not None:
+                raise Refused(*refusal)
             if hit is None:
                 raise Refused(404, f"no such endpoint {request.path[:80]!r}", "not_found")
             response = await hit[1](request)
@@ -275,6 +290,8 @@ class App:
 
 async def _send(send, response: Response | StreamResponse) -> None:
     headers = [(b"content-type", response.content_type.encode()), *response.headers]
+    given = {name.lower() for name, _v in response.headers}
+    headers += [h for h in BASELINE_HEADERS if h[0] not in given]
     if isinstance(response, StreamResponse):
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         async for chunk in response.chunks:

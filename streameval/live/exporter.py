@@ -11,7 +11,6 @@ for 0..1 values, ``_total`` for counters. The README lists every family.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections import Counter
@@ -25,6 +24,7 @@ from streameval.live.fleet import Fleet, FleetEntry, FleetNumbers, fleet_entry
 from streameval.live.table import LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.scoring.snapshot import RunSnapshot, token_counts
+from streameval.untrusted import bounded
 
 RUN_LABELS = ("run_id", "instance_id", "agent", "model")
 GATHER_SLICE = 64   # runs read per lock hold during a scrape
@@ -58,7 +58,7 @@ HELP: dict[str, str] = {
     "streameval_run_info": "1 per run; labels carry the trace format and whether it finished.",
     "streameval_run_last_event_timestamp_seconds": "Trace time of the run's last event.",
     "streameval_run_bad_lines_total": "Trace lines of this run that could not be used, by reason.",
-    "streameval_run_problems": "Problems of this run so far, by reason: per-call counts (unparsed_command, path_outside_repo, ...) and run-level ones, 1 while they hold (nothing_read, mostly_outside_repo, truncated_trace, no_calls_read; docs/metrics.md §5b).",
+    "streameval_run_problems": "Problems of this run so far, by reason: per-call counts (unparsed_command, path_outside_repo, ...) and run-level ones, 1 while they hold (nothing_read, mostly_outside_repo, no_end_event, repo_mismatch, truncated_trace, no_calls_read; docs/metrics.md §5b).",
     "streameval_lines_processed_total": "Trace lines processed by this evaluator.",
     "streameval_bad_lines_total": "Trace lines that could not be used, by reason.",
     "streameval_watch_events_total": "File events handled: appeared, truncated, replaced, rewritten, deleted, evicted, reopened, reidentified, restored, patch_landed, moved.",
@@ -68,7 +68,7 @@ HELP: dict[str, str] = {
     "streameval_metrics_age_seconds": "Seconds since the watcher made the numbers this scrape serves (the front "
                                       "process serves the last ones when the watcher is busy; docs/operate.md).",
     "streameval_clamped_values_total": "Values from traces brought into range or dropped, by reason (tokens, cost, timestamp, line_number, pid, record).",
-    "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, abort_file); retried.",
+    "streameval_output_errors_total": "Failed writes of streameval's own files, by output (out, checkpoint, claims, abort_file); retried.",
     "streameval_ingest_requests_total": "Pushed requests (watch --ingest) by route (claude, logs, lines) and HTTP status.",
     "streameval_http_refused_total": "HTTP requests and connections refused, by reason (header_timeout, body_timeout, busy, per_client_limit, connection_limit, too_deep, bad_framing, ...).",
     "streameval_ingest_rejected_total": "Pushed entries answered but not stored, by route and reason (invalid_session_id, missing_id, too_deep).",
@@ -123,7 +123,7 @@ class Exported:
 
     sig: tuple
     base: tuple[str, ...]
-    rows: list[Row]
+    rows: tuple[Row, ...]
     fleet: FleetEntry
     text: tuple[str, ...] | None = None
 
@@ -146,7 +146,9 @@ def export(run: LiveRun) -> Exported:
     snap = run.session.snapshot()
     base = _base(snap)
     group = (base[2], base[3], label_value(snap.identity.experiment or ""))
-    return Exported(sig, base, _run_rows(run, snap),
+    # a tuple of tuples of strings and floats: the garbage collector stops walking it
+    # once it has seen it (a kept run has ~50 rows; a watcher keeps thousands of runs)
+    return Exported(sig, base, tuple(_run_rows(run, snap)),
                     fleet_entry(snap, group, run.finished, run.aborted))
 
 
@@ -170,16 +172,11 @@ def _base(snap: RunSnapshot) -> tuple[str, ...]:
 
 def label_value(value: str) -> str:
     """A label value as exported: control characters become ``?`` and a value longer
-    than ``MAX_LABEL`` keeps its start and a hash of the whole, so one 1 MiB ``model``
-    in a trace cannot make every scrape megabytes, and long values stay distinct.
-    Sane values (the usual case) are exported exactly as records give them."""
-    if len(value) <= MAX_LABEL and value.isprintable():
-        return value
-    clean = "".join(ch if ch.isprintable() else "?" for ch in value[:MAX_LABEL * 2])
-    if len(value) <= MAX_LABEL:
-        return clean
-    digest = hashlib.sha1(value.encode("utf-8", "replace")).hexdigest()[:10]
-    return f"{clean[:MAX_LABEL - 12]}~{digest}"
+    than ``MAX_LABEL`` keeps its start and a hash of the whole (``untrusted.bounded``),
+    so one 1 MiB ``model`` in a trace cannot make every scrape megabytes, and long
+    values stay distinct. Sane values (the usual case) are exported exactly as records
+    give them."""
+    return bounded(value, MAX_LABEL)
 
 
 def _run_rows(run: LiveRun, snap: RunSnapshot) -> list[Row]:

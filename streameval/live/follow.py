@@ -10,23 +10,24 @@ always those of replaying the file as it stands.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Container
 from pathlib import Path
 
 from streameval.errors import Reason, TraceFormatError
+from streameval.live import halt
 from streameval.live.narrate import Narration
+from streameval.live.outputs import record_digest
 from streameval.live.table import LiveRun, RunTable, run_key
 from streameval.model import RunIdentity
 from streameval.runs.evaluate import make_session, run_identity
 from streameval.runs.reader import TraceReader
 from streameval.runs.resources import Resources
-from streameval.scoring.record import record_line
 from streameval.scoring.session import RunSession
 from streameval.traces.files import HEAD_LINES, open_tail
 from streameval.traces.formats import adapter_class, detect_format
+from streameval.traces.formats.base import Adapter
 from streameval.traces.identity import identify, patch_beside, trace_name
 from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK
 
@@ -37,14 +38,6 @@ POLL_BYTES = READ_CHUNK   # bytes of trace taken per lock hold when catching up
 LOCK_LINES = 64
 #: lines kept while a file's format is not known yet (most are blank, or a document's)
 HEAD_KEEP = 10_000
-
-
-def record_digest(record: dict) -> str:
-    return record_digest_of_line(record_line(record))
-
-
-def record_digest_of_line(line: bytes) -> str:
-    return hashlib.sha1(line).hexdigest()
 
 
 def _grew_at(now: float, mtime: float | None) -> float:
@@ -136,27 +129,36 @@ class TraceFollower:
         self.table.add(LiveRun(key=key, session=session))
         self._tell("run_started", session, key, quiet=self.restoring)
         if n == 1:
-            self._unland_file_patch(self.reader.sessions[0])
-        self._land_patch(session, beside=n == 0)
+            self._unland_file_patch(self.reader.sessions[0], run_key(self.key_path, 0))
+        self._land_patch(session, key, beside=n == 0)
         return session
 
-    def _land_patch(self, session: RunSession, beside: bool = True) -> None:
+    def _land_patch(self, session: RunSession, key: str, beside: bool = True) -> None:
         # a patch beside the trace belongs to the file's run only when the file holds
         # one run (as ``evaluate_trace`` decides): never to the runs of output.jsonl
         patch = patch_beside(self.path) if beside else None
         if patch:
-            session.set_patch(patch, "file")
+            self._set_patch(session, key, patch, "file", "patch beside the trace")
         pred = self.predictions.get(session.identity.instance_id)
         if pred:
-            session.set_patch(pred, "predictions")
+            self._set_patch(session, key, pred, "predictions", "predictions file")
 
-    def _unland_file_patch(self, session: RunSession) -> None:
+    def _set_patch(self, session: RunSession, key: str, patch: str, source: str,
+                   where: str) -> bool:
+        """Land ``patch`` on a run; said (and counted) when it changed its EditLoc."""
+        if not session.set_patch(patch, source):
+            return False
+        self._tell("patch_landed", session, key, where, quiet=self.restoring)
+        halt.reached("patch-landed")
+        return True
+
+    def _unland_file_patch(self, session: RunSession, key: str) -> None:
         """The file turned out to hold several runs: its first run loses the patch
         beside the trace it was given while it looked like the only one."""
         if session.patch_source == "file":
             session.patch = session.patch_source = None
             session.version += 1
-            self._land_patch(session, beside=False)
+            self._land_patch(session, key, beside=False)
 
     def run_keys(self) -> list[str]:
         if self.reader is None:
@@ -232,6 +234,13 @@ class TraceFollower:
         bounded and scrapes are not held up for the whole catch-up.
         """
         now = time.time() if now is None else now
+        ended = self.ended_by_trace()
+        total = self._poll(now)
+        if not ended and not self.closed and self.ended_by_trace():
+            halt.reached("end-read")
+        return total
+
+    def _poll(self, now: float) -> int:
         if self.document and self.fmt is not None:
             return self._poll_document(now)
         fresh = self.fmt is None
@@ -416,7 +425,7 @@ class TraceFollower:
                 return 0
             for line, lineno in lines:
                 self.reader.feed_line(line, lineno)
-            self.reader.close()
+            self.reader.close(final=False)   # saved mid-run: its end is decided in ``finish``
             # each line of the document counted once, however often it is saved
             last = lines[-1][1] if lines else 0
             if last > self._counted and not self.restoring:
@@ -450,19 +459,27 @@ class TraceFollower:
                         self.reader.feed_line(line, lineno, unterminated=lineno == batch.cut)
                 if not self.document:
                     self.reader.close()
-                elif not self.restoring:   # the bad lines of the document's last read
-                    for s in self.reader.sessions:
-                        self.table.stats.bad_lines.update(s.snapshot().bad_lines)
+                else:
+                    self.reader.ends()
+                    if not self.restoring:   # the bad lines of the document's last read
+                        for s in self.reader.sessions:
+                            self.table.stats.bad_lines.update(s.snapshot().bad_lines)
                 self.closed = True
-            for run in self.live_runs():
-                if run.finished_at is None:
-                    run.finished_at = now
-                    # only a deleted file (which can no longer be replayed) says so in
-                    # its record: an idle one's record must stay the replayed one, byte
-                    # for byte, and replay knows no idle timeout
-                    if run.session.end_reason is None and reason == "deleted":
-                        run.session.end_reason = reason
-                    self._tell("run_ended", run, reason, quiet=self.restoring)
+                self.reader.shed()
+            ended = [run for run in self.live_runs() if run.finished_at is None]
+            for run in ended:
+                run.finished_at = now
+                # only a deleted file (which can no longer be replayed) says so in its
+                # record: an idle one's record must stay the replayed one, byte for
+                # byte, and replay knows no idle timeout
+                if run.session.end_reason is None and reason == "deleted":
+                    run.session.end_reason = reason
+                self._tell("run_ended", run, reason, quiet=self.restoring)
+            if ended:
+                halt.reached("run-ended")
+            # a patch already beside the trace ends the wait for it now, even if its
+            # file event never came (written while the watcher was starting)
+            self.land_patch()
 
     def ended_by_trace(self) -> bool:
         """True when the format's end event has arrived for the file's last run."""
@@ -477,14 +494,21 @@ class TraceFollower:
         landed late): the last line for a run is the one that counts.
         """
         n = 0
+        looked = False
         for run in self.live_runs():
             if run.finished_at is None:
                 continue
             s = run.session
             if run.checked_version == s.version:
+                s.settle()   # read since (a page, a late export): kept as bytes again
                 continue  # unchanged since its record was written: not rebuilt every tick
             if s.final_patch is None and now - run.finished_at < patch_grace:
                 continue
+            if not looked:
+                # the patch beside the trace as it is now, once per file, whatever file
+                # events were missed: a patch there before the record is written is in it
+                looked = True
+                self.land_patch()
             record = s.record()
             if self.moved_to is not None:
                 record["trace_moved_to"] = self.moved_to   # run_id and trace as first given
@@ -508,28 +532,34 @@ class TraceFollower:
             self.table.settled(run)
             if self.closed or self.run_per_line:
                 run.session.release_reading()   # no line will reach it again
+                run.session.settle()
             n += 1
         return n
 
     def land_patch(self) -> bool:
-        """A patch file appeared or changed beside the trace."""
+        """A patch file appeared or changed beside the trace; or it may have, unseen (its
+        file event came while the watcher was starting): read it again."""
         changed = False
         with self.table.lock:
             if self.reader is None or len(self.reader.sessions) != 1:
                 return False  # several runs in one file: the patch beside is none of theirs
             patch = patch_beside(self.path)  # read once, not once per run
             for run in self.live_runs():
-                if patch and run.session.set_patch(patch, "file"):
+                if patch and self._set_patch(run.session, run.key, patch, "file",
+                                             "patch beside the trace"):
                     changed = True
-                    self._tell("patch_landed", run.session, "patch beside the trace")
+        if changed:
+            self.table.stats.events["patch_landed"] += 1
         return changed
 
+    def awaits_patch(self) -> bool:
+        """A run of the file ended without a patch beside the trace (one may come)."""
+        return any(r.finished and r.session.patch_source != "file" for r in self.live_runs())
 
-class _Nothing:
+
+class _Nothing(Adapter):
     """The adapter of a file whose format is unknown: it yields no events, so the one
     run the reader makes at close carries the format error as its record."""
-
-    document = False
 
     def feed(self, line: bytes, lineno: int) -> list:
         return []

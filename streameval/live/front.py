@@ -42,6 +42,7 @@ from pathlib import Path
 
 import orjson
 
+from streameval import config
 from streameval.live import mirror
 from streameval.live.asgi import PROTECTED, Refused, Request, Response
 from streameval.live.mirror import Feed
@@ -110,7 +111,7 @@ class Link:
         self.prefix = str(spool_dir) + os.sep if spool_dir is not None else None
         self.feed = feed   # the scrape's pieces the front serves /metrics from (``mirror``)
         # sent on the private socket pair: the token is on no command line and in no
-        # environment
+        # environment of the front's (``config.without_secrets``)
         self._config = {"spool": str(spool_dir) if spool_dir is not None else None,
                         "upstream": upstream, "max_runs": max_runs,
                         "idle": watcher.cfg.idle_timeout, "token": token,
@@ -149,7 +150,8 @@ class Link:
         try:
             fds = (self.public.fileno(), theirs.fileno())
             proc = subprocess.Popen([sys.executable, "-m", "streameval.live.front",
-                                     *map(str, fds)], pass_fds=fds, stdin=subprocess.DEVNULL)
+                                     *map(str, fds)], pass_fds=fds, stdin=subprocess.DEVNULL,
+                                    env=config.without_secrets())
         except OSError as exc:
             mine.close()
             raise RuntimeError(f"the front did not start ({exc})") from None
@@ -528,6 +530,7 @@ def main(argv: list[str]) -> int:
     from streameval.live.mirror import Mirror, MirrorRoute
     from streameval.live.server import HttpServer
     from streameval.traces.ingest.spool import Spool
+    from streameval.untrusted import log_to_stderr
 
     _die_with_parent()
     public = socket.socket(fileno=int(argv[0]))
@@ -536,8 +539,7 @@ def main(argv: list[str]) -> int:
     config = (_lines(link, buf) or [None])[0]
     if config is None:
         return 1
-    logging.basicConfig(level=config.get("verbose") or logging.WARNING,
-                        format="streameval watch (front): %(message)s")
+    log_to_stderr("streameval watch (front): %(message)s", config.get("verbose") or logging.WARNING)
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the watcher's to handle
     # the server's loop and the scrape's render get the interpreter within 1 ms of
     # asking while this thread decodes the watcher's pieces, not 5 (as in the watcher)

@@ -7,12 +7,22 @@ to the ASGI app; this subclass adds what a service open to agents needs:
 - **whole-request header deadline**: from the connection's start (or the end of the
   previous response) the request line and headers must be complete within
   ``Limits.header_timeout`` seconds, whatever the pace of the bytes (a client sending a
-  byte a second is cut off, not kept alive by each byte); header bytes are capped at
-  ``Limits.max_header_bytes`` (431);
-- **connections per client address** (``per_client``) and in all (``max_connections``):
-  past either, the connection is answered 503 and closed at once;
+  byte a second is cut off, not kept alive by each byte);
+- **header size**: the request line and headers together are at most
+  ``Limits.max_header_bytes`` (431), counted as they arrive (an endless header is cut
+  off) and measured again once they are complete (one 70 KB header sent at once, or
+  10,000 small ones, are refused too);
+- **connection slots**: all clients hold at most ``max_connections``. Connections that
+  carry pushes (the ingest lane: ``/v1/...``, told from the request line) hold at most
+  ``per_client`` per client address and ``max_connections - protected_connections`` in
+  all, so ``/metrics`` and the page keep slots of their own: every local agent, hook
+  and Prometheus share 127.0.0.1, and no number of slow pushes from it can starve a
+  scrape. When every slot is held, a new connection takes the slot of the connection
+  that has waited longest for its request's headers (a slow or idle client), so slow
+  clients cannot hold the server either;
 - every refusal is counted by reason in ``Guard.refused``
-  (``streameval_http_refused_total``) and never logged per connection.
+  (``streameval_http_refused_total``) and never logged per connection; every answer
+  written here carries ``nosniff`` and a Content-Security-Policy, as the app's do.
 
 The body's deadline and the in-flight byte budget are the application's (``asgi``):
 only it knows which lane a request is on.
@@ -22,9 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import urllib.parse
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 log = logging.getLogger(__name__)
@@ -38,10 +51,12 @@ class Limits:
     header_timeout: float = 5.0
     #: bytes of request line and headers
     max_header_bytes: int = 64 << 10
-    #: connections one client address may hold at once
+    #: connections carrying pushes (the ingest lane) one client address may hold at once
     per_client: int = 256
     #: connections in all (file descriptors are the bound)
     max_connections: int = 4096
+    #: of those, slots pushes never take: ``/metrics`` and the page always have them
+    protected_connections: int = 256
     #: bytes of one request body
     max_body: int = 8 << 20
     #: body bytes held by requests in flight, in all; past it: 503 + Retry-After
@@ -60,40 +75,66 @@ class Guard:
     """Per-server connection accounting, shared by every connection's protocol (all on
     the server's one event loop thread: no lock)."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, is_ingest: Callable[[str], bool] = lambda _path: False):
         self.limits = limits
-        self.by_client: Counter = Counter()
+        #: whether a request's path is on the ingest lane (the app's routes say)
+        self.is_ingest = is_ingest
         self.connections = 0
+        #: connections carrying pushes: per client address, and in all
+        self.by_client: Counter = Counter()
+        self.ingest = 0
+        #: connections waiting for a request's headers, the longest waiting first
+        self.waiting: dict[GuardedProtocol, None] = {}
         #: reason -> refusals (header_timeout, header_too_large, per_client_limit,
         #: connection_limit, bad_framing; the app adds its own)
         self.refused: Counter = Counter()
 
-    def admit(self, client: str) -> str | None:
-        """None when a connection from ``client`` may open, else the refusal reason."""
+    def admit(self) -> bool:
+        """Whether a new connection may open: a slot is free, or the connection that
+        has waited longest for its headers gives its slot up."""
         if self.connections >= self.limits.max_connections:
+            if not self.waiting:
+                return False
+            next(iter(self.waiting)).evict()
+        self.connections += 1
+        return True
+
+    def enter_ingest(self, client: str) -> str | None:
+        """None when a connection of ``client`` may carry a push, else the refusal."""
+        if self.ingest >= self.limits.max_connections - self.limits.protected_connections:
             return "connection_limit"
         if self.by_client[client] >= self.limits.per_client:
             return "per_client_limit"
-        self.connections += 1
+        self.ingest += 1
         self.by_client[client] += 1
         return None
 
-    def leave(self, client: str) -> None:
-        self.connections -= 1
+    def leave_ingest(self, client: str) -> None:
+        self.ingest -= 1
         self.by_client[client] -= 1
         if self.by_client[client] <= 0:
             del self.by_client[client]
 
 
-_REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
-            b"retry-after: 1\r\nconnection: close\r\ncontent-length: 20\r\n\r\n"
-            b"too many connections")
+#: headers every answer carries unless its route set its own (the page sets a policy
+#: that lets it load its scripts): error answers, ``/metrics``, ``/v1`` included
+BASELINE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+)
 
 
-def _status(code: int, reason: str, text: str) -> bytes:
+def _status(code: int, reason: str, text: str, *extra: str) -> bytes:
+    """A whole answer written by the guard (``connection: close``), with the headers
+    every answer carries (the app's answers take them from here too)."""
     body = text.encode()
-    return (f"HTTP/1.1 {code} {reason}\r\ncontent-type: text/plain\r\nconnection: close\r\n"
-            f"content-length: {len(body)}\r\n\r\n").encode() + body
+    head = [f"HTTP/1.1 {code} {reason}", "content-type: text/plain", *extra,
+            *(f"{k.decode()}: {v.decode()}" for k, v in BASELINE_HEADERS),
+            "connection: close", f"content-length: {len(body)}"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+_REFUSED = _status(503, "Service Unavailable", "too many connections", "retry-after: 1")
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -104,30 +145,49 @@ class GuardedProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         peer = transport.get_extra_info("peername")
         self._peer = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-        refusal = self.guard.admit(self._peer)
-        self._admitted = refusal is None
+        self._admitted = self.guard.admit()
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._in_headers = True
         self._heard = False
         self._served = 0
-        if refusal is not None:
-            self.guard.refused[refusal] += 1
+        self._pushing = False     # this connection holds an ingest slot
+        self._lane_known = False  # the current request's path was looked at
+        self._opened = False      # uvicorn's protocol was told of the connection
+        if not self._admitted:
+            self.guard.refused["connection_limit"] += 1
             transport.write(_REFUSED)
             transport.close()
             self.transport = transport
             self.parser = None  # type: ignore[assignment]
             return
         super().connection_made(transport)
+        self._opened = True
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self._admitted:
-            return
+        if self._admitted:
+            self._give_up_slot()
+        if self._opened:
+            self._opened = False
+            super().connection_lost(exc)
+
+    def _give_up_slot(self) -> None:
         self._admitted = False
-        self.guard.leave(self._peer)
+        self.guard.connections -= 1
+        if self._pushing:
+            self._pushing = False
+            self.guard.leave_ingest(self._peer)
         self._disarm()
-        super().connection_lost(exc)
+
+    def evict(self) -> None:
+        """Give this connection's slot to a new one: it has waited longest for its
+        request's headers. A request begun is answered 503; an idle one closed."""
+        if self._heard or not self._served:
+            self.guard.refused["connection_limit"] += 1
+            self.transport.write(_REFUSED)
+        self._give_up_slot()
+        self.transport.close()
 
     # ------------------------------------------------------------------ headers
     def _arm(self) -> None:
@@ -135,10 +195,12 @@ class GuardedProtocol(HttpToolsProtocol):
         self._in_headers = True
         self._header_bytes = 0
         self._heard = False
+        self.guard.waiting[self] = None
         self._header_timer = self.loop.call_later(self.guard.limits.header_timeout,
                                                   self._header_timeout)
 
     def _disarm(self) -> None:
+        self.guard.waiting.pop(self, None)
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
@@ -170,10 +232,56 @@ class GuardedProtocol(HttpToolsProtocol):
                                          "request line and headers over the limit"))
             self.transport.close()
 
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._lane_known = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._lane_known:   # the request line is whole once a header is
+            self._take_lane()
+        super().on_header(name, value)
+
+    def _take_lane(self) -> None:
+        """The request's path is known: a push takes an ingest slot (503 past the
+        limits), any other request gives one back."""
+        self._lane_known = True
+        try:
+            raw = httptools.parse_url(self.url).path.decode("ascii")
+        except (httptools.HttpParserInvalidURLError, UnicodeDecodeError):
+            return   # uvicorn refuses it too
+        pushing = self.guard.is_ingest(urllib.parse.unquote(raw) if "%" in raw else raw)
+        if pushing and not self._pushing:
+            refusal = self.guard.enter_ingest(self._peer)
+            if refusal is not None:
+                self.guard.refused[refusal] += 1
+                self.transport.write(_REFUSED)
+                self.transport.close()
+                return
+            self._pushing = True
+        elif not pushing and self._pushing:
+            self._pushing = False
+            self.guard.leave_ingest(self._peer)
+
     def on_headers_complete(self) -> None:
         self._in_headers = False
         self._disarm()
+        if not self._lane_known:
+            self._take_lane()
+        # the whole block as the client sent it: many small headers count too
+        size = len(self.url) + 16 + sum(len(k) + len(v) + 4 for k, v in self.headers)
+        if size > self.guard.limits.max_header_bytes:
+            self._too_large()
+        if self.transport.is_closing():
+            return   # refused above: no request for the app
         super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self.transport.is_closing():
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self.transport.is_closing():
+            super().on_message_complete()
 
     def on_response_complete(self) -> None:
         self._served += 1
@@ -186,7 +294,8 @@ class GuardedProtocol(HttpToolsProtocol):
         if self.transport is None or self.transport.is_closing():
             return
         self.guard.refused["bad_framing"] += 1
-        super().send_400_response(msg)
+        self.transport.write(_status(400, "Bad Request", msg))
+        self.transport.close()
 
 
 def guarded(guard: Guard) -> type[GuardedProtocol]:

@@ -34,7 +34,8 @@ from streameval.live.asgi import INGEST, App, Refused, Request, Response
 from streameval.live.scorewait import SCORE_WAIT, ScoreWaits
 from streameval.traces.ingest import claude_lines, otlp, payload, transcript
 from streameval.traces.ingest.keys import SESSION_END, hook_call_key
-from streameval.traces.ingest.spool import Entry, Spool, SpoolError, valid_name
+from streameval.traces.ingest.spool import NAME_RULE, Entry, Spool, SpoolError, valid_name
+from streameval.untrusted import LogThrottle
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,17 @@ SPOOL_NAME = "ingest"
 HEAVY = 1 << 20
 HEAVY_AT_ONCE = 1
 HEAVY_READ = 2
+
+
+#: the body types each route takes. None of them is one a web page may send to another
+#: origin without asking first (CORS's simple types: text/plain, forms), so a page
+#: cannot push through a visitor's browser, token or not (OWASP's advice for JSON APIs)
+MEDIA_TYPES = {"claude": ("application/json",),
+               "logs": ("application/json", "application/x-protobuf"),
+               "lines": ("application/x-ndjson",)}
+#: what ``Sec-Fetch-Site`` may say: the request is not a web page's of another origin
+#: (another port of 127.0.0.1 is ``same-site``: another origin all the same)
+SAME_ORIGIN = ("same-origin", "none")
 
 
 #: a hook body up to this size is decoded on the event loop, and answered there when
@@ -89,6 +101,28 @@ def _meta(request: Request) -> dict:
     """The run's labels given in the query string."""
     query = request.query
     return {k: query[k] for k in ("instance_id", "agent", "model") if k in query}
+
+
+def _same_origin(request: Request) -> None:
+    """403 for a request a web page of another origin made (its browser says so in
+    ``Sec-Fetch-Site`` and ``Origin``); agents, hooks and exporters send neither."""
+    site = request.header("sec-fetch-site").lower()
+    if site and site not in SAME_ORIGIN:
+        raise Refused(403, f"a push from a web page of another origin ({site[:40]}) is "
+                           "refused", "cross_site")
+    origin = request.header("origin")
+    if origin and origin.lower() != f"http://{request.header('host').lower()}":
+        raise Refused(403, f"a push from a web page of another origin ({origin[:80]!r}) is "
+                           "refused", "cross_site")
+
+
+def _media_type(route: str, request: Request) -> None:
+    """415 unless the body's type is one of the route's own (``MEDIA_TYPES``)."""
+    given = request.header("content-type")
+    media = given.split(";", 1)[0].strip().lower()
+    if media not in MEDIA_TYPES[route]:
+        raise Refused(415, f"Content-Type {given[:80]!r}: this route takes "
+                           f"{' or '.join(MEDIA_TYPES[route])}", "content_type")
 
 
 @dataclass
@@ -137,6 +171,8 @@ class IngestRoutes:
         #: big bodies read at once (``HEAVY_READ``); made on the server's loop
         self._big: asyncio.Semaphore | None = None
         self._heavy = threading.BoundedSemaphore(HEAVY_AT_ONCE)
+        #: the log lines of refused requests (4xx), rate-limited
+        self.refusals = LogThrottle(log, "refused requests")
 
     @property
     def processed(self) -> Callable[[Path], int] | None:
@@ -159,9 +195,11 @@ class IngestRoutes:
         try:
             if request.method != "POST":
                 raise Refused(405, "use POST", "method", [(b"allow", b"POST")])
+            _same_origin(request)
             self._authorize(request)
             if route == "other":
                 raise Refused(404, f"no such endpoint {path[:80]!r}; see docs/ingest.md", "not_found")
+            _media_type(route, request)
             app = request.app
             length = request.content_length(app.limits.max_body)
             if length >= HEAVY:
@@ -202,7 +240,10 @@ class IngestRoutes:
     def _count(self, route: str, status: int, request: Request, error: str) -> None:
         self.counts[(route, status)] += 1
         if status >= 400 and status not in (503,):
-            log.warning("ingest %s %s: %d %s", request.method, request.path[:120], status, error)
+            # anyone who reaches the port makes these: a few lines a period, the rest
+            # counted; the path is escaped and cut by the log's formatter
+            self.refusals.log(logging.WARNING, status, "ingest %s %s: %d %s", request.method,
+                              request.path, status, error)
 
     def _authorize(self, request: Request) -> None:
         if self.token is None:
@@ -261,8 +302,7 @@ class IngestRoutes:
             raise Refused(400, "hook payload needs session_id and hook_event_name", "bad_payload")
         sid, event = hook["session_id"], hook["hook_event_name"]
         if not valid_name(sid):
-            raise Refused(400, "session_id must be 1-128 characters of letters, digits, '.', "
-                               "'_' or '-'", "bad_payload")
+            raise Refused(400, f"session_id must be {NAME_RULE}", "bad_payload")
         meta = {"agent": "claude-code", "fidelity": "full", **meta}
         cwd = hook.get("cwd") if isinstance(hook.get("cwd"), str) else None
         entries: list[Entry] = []
@@ -340,7 +380,9 @@ class IngestRoutes:
     def settle(self, _watcher=None, _now: float | None = None) -> int:
         """Read the transcripts of sessions whose hooks went quiet ``SETTLE`` seconds ago
         once more, and store their totals where they grew; returns how many (the
-        watcher's tick calls it)."""
+        watcher's tick calls it, and the front's). The refusals suppressed in a period
+        that is over are said."""
+        self.refusals.flush()
         now = time.monotonic()
         with self._transcript_lock:
             due = [(sid, v) for sid, v in self._settling.items() if now - v[1] >= SETTLE]

@@ -20,10 +20,7 @@ async def run_watcher(w: Watcher, stop=None, *, task_status=None) -> None:
     import anyio
 
     stop = stop or anyio.Event()
-    w.restore_checkpoint()
-    w.poll_predictions()
-    w.scan()
-    w.poll_all()
+    w.start()
     if task_status is not None:
         task_status.started()
 

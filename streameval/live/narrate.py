@@ -55,6 +55,13 @@ def record_figures(record: dict) -> str:
     return "; ".join(parts)
 
 
+#: files found to be no trace that are named at INFO; the rest at DEBUG (-v)
+SAY_SKIPPED = 20
+#: how runs ended, as the exit summary counts them (``run_ended``'s reasons)
+ENDED_BY = {"end": "by the trace's end event", "idle": "idle for --idle-timeout",
+            "deleted": "trace deleted", "played": "played to the end"}
+
+
 class Narration:
     """Counts for the exit summary, and the lines said along the way."""
 
@@ -63,7 +70,12 @@ class Narration:
         self.runs_started = 0
         self.ended: Counter = Counter()        # reason -> runs
         self.records = 0
+        #: runs given a patch (beside the trace, predictions), each once while in memory
         self.patches = 0
+        self._patched: set[str] = set()
+        #: lines of the checkpoint's traces read again from their first byte at a restart
+        #: (not counted in ``lines_processed``: they were counted before the restart)
+        self.lines_restored = 0
         self.rereads: Counter = Counter()      # event -> files
         self.not_traces = 0
         #: records of runs measured against no gold, by why (no_gold, no_repo)
@@ -135,9 +147,19 @@ class Narration:
                             missing[:300])
             self.gold_missing[reason] += 1
 
-    def patch_landed(self, session: Any, source: str) -> None:
-        self.patches += 1
-        log.info("run %s: patch landed (%s); EditLoc is now final", session.identity.run_id, source)
+    def patch_landed(self, session: Any, key: str, source: str, quiet: bool = False) -> None:
+        """A patch changed what the run ``key``'s EditLoc is computed from: counted once
+        per run (a run read again, a patch rewritten, are the same run's patch), said at
+        DEBUG while a restarted watcher reads its runs again."""
+        if key not in self._patched:
+            self._patched.add(key)
+            self.patches += 1
+        log.log(logging.DEBUG if quiet else logging.INFO, "run %s: patch landed (%s); EditLoc "
+                "is now final", session.identity.run_id, source)
+
+    def forget(self, keys: Any) -> None:
+        """Runs that left memory: a patch landing when one is read again counts anew."""
+        self._patched.difference_update(keys)
 
     # ------------------------------------------------------------------ files
     def reread(self, path: Path, event: str, quiet: bool = False) -> None:
@@ -150,8 +172,15 @@ class Narration:
                 path, REREAD[event])
 
     def not_a_trace(self, path: Path, why: str) -> None:
+        """A file named like a trace (``*.jsonl``, ``*.json``) whose content is none:
+        said at INFO, for the first ``SAY_SKIPPED`` of them (a folder of other JSON would
+        drown the log), then at DEBUG; the summary counts them all."""
         self.not_traces += 1
-        log.debug("%s: not followed (%s)", path, why)
+        if self.not_traces <= SAY_SKIPPED:
+            more = " (further ones at -v)" if self.not_traces == SAY_SKIPPED else ""
+            log.info("%s: skipped, not a trace (%s)%s", path, why, more)
+        else:
+            log.debug("%s: skipped, not a trace (%s)", path, why)
 
     # ------------------------------------------------------------------ start, stop
     def summary(self, watcher: Any, now: float | None = None) -> str:
@@ -159,12 +188,16 @@ class Narration:
         now = time.time() if now is None else now
         st = watcher.table.stats
         active, finished = watcher.table.counts()
-        ended = ", ".join(f"{n} {r}" for r, n in sorted(self.ended.items())) or "none"
+        ended = f"{sum(self.ended.values())} ended" + (" (" + ", ".join(
+            f"{n} {ENDED_BY.get(r, r)}" for r, n in sorted(self.ended.items())) + ")"
+            if self.ended else "")
         unscored = ", ".join(f"{r} {n}" for r, n in sorted(st.unscored.items())) or "none"
         bad = sum(st.bad_lines.values())
+        again = f"; {self.lines_restored} read again after a restart" if self.lines_restored else ""
         lines = [f"ran {_duration(now - self.started_at)}: {len(watcher.followers)} trace file(s) "
-                 f"followed, {st.lines_processed} lines read ({bad} bad)",
-                 f"runs: {self.runs_started} started, ended {ended}; {active} active and "
+                 f"followed, {st.lines_processed + self.lines_restored} lines read "
+                 f"({bad} bad{again})",
+                 f"runs: {self.runs_started} started, {ended}; {active} active and "
                  f"{finished} finished in memory; not scored: {unscored}",
                  f"records written: {self.records}"
                  + (f" to {watcher.cfg.out}" if watcher.cfg.out else " (no --out)")
@@ -175,6 +208,8 @@ class Narration:
         if self.outcomes[0]:
             lines.append(f"outcomes: {self.outcomes[1]} resolved of {self.outcomes[0]} records "
                          "with one")
+        if self.not_traces:
+            lines.append(f"files skipped, not traces: {self.not_traces}")
         if self.rereads:
             lines.append("files read again: " + ", ".join(
                 f"{n} {e}" for e, n in sorted(self.rereads.items())))

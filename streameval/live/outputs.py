@@ -8,8 +8,10 @@ checkpoint is used only when its version, its root and every entry's shape are r
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from streameval.fileio import read_limited
+from streameval.fileio import cut_torn_tail, read_limited
+from streameval.scoring.record import record_line
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +39,14 @@ class Checkpoint:
     journals: dict[str, Any] = field(default_factory=dict)
 
 
+def record_digest(record: dict) -> str:
+    return record_digest_of_line(record_line(record))
+
+
+def record_digest_of_line(line: bytes) -> str:
+    return hashlib.sha1(line).hexdigest()
+
+
 class Digests:
     """Digests of records in ``--out``: every one read at a restart (a restarted watcher
     reads every trace again), and the ``keep`` written last; ``in`` asks both."""
@@ -48,6 +59,24 @@ class Digests:
     def restored(self, digest: str) -> None:
         self._restored.add(digest)
 
+    def read_out(self, out: Path | None) -> None:
+        """Every record ``out`` holds, at a restart; a half-written last record (a crash,
+        a full disk) is cut off first, and so written again."""
+        if out is None or not out.exists():
+            return
+        cut = cut_torn_tail(out)
+        if cut:
+            log.warning("%s ended in %d bytes of a half-written record (a crash or a full "
+                        "disk); cut off, that record is written again", out, cut)
+        with open(out, "rb") as fh:
+            for line in fh:
+                if line.endswith(b"\n"):
+                    self.restored(record_digest_of_line(line))
+
+    def wrote(self, line: bytes) -> None:
+        """A record line was just appended to ``--out``."""
+        self.add(record_digest_of_line(line))
+
     def add(self, digest: str) -> None:
         self._recent[digest] = None
         self._recent.move_to_end(digest)
@@ -59,6 +88,13 @@ class Digests:
 
     def __len__(self) -> int:
         return len(self._restored) + len(self._recent)
+
+
+def checkpoint_bytes(root: Path, files: dict[str, dict], journals: dict[str, Any]) -> bytes:
+    """What ``read_checkpoint`` reads: each trace followed (its position, the bytes
+    written as records), and the journals other parts keep there."""
+    return orjson.dumps({"version": CHECKPOINT_VERSION, "root": str(root), "files": files,
+                         "journals": journals, "saved_at": time.time()})
 
 
 def read_checkpoint(path: Path, root: Path) -> Checkpoint:

@@ -10,7 +10,8 @@ dot segment (``.``, ``..``) cannot be named in a path (browsers resolve it away)
   script, nothing from another origin, Trusted Types), ``nosniff``, no referrer, and
   may not be framed;
 - on a loopback bind, is given only to requests whose ``Host`` is a loopback name, so
-  a web site cannot read the page through DNS rebinding;
+  a web site cannot read the page through DNS rebinding (the server's rule for every
+  path, ``live.hosts``);
 - is built on the page's own threads (``PAGE_LANE``): however slow a page request, a
   ``/metrics`` scrape never waits behind it (the routes sit on the protected lane,
   beside ``/metrics``, and none of the ingest limits apply to them).
@@ -22,7 +23,6 @@ A source gives the data: ``LivePages`` for a watcher's runs, ``report.page_recor
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from typing import Any, Protocol
 
 import orjson
@@ -31,7 +31,7 @@ from streameval.live.asgi import PROTECTED, App, Refused, Request, Response
 from streameval.report.page_html import CSP_LIVE, shell
 from streameval.web import asset
 
-__all__ = ["PAGE_LANE", "PageRoutes", "PageSource", "is_loopback"]
+__all__ = ["PAGE_LANE", "PageRoutes", "PageSource"]
 
 #: the threads page answers are built on (two, apart from the scrapes' two)
 PAGE_LANE = "page"
@@ -55,29 +55,11 @@ class PageSource(Protocol):
         """(ETag, a function building the run's answer), or None for no such run."""
 
 
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``)."""
-    if host in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_name(header: str) -> str:
-    if header.startswith("["):            # [::1]:9108
-        return header[: header.find("]") + 1]
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-
-
 class PageRoutes:
     """The page's handlers over ``source``; ``mount`` puts them on an ``App``."""
 
-    def __init__(self, source: PageSource, bound_host: str):
+    def __init__(self, source: PageSource):
         self.source = source
-        #: bound to loopback: only loopback Host headers are answered (DNS rebinding)
-        self.loopback = is_loopback(bound_host)
         self._shell = shell()
         self.app: App | None = None
 
@@ -97,8 +79,6 @@ class PageRoutes:
         if request.method not in ("GET", "HEAD"):
             raise Refused(405, f"the page is read-only: use GET, not {request.method}", "method",
                           [(b"allow", b"GET, HEAD")])
-        if self.loopback and not is_loopback(_host_name(request.header("host"))):
-            raise Refused(403, "this page answers loopback host names only", "host")
 
     @staticmethod
     def _answer(body: bytes, ctype: str, etag: str | None = None, status: int = 200,
@@ -161,8 +141,10 @@ class PageRoutes:
         except ValueError:
             raise Refused(400, "calls_from is not a number", "bad_query") from None
         found = await self._run(self.source.run, run_id, calls_from)
-        if found is None:
-            raise Refused(404, "no such run", "not_found")
+        if found is None:   # the page says this where the run would be
+            raise Refused(404, f"no run {run_id!r} here: the fleet page (/) lists the runs "
+                          "there are; a watcher keeps a finished run for --keep-finished "
+                          "only", "not_found", run=run_id)
         etag, build = found
         hit = self._not_modified(request, etag)
         if hit is not None:

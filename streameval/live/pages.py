@@ -5,7 +5,8 @@ journal of every run kept while the run is in the table.
 ``RunJournal``; the watcher's tick calls ``prune`` (``Watcher.tick_hooks``), which drops
 the journals of runs that left the table and keeps call rows for the most recently
 finished ``keep_calls`` runs only: a watcher of 10,000 finished runs holds their curves
-and gold strips, not their calls.
+and gold strips, not their calls. From the moment a run's record is written its journal
+is kept as one bytes object (``settled``), read back when a page asks.
 
 Everything is read under the table lock, a slice of runs at a time (as a scrape does):
 the watcher is never held up for a whole fleet, and a page request never sees half a
@@ -68,6 +69,7 @@ class LivePages:
         self._journals: dict[str, tuple[Any, PageJournal]] = {}
         self._pruned = 0.0
         table.on_add.append(self.track)
+        table.on_settled.append(self.settled)
 
     # ------------------------------------------------------------------ journals
     def track(self, run: LiveRun) -> None:
@@ -75,6 +77,13 @@ class LivePages:
         journal = PageJournal()
         run.session.listeners.append(journal)
         self._journals[run.key] = (run.session, journal)
+
+    def settled(self, run: LiveRun) -> None:
+        """A run whose record was just written (the table lock held): its journal is
+        kept as bytes until a page asks (``RunJournal.settle``)."""
+        journal = self.journal(run)
+        if journal is not None:
+            journal.settle()
 
     def journal(self, run: LiveRun) -> PageJournal | None:
         held = self._journals.get(run.key)
@@ -163,5 +172,5 @@ def mount_live_page(app: Any, watcher: Any) -> LivePages:
     added from now on gets a journal, pruned at the watcher's ticks."""
     pages = LivePages(watcher.table, watcher.res, writes_records=watcher.cfg.out is not None)
     watcher.tick_hooks.append(pages.prune)
-    PageRoutes(pages, watcher.cfg.host).mount(app)
+    PageRoutes(pages).mount(app)
     return pages

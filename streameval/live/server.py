@@ -22,6 +22,7 @@ from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import UsageError
 from streameval.live.asgi import App
 from streameval.live.guard import guarded
+from streameval.live.hosts import HostRule
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +32,14 @@ def backlog(limits) -> int:
     return min(limits.max_connections, 4096)
 
 
-def bind(host: str, port: int, backlog: int) -> socket.socket:
-    """A listening socket on ``host:port``; UsageError naming them when it cannot be."""
+def bind(host: str, port: int, backlog: int, serving: str = "metrics") -> socket.socket:
+    """A listening socket on ``host:port``; UsageError naming them, and what was to be
+    served there (``serving``), when it cannot be."""
     try:
         family, kind, proto, _, sockaddr = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     except (OSError, UnicodeError) as exc:
-        raise UsageError(f"cannot serve metrics on {host}:{port}: no such address "
+        raise UsageError(f"cannot serve {serving} on {host}:{port}: no such address "
                          f"({getattr(exc, 'strerror', None) or exc}); check --host") from None
     sock = socket.socket(family, kind, proto)
     try:
@@ -48,7 +50,7 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
         sock.close()
         hint = ("pick another --port (0 = any free port)" if exc.errno == errno.EADDRINUSE
                 else "check --host and --port")
-        raise UsageError(f"cannot serve metrics on {host}:{port}: "
+        raise UsageError(f"cannot serve {serving} on {host}:{port}: "
                          f"{exc.strerror or exc}; {hint}") from None
     sock.setblocking(False)
     return sock
@@ -58,15 +60,17 @@ class HttpServer:
     """``app`` served on ``host:port`` from a background thread until ``close()``."""
 
     def __init__(self, app: App, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 sock: socket.socket | None = None):
+                 sock: socket.socket | None = None, serving: str = "metrics"):
         import uvicorn
 
         self.app = app
         # the kernel's listen queue: a burst of agents' hooks must not wait for a SYN
         # retry (socketserver's default of 5 made the 6th wait a second or more)
         self._sock = sock if sock is not None else \
-            bind(host, port, backlog=backlog(app.limits))
+            bind(host, port, backlog=backlog(app.limits), serving=serving)
         name = self._sock.getsockname()
+        # one Host rule for every path, from the address really bound (``hosts``)
+        app.hosts = HostRule.of(self._sock)
         self.port: int = name[1] if isinstance(name, tuple) else 0   # 0: a Unix socket
         #: the collector ``serve`` registered: what a front's metrics are made from
         #: (``mirror.Feed``)

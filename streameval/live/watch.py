@@ -30,13 +30,16 @@ import orjson
 from streameval import sane
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
 from streameval.errors import Reason
-from streameval.fileio import append_whole, cut_torn_tail, write_atomic
-from streameval.live.follow import TraceFollower, record_digest_of_line
+from streameval.fileio import append_whole, write_atomic
+from streameval.live import halt
+from streameval.live.claims import ClaimLog, claims_path
+from streameval.live.follow import TraceFollower
 from streameval.live.narrate import Narration
-from streameval.live.outputs import CHECKPOINT_VERSION, Digests, read_checkpoint
+from streameval.live.outputs import Digests, checkpoint_bytes, read_checkpoint
 from streameval.live.passed import Passed, Rescans
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
 from streameval.live.table import RunTable
+from streameval.live.watchset import NotTraces, OutsideLinks
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
@@ -72,6 +75,8 @@ class WatchConfig:
     #: traces, 20/5 about 40 ms); batching matters little, a change costs ~10 us.
     debounce_ms: int = 20
     step_ms: int = 5
+    #: follow trace files that are links to outside ``root`` (``watchset.OutsideLinks``)
+    follow_outside_links: bool = False
 
 
 def _counting_clamps(method: Callable) -> Callable:
@@ -113,10 +118,16 @@ class Watcher:
         self.journals: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         #: what the watcher says and the counts of its exit summary (live/narrate.py)
         self.narration = Narration()
-        #: sniffed files found to be no trace: path -> (device, inode, size) then
-        self.not_traces: dict[Path, tuple[int, int, int]] = {}
-        self._own_files = {Path(p).resolve() for p in (cfg.out, cfg.checkpoint, cfg.predictions)
-                           if p is not None}
+        #: sniffed files found to be no trace
+        self.not_traces = NotTraces()
+        #: the run ids handed out, kept across a restart (the checkpoint and a file beside)
+        self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint, cfg.root,
+                               self.table.stats.output_errors)
+        self.journals["run_ids"] = (self.claims.journal, self.claims.restore_journal)
+        self._own_files = {Path(p).resolve() for p in (
+            cfg.out, cfg.checkpoint, cfg.predictions,
+            claims_path(cfg.checkpoint) if cfg.checkpoint else None) if p is not None}
+        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links)
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -126,7 +137,7 @@ class Watcher:
 
     # ------------------------------------------------------------------ discovery
     def is_trace(self, path: Path) -> bool:
-        return is_trace(path, self.cfg.globs) or self._sniffed(path)
+        return (is_trace(path, self.cfg.globs) or self._sniffed(path)) and self.links.allowed(path)
 
     # -------- files followed for their content (SNIFF_GLOBS), and those that were not
     def _sniffed(self, path: Path) -> bool:
@@ -134,26 +145,10 @@ class Watcher:
         not a file already found to be no trace (unless replaced or cut since)."""
         if not self.cfg.sniff or not is_trace(path, self.cfg.sniff):
             return False
-        if path in self._own_files:
-            return False
-        seen = self.not_traces.get(path)
-        if seen is None:
-            return True
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        if (st.st_dev, st.st_ino) == seen[:2] and st.st_size >= seen[2]:
-            return False   # the same file, grown at most: its head is what it was
-        del self.not_traces[path]
-        return True
+        return path not in self._own_files and not self.not_traces.known(path)
 
     def _not_trace(self, f: TraceFollower) -> None:
-        try:
-            st = os.stat(f.path)
-            self.not_traces[f.path] = (st.st_dev, st.st_ino, st.st_size)
-        except OSError:
-            pass
+        self.not_traces.add(f.path)
         self._forget(f)
 
     @_counting_clamps
@@ -303,10 +298,12 @@ class Watcher:
                 return   # a sub-agent's transcript: its session file carries its calls
             path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
-        if (deleted or f is not None) and path_kind(path) == "missing":
+        if (deleted or f is not None) and path_kind(path) == "missing" or \
+                f is not None and not self.links.allowed(path):
             # a "deleted" event is believed only while the file is really gone: a trace
             # renamed away and created anew gives (deleted, added) in one unordered
-            # batch, and the new file's run must not be ended by the old file's event
+            # batch, and the new file's run must not be ended by the old file's event.
+            # A trace that is now a link out of the root is let go too
             if f is not None:
                 self._deleted(f, now)
             return
@@ -367,8 +364,8 @@ class Watcher:
                     f.restart("reopened")
                 f.poll(now)
                 self.table.stats.events["patch_landed"] += 1
-            elif f.land_patch():
-                self.table.stats.events["patch_landed"] += 1
+            else:
+                f.land_patch()
 
     def _traces_in(self, directory: Path) -> list[Path]:
         try:
@@ -384,8 +381,10 @@ class Watcher:
         for f in list(self.followers.values()):
             if path_kind(f.path) == "missing":
                 self._deleted(f, now)
-            else:
-                f.poll(now)
+                continue
+            f.poll(now)
+            if f.awaits_patch():
+                f.land_patch()   # its file event may have come while nothing watched
         self._after_batch()
 
     def _grew_unseen(self, f: TraceFollower, now: float) -> bool:
@@ -428,7 +427,7 @@ class Watcher:
                 for run in list(self.table.runs.values()):
                     if run.session.identity.instance_id == iid:
                         if run.session.set_patch(patch, "predictions"):
-                            self.narration.patch_landed(run.session, "predictions file")
+                            self.narration.patch_landed(run.session, run.key, "predictions file")
                             self.table.stats.events["patch_landed"] += 1
 
     # ------------------------------------------------------------------ ticking
@@ -458,8 +457,9 @@ class Watcher:
             hook(self, now)
         # a run still owing its record (patch grace longer than keep_finished) stays
         # until it is written: expired earlier, it would never be
-        self.table.expire(now, hold=lambda run: not run.record_written,
-                          max_runs=self.cfg.max_runs)
+        gone = self.table.expire(now, hold=lambda run: not run.record_written,
+                                 max_runs=self.cfg.max_runs)
+        self.narration.forget(gone)
         # every tick, not only when something expired now: a multi-run file may close
         # (idle) after its runs already left the table
         self._release_expired()
@@ -507,8 +507,9 @@ class Watcher:
         line = record_line(record)
         try:
             append_whole(self.cfg.out, line)
-            self.out_digests.add(record_digest_of_line(line))
+            self.out_digests.wrote(line)
             self.narration.record_written(record, self.cfg.out)
+            halt.reached("record-written")
         except OSError as exc:
             self.table.stats.output_errors["out"] += 1
             if not self._out_failing:   # once per outage, not at every tick's retry
@@ -524,25 +525,24 @@ class Watcher:
     def save_checkpoint(self) -> None:
         if not self.cfg.checkpoint:
             return
-        files = {}
-        for path, f in self.followers.items():
-            files[str(path)] = {**f.tail.position(), "written": f.written,
-                                **({"named": str(f.key_path)} if f.key_path != path else {})}
-        data = {"version": CHECKPOINT_VERSION, "root": str(self.cfg.root), "files": files,
-                "journals": {name: save() for name, (save, _load) in self.journals.items()},
-                "saved_at": time.time()}
+        files = {str(path): {**f.tail.position(), "written": f.written,
+                             **({"named": str(f.key_path)} if f.key_path != path else {})}
+                 for path, f in self.followers.items()}
         try:
-            write_atomic(self.cfg.checkpoint, orjson.dumps(data))
+            write_atomic(self.cfg.checkpoint, checkpoint_bytes(self.cfg.root, files, {
+                name: save() for name, (save, _load) in self.journals.items()}))
         except OSError as exc:
             # the previous checkpoint stays whole; a restart re-reads a little more
             self.table.stats.output_errors["checkpoint"] += 1
             log.error("cannot save the checkpoint %s (%s); kept the previous one",
                       self.cfg.checkpoint, exc)
+            return
+        self.claims.saved()   # every claim is in the checkpoint now
 
     @_counting_clamps
     def restore_checkpoint(self) -> int:
         """Resume the runs a previous watcher was following; returns how many files."""
-        self._read_out_digests()
+        self.out_digests.read_out(self.cfg.out)
         cp = self.cfg.checkpoint
         if not cp:
             return 0
@@ -550,6 +550,8 @@ class Watcher:
         for name, (_save, load) in self.journals.items():
             if name in saved.journals:
                 load(saved.journals[name])
+        # every run id given before the crash is known before any trace asks again
+        self.claims.read_since()
         n = 0
         for path, pos in saved.files.items():
             try:
@@ -562,21 +564,22 @@ class Watcher:
             f.restoring = True
             f.poll()
             f.restoring = False
+            self.narration.lines_restored += f.lines_counted
             n += 1
         self.table.stats.events["restored"] += n
         return n
 
-    def _read_out_digests(self) -> None:
-        if self.cfg.out is None or not self.cfg.out.exists():
-            return
-        cut = cut_torn_tail(self.cfg.out)
-        if cut:
-            log.warning("%s ended in %d bytes of a half-written record (a crash or a full "
-                        "disk); cut off, that record is written again", self.cfg.out, cut)
-        with open(self.cfg.out, "rb") as fh:
-            for line in fh:
-                if line.endswith(b"\n"):
-                    self.out_digests.restored(record_digest_of_line(line))
+    def start(self) -> None:
+        """What a watcher does before it follows changes: resume the runs of the
+        checkpoint, read the predictions, find every trace under the root and read it.
+        Run ids restored that no run asked for again then go (their trace is gone)."""
+        self.restore_checkpoint()
+        self.poll_predictions()
+        self.scan()
+        self.poll_all()
+        self.table.run_ids.drop_restored()
+        halt.reached("started")
 
     def close(self) -> None:
         self.save_checkpoint()
+        self.claims.close()

@@ -9,6 +9,12 @@ clean subtrees are watched recursively and the directories leading to a bad entr
 watched flat, so files appearing beside a bad entry are still seen. Each bad entry is
 logged once. The periodic rescan (``walk_files``, which reads what it can) remains the
 safety net for anything a watch misses.
+
+A trace file that is a symbolic link is followed only when what it leads to is under
+the root (``OutsideLinks``): ``DIR/r/trace.jsonl -> /elsewhere/trace.jsonl`` would have
+the watcher read, score and show a file the agent could not have put there, as a
+directory link would, and directory links are not followed. Such a link is logged
+once; ``watch --follow-outside-links`` follows it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,64 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+
+#: links said to lead outside the root, remembered to be said once (then forgotten)
+SAID_MAX = 10_000
+
+
+class OutsideLinks:
+    """Whether a trace file may be followed: not a link, or a link whose target is under
+    the root (``allow``: any link)."""
+
+    def __init__(self, root: Path, allow: bool = False):
+        self.root = os.path.realpath(root)
+        self.allow = allow
+        self._said: dict[str, None] = {}
+
+    def allowed(self, path: Path) -> bool:
+        if self.allow or not os.path.islink(path):
+            return True
+        target = os.path.realpath(path)
+        if target == self.root or target.startswith(self.root.rstrip(os.sep) + os.sep):
+            return True
+        key = str(path)
+        if key not in self._said:
+            if len(self._said) >= SAID_MAX:
+                self._said.pop(next(iter(self._said)))
+            self._said[key] = None
+            log.warning("watch: %s is a link to %s, outside %s; not followed "
+                        "(--follow-outside-links follows it)", path, target, self.root)
+        return False
+
+
+class NotTraces:
+    """Files named like traces (``SNIFF_GLOBS``) whose content was found to be none: not
+    read again while they are the same file, grown at most (their head is what it was),
+    read again once replaced or cut."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[int, int, int]] = {}   # path -> (device, inode, size)
+
+    def add(self, path: Path) -> None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        self._seen[path] = (st.st_dev, st.st_ino, st.st_size)
+
+    def known(self, path: Path) -> bool:
+        seen = self._seen.get(path)
+        if seen is None:
+            return False
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if (st.st_dev, st.st_ino) == seen[:2] and st.st_size >= seen[2]:
+            return True
+        del self._seen[path]
+        return False
 
 
 @dataclass

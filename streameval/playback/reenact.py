@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
-from streameval.errors import RUN_FLAGS
+from streameval.errors import RUN_FLAGS, Interrupted
 from streameval.live.loop import run_watcher
 from streameval.live.pages import mount_live_page
 from streameval.live.server import serve
@@ -61,10 +61,10 @@ def reenact(traces: list[Path] | list[tuple[Path, str]], res: Resources, *,
 
     ``linger=None`` keeps serving until interrupted. Returns the runs' final records
     (error records included: the caller's exit code says whether all were scored).
+    Ctrl-C or SIGTERM stops at once and raises ``Interrupted``, saying what was kept.
     """
     named = [t if isinstance(t, tuple) else (Path(t), trace_name(Path(t))) for t in traces]
     import anyio
-
 
     with tempfile.TemporaryDirectory(prefix="streameval-live-") as tmp:
         root = Path(into or tmp)
@@ -79,37 +79,75 @@ def reenact(traces: list[Path] | list[tuple[Path, str]], res: Resources, *,
         announce(f"metrics on http://{host}:{bound}/metrics, the page on http://{host}:{bound}/ "
                  f"(playing {len(traces)} run(s) at {speed:g}x)")
 
+        state = _Played()
+
+        async def play_all() -> None:
+            async with anyio.create_task_group() as players:
+                for trace, name in named:
+                    players.start_soon(partial(play, trace, root, speed, name=name))
+            await anyio.sleep(0.5)  # let the last lines and patches be seen
+            w.scan()   # a file whose event has not come yet (a directory just made)
+            w.poll_all()
+            for f in list(w.followers.values()):
+                # as an idle end: a file too short to have shown its format yet
+                # is decided on all it holds, as replay decides it
+                f.finish("played")
+            # every patch that comes has come: the records are owed now, those of
+            # runs without a patch too (not after a grace nobody waits for)
+            w.tick(now=time.time() + cfg.patch_grace)
+            records.extend(summarize(w, announce))
+            state.played = True
+            if linger is None:
+                announce("serving until Ctrl-C")
+                await anyio.sleep_forever()
+            await anyio.sleep(linger)
+
         async def main() -> None:
             stop = anyio.Event()
             async with anyio.create_task_group() as tg:
                 await tg.start(_watch, w, stop)
-                async with anyio.create_task_group() as players:
-                    for trace, name in named:
-                        players.start_soon(partial(play, trace, root, speed, name=name))
-                await anyio.sleep(0.5)  # let the last lines and patches be seen
-                w.scan()   # a file whose event has not come yet (a directory just made)
-                w.poll_all()
-                for f in list(w.followers.values()):
-                    # as an idle end: a file too short to have shown its format yet
-                    # is decided on all it holds, as replay decides it
-                    f.finish("played")
-                # every patch that comes has come: the records are owed now, those of
-                # runs without a patch too (not after a grace nobody waits for)
-                w.tick(now=time.time() + cfg.patch_grace)
-                records.extend(summarize(w, announce))
-                if linger is None:
-                    announce("serving until Ctrl-C")
-                    await anyio.sleep_forever()
-                await anyio.sleep(linger)
-                stop.set()
+                async with anyio.create_task_group() as playing:
+                    playing.start_soon(_until_signal, playing.cancel_scope, state)
+                    await play_all()
+                    playing.cancel_scope.cancel()
+                stop.set()   # the watcher's file events stop at once (as watch's do)
 
         try:
             anyio.run(main)
-        except KeyboardInterrupt:
-            pass
         finally:
             server.close()
+        if state.interrupted:
+            raise Interrupted(state.kept(len(named), w.narration.records, out))
         return records
+
+
+class _Played:
+    """How a re-enactment ended: played to the end or not, and whether Ctrl-C (or
+    SIGTERM) ended it."""
+
+    played = False
+    interrupted = False
+
+    def kept(self, runs: int, written: int, out: Path | None) -> str:
+        how = "played to the end" if self.played else "stopped while playing"
+        if out is None:
+            return f"{how}; no --out, nothing written"
+        return f"{how}; {written} of {runs} records written to {out}"
+
+
+async def _until_signal(scope, state: _Played) -> None:
+    """Ctrl-C or SIGTERM: stop playing and serving now. Handled here, not as a
+    KeyboardInterrupt: that would leave the file watcher's thread to its own timeout
+    (5 s) before the process could end."""
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            state.interrupted = True
+            scope.cancel()
+            return
 
 
 async def _watch(w, stop, *, task_status) -> None:

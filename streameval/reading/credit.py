@@ -15,7 +15,7 @@ lines are counted as *unaligned*, so users can see how much of a run was read by
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
@@ -67,6 +67,8 @@ class Creditor:
                problems: list[tuple[Reason, str]]) -> Credit | None:
         """``n``: the file's current length as the map has it; ``printed``: the call
         printed something. None when the read showed nothing of the file."""
+        if read.shown is not None and read.shown.end_piece:
+            read = _end_piece(read, n if self.view is not None else None)
         shown = read.shown
         base = self.texts.get(self.view, repo) if (
             shown is not None and self.view is not None and not self.window_only) else None
@@ -178,6 +180,23 @@ class Creditor:
             return None
         base = merge_ranges(r for w in current for r in self.edits.to_base(repo, *w))
         return Credit(current, base, unaligned=sum(b - a + 1 for a, b in base))
+
+
+def _end_piece(read: Read, n: int | None) -> Read:
+    """A read whose last numbered line is empty and may be the piece after the final
+    newline (``Shown.end_piece``): a line of the file when the file, ``n`` lines long
+    now, has one of that number; else no line, and left out. Without the file's length
+    (no repository) it is taken for the piece: a read that stopped short of its limit
+    reached the file's end."""
+    shown = read.shown
+    assert shown is not None and shown.numbers
+    if n is not None and shown.numbers[-1] <= n:
+        return replace(read, shown=replace(shown, end_piece=False))
+    numbers, lines = shown.numbers[:-1], shown.lines[:-1]
+    if not numbers:   # an empty file: it showed no line
+        return replace(read, end=0, shown=replace(shown, lines=(), numbers=(), end_piece=False))
+    return replace(read, start=min(numbers), end=max(numbers),
+                   shown=replace(shown, lines=lines, numbers=numbers, end_piece=False))
 
 
 def _trimmed_head(base: BaseText, ids: list[int | None], start: int | None) -> int:

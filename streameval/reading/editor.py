@@ -73,12 +73,13 @@ def view_reads(path: str, output: str) -> list[Read]:
     return numbered_reads(path, parsed.numbers, parsed.lines)
 
 
-def numbered_reads(path: str, numbers: list[int], lines: list[str]) -> list[Read]:
+def numbered_reads(path: str, numbers: list[int], lines: list[str],
+                   end_piece: bool = False) -> list[Read]:
     """Numbered lines as one read, text kept; the file at file level when no line was
-    shown."""
+    shown. ``end_piece``: see ``model.Shown``."""
     if not numbers:
         return [Read(path, listing=True)]
-    return [numbered_read(path, numbers, lines)]
+    return [numbered_read(path, numbers, lines, end_piece=end_piece)]
 
 
 def _editor_command(call: ToolCall, inp: dict[str, Any]) -> str | None:

@@ -105,13 +105,16 @@ def claude_read(call: ToolCall, path: str) -> NativeResult:
         return res
     if isinstance(call.output, str):
         parsed = parse_numbered(call.output)
-        if parsed.numbers and _ends_past_last_newline(call, parsed.numbers, parsed.lines):
+        end = _ends_past_last_newline(call, parsed.numbers, parsed.lines) \
+            if parsed.numbers else False
+        if end is True:
             # Code 2.1 numbers the empty "line" after a final newline (a 3-line file
             # shows 1-4, line 4 empty): the file has no such line
             parsed.numbers.pop()
             parsed.lines.pop()
         if parsed.numbers:
-            res.reads.extend(numbered_reads(path, parsed.numbers, parsed.lines))
+            res.reads.extend(numbered_reads(path, parsed.numbers, parsed.lines,
+                                            end_piece=end is None))
             return res
         shown = _shown_by_structure(call, path)
         if shown is not None:
@@ -130,21 +133,24 @@ def claude_read(call: ToolCall, path: str) -> NativeResult:
     return res
 
 
-def _ends_past_last_newline(call: ToolCall, numbers: list[int], lines: list[str]) -> bool:
-    """Is the last numbered line the empty one after the file's final newline?
+def _ends_past_last_newline(call: ToolCall, numbers: list[int], lines: list[str]) -> bool | None:
+    """Is the last numbered line the empty one after the file's final newline? None:
+    it may be, and the file's text decides (``Shown.end_piece``).
 
-    Claude numbers the pieces of the file's text split at newlines, so a read that
-    reaches the end of a file ending in a newline shows one more, empty, line: the
+    Claude Code 2.1 numbers the pieces of the file's text split at newlines, so a read
+    that reaches the end of a file ending in a newline shows one more, empty, line: the
     file has no such line. The structured result says whether the read reached the
-    end; without one (sub-agent transcripts, older stream-json), a read that showed
-    fewer lines than its limit (2,000 when none was given) did reach it, and its last
-    line, when empty, is that piece (a real empty last line is followed by it)."""
+    end. Without one (sub-agent transcripts, older stream-json), an empty last line of
+    a read that showed fewer lines than its limit (2,000 when none was given) may be
+    that piece, or a real empty line of a file (an older Code, which does not number
+    the piece): a line is the file's when the file has a line of that number."""
     if lines[-1] != "":
         return False
     file = _file_info(call)
     if file is None:
         limit = _int(call.input.get("limit"))
-        return len(numbers) < (limit if limit and limit > 0 else CLAUDE_READ_LIMIT)
+        return None if len(numbers) < (limit if limit and limit > 0 else CLAUDE_READ_LIMIT) \
+            else False
     total, content = _int(file.get("totalLines")), file.get("content")
     return total == numbers[-1] and isinstance(content, str) and (
         content.endswith("\n") or content == "")

@@ -62,6 +62,13 @@ class ResolvedRead:
     by_text: bool = False
     #: a read naming no repo file names a directory of it (inside, not outside, it)
     directory: bool = False
+    #: its text was compared with the repository's at the lines it names, in a file no
+    #: recorded edit of the run had touched: what it showed is the repository's text
+    #: there, or the repository is not the one the agent read (``repo_mismatch``)
+    checked: bool = False
+    #: checked, and the text was not there: lines the file does not have, or lines found
+    #: elsewhere in it (an edit the trace never recorded, or another repository)
+    mismatch: bool = False
 
 
 @dataclass(slots=True)
@@ -105,6 +112,9 @@ class StepBuilder:
         self._cwd: str | None = None
         #: where an earlier `cd` left the agent's persistent shell (ToolCall.cwd_persists)
         self._shell_cwd: str | None = None
+        #: repository files a recorded edit of the run touched (whether it could be
+        #: replayed or not): their text may differ from the repository's by the agent's doing
+        self._written: set[str] = set()
 
     def add_root(self, root: str | None) -> None:
         self.paths.add_root(root)
@@ -237,6 +247,7 @@ class StepBuilder:
         repo, _reason = self.paths.lookup(edit.path, cwd, count=False)
         if repo is None:
             return   # a new file, or outside the repo: nothing of the base to map
+        self._written.add(repo)
         if self.view is not None and not self.edits.apply(repo, edit):
             out.problems.append(self.edits.last_problem or
                                 (Reason.EDIT_NOT_LOCATED, f"{repo}: edit not located"))
@@ -291,5 +302,10 @@ class StepBuilder:
         if credit.change is MapChange.FOUND:
             if repo not in out.found_edits:
                 out.found_edits.append(repo)
+        shown = read.shown
+        checked = credit.by_text and bool(credit.current) and repo not in self._written \
+            and shown is not None and not (shown.loose or shown.gaps)
         return ResolvedRead(read.path, repo, credit.current, credit.base, False,
-                            credit.aligned, credit.agent, credit.unaligned, credit.by_text)
+                            credit.aligned, credit.agent, credit.unaligned, credit.by_text,
+                            checked=checked, mismatch=checked and bool(
+                                credit.agent or credit.change is not MapChange.NONE))

@@ -97,10 +97,11 @@ def gold_files(gold: GoldInstance, journal: RunJournal | None,
         if s.file not in order:
             order.append(s.file)
     out = []
+    trails = journal.files if journal is not None else {}   # read once (a finished run's is frozen)
     for path in order:
         init = _ranges(gold.init_ctx, path)
         add = _ranges(gold.add_ctx, path)
-        trail = journal.files.get(path) if journal is not None else None
+        trail = trails.get(path)
         read = sorted(trail.by_step) if trail is not None else []
         out.append({
             "file": path,

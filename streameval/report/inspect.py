@@ -264,7 +264,9 @@ def _print_run(out: TextIO, run: dict) -> None:
     p(f"  files read   {run['files_read']['count']} with lines shown, "
       f"{run['files_listed']['count']} more only listed ({where})")
     for r in run["first_reads"]:
-        lines = fmt_ranges([r["lines"]]) if r["lines"] else "all"
+        # the lines shown: grep hits (``runs``) as hits, never their first-to-last span,
+        # which beside the base lines would read as an edit moving them
+        lines = fmt_ranges(r.get("runs") or [r["lines"]]) if r["lines"] else "all"
         base = fmt_ranges(r.get("base") or [])
         base = f" -> base {base or '-'}" if "base" in r and base != lines else ""
         p(f"    #{r['call']:<4} {r['file']} lines {lines}{base}")

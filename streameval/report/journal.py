@@ -16,6 +16,7 @@ merged intervals.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,18 +108,48 @@ class RunJournal:
 
     def __init__(self, max_calls: int = MAX_CALLS):
         self.max_calls = max_calls
-        self.calls: list[CallRow] = []
+        self._calls: list[CallRow] = []
         #: calls seen beyond ``max_calls`` (counted, not kept)
         self.dropped = 0
         self.n = 0
-        self.files: dict[str, FileTrail] = {}
+        self._files: dict[str, FileTrail] = {}
+        #: the call rows and file trails of a finished run, as one bytes object
+        #: (``settle``): read back when a page asks
+        self._frozen: bytes | None = None
         #: call rows given up after the run finished (``forget_calls``)
         self.calls_forgotten = False
         #: the last call's step number (None: it was no step)
         self.last_step: int | None = None
 
+    @property
+    def calls(self) -> list[CallRow]:
+        """The call rows kept (a copy, once settled: they no longer move)."""
+        return self._thawed()[0] if self._frozen is not None else self._calls
+
+    @property
+    def files(self) -> dict[str, FileTrail]:
+        """Each repository file along the run (a copy, once settled)."""
+        return self._thawed()[1] if self._frozen is not None else self._files
+
+    def _thawed(self) -> tuple[list[CallRow], dict[str, FileTrail]]:
+        return pickle.loads(self._frozen)   # noqa: S301 - our own bytes (settle)
+
+    def settle(self) -> None:
+        """The run is finished: its rows and trails kept as one bytes object. A watcher
+        keeps thousands of finished runs, and a full garbage collection walks every
+        object they keep (some forty a run as rows, intervals and lists); a page that
+        shows one reads them back. A call after all wakes them."""
+        if self._frozen is None:
+            self._frozen = pickle.dumps((self._calls, self._files), pickle.HIGHEST_PROTOCOL)
+            self._calls, self._files = [], {}
+
+    def _wake(self) -> None:
+        if self._frozen is not None:
+            (self._calls, self._files), self._frozen = self._thawed(), None
+
     # ------------------------------------------------------------------ listening
     def __call__(self, session: Any, outcome: Any, call: ToolCall) -> None:
+        self._wake()
         self.n += 1
         step = None
         if outcome.step is not None:
@@ -126,14 +157,14 @@ class RunJournal:
             self._credit(outcome.step, step)
         self._trail(outcome, step)
         self.last_step = step
-        if len(self.calls) < self.max_calls and not self.calls_forgotten:
-            self.calls.append(_row(self.n, step, outcome, call))
+        if len(self._calls) < self.max_calls and not self.calls_forgotten:
+            self._calls.append(_row(self.n, step, outcome, call))
         else:
             self.dropped += 1
 
     def _credit(self, step_value: Any, step: int) -> None:
         for path, ranges in step_value.spans.items():
-            trail = self.files.setdefault(path, FileTrail())
+            trail = self._files.setdefault(path, FileTrail())
             for a, b in ranges:
                 lo, hi = (a, b) if a <= b else (b, a)
                 for x, y in trail.credited.add(max(1, lo), hi):
@@ -143,7 +174,7 @@ class RunJournal:
         for r in outcome.reads:
             if r.repo_path is None:
                 continue
-            trail = self.files.setdefault(r.repo_path, FileTrail())
+            trail = self._files.setdefault(r.repo_path, FileTrail())
             if r.listing:
                 if trail.listed_at is None:
                     trail.listed_at = self.n
@@ -154,15 +185,17 @@ class RunJournal:
             if why is not None and len(trail.windows) < MAX_WINDOWS:
                 trail.windows.append(Window(self.n, tuple(map(tuple, r.current)), why))
         for path in outcome.edits:
-            trail = self.files.setdefault(path, FileTrail())
+            trail = self._files.setdefault(path, FileTrail())
             if len(trail.edited_at) < MAX_WINDOWS:
                 trail.edited_at.append(self.n)
 
     def forget_calls(self) -> None:
         """Drop the call rows (a finished run among many): the curve and the file
-        trails stay; the page says the rows are gone and where to find them."""
-        self.calls = []
+        trails stay (settled); the page says the rows are gone and where to find them."""
+        self._wake()
+        self._calls = []
         self.calls_forgotten = True
+        self.settle()   # only forgotten for a finished run
 
 
 def _row(n: int, step: int | None, outcome: Any, call: ToolCall) -> CallRow:

@@ -201,12 +201,15 @@ def run_detail(row: dict[str, Any], curve: Sequence[tuple[float, ...]],
                journal: RunJournal | None, gold: GoldInstance | None,
                file_lines: Mapping[str, int | None],
                edited: Mapping[str, list[tuple[int, int]]], *, calls_from: int = 0,
-               notes: Sequence[str] = ()) -> dict[str, Any]:
-    """One run's page: its fleet row, its curve, its gold files, its calls."""
+               notes: Sequence[str] = (), unavailable: str | None = None) -> dict[str, Any]:
+    """One run's page: its fleet row, its curve, its gold files, its calls, and
+    ``unavailable``: why there are no calls and no gold files to show, when that is
+    not because the run has none (a recorded run whose trace was not found)."""
     return {
         "run": row,
         "curve": _curve(curve),
         "gold": gold_files(gold, journal, file_lines, edited) if gold is not None else None,
         "calls": calls_page(journal, curve, calls_from),
         "notes": list(notes),
+        "unavailable": unavailable,
     }

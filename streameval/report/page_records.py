@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from streameval.errors import StreamevalError
+from streameval.errors import StreamevalError, UsageError
 from streameval.model import GRANULARITIES
 from streameval.report.journal import RunJournal
 from streameval.report.page_data import (
@@ -34,6 +34,10 @@ from streameval.report.page_fleet import FleetCache, build_all
 from streameval.report.page_session import session_detail
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import Resources
+from streameval.scoring.record import is_record
+from streameval.traces.files import read_head
+from streameval.traces.formats import detect_format
+from streameval.traces.formats.head import describe
 
 log = logging.getLogger(__name__)
 
@@ -44,23 +48,56 @@ KEEP_DETAILS = 64
 
 
 def read_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Every record of the JSONL files, in order; lines that are no JSON object are
-    skipped with a warning naming them."""
+    """Every record of the JSONL files, in order. Lines that are no record are skipped
+    with one warning per file; a file that holds lines and no record at all is refused
+    (``UsageError``), saying what it holds: a trace given where records go would
+    otherwise be one blank row per line."""
     out = []
     for path in paths:
-        with open(path, "rb") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    rec = None
-                if not isinstance(rec, dict):
-                    log.warning("%s:%d: not a record (a JSON object per line); skipped", path, n)
-                    continue
-                out.append(rec)
+        records, others, first = _records_of(path)
+        if others and not records:
+            raise UsageError(_not_records(path))
+        if others:
+            log.warning("%s: %d line(s) are not records (the first: line %d); skipped",
+                        path, others, first)
+        out.extend(records)
     return out
+
+
+def _records_of(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    """(the file's records, how many non-empty lines are not, the first of those)."""
+    records: list[dict[str, Any]] = []
+    others = first = 0
+    with open(path, "rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                rec = None
+            if is_record(rec):
+                records.append(rec)
+                continue
+            others += 1
+            first = first or n
+    return records, others, first
+
+
+def _not_records(path: Path) -> str:
+    """Why a file of lines is no records file, and what to do with it."""
+    head = read_head(path)
+    try:
+        fmt = detect_format(head)
+    except StreamevalError:
+        fmt = None
+    text = (f"{path} holds no records ({f'it is a {fmt} trace' if fmt else describe(head)}). "
+            "Records are what `streameval replay --out` and `watch --out` write: one JSON "
+            "object per run, with its instance_id and its numbers (final) or error")
+    if fmt:
+        text += (f". Score the trace first: streameval replay {path} --gold GOLD --repo REPO "
+                 "--out records.jsonl, then streameval view records.jsonl")
+    return text
 
 
 def _ids(records: list[dict[str, Any]]) -> list[str]:
@@ -134,15 +171,35 @@ class RecordsPages:
         return {**held, "calls": {**calls, "rows": calls["rows"][start:start + calls_page],
                                   "from": start}}
 
-    def _trace(self, rec: Mapping[str, Any]) -> Path | None:
+    def tried(self, rec: Mapping[str, Any]) -> list[Path]:
+        """Where the record's trace is looked for, in order: its ``trace`` under
+        ``--traces``, then under the current directory (none when it names none)."""
         name = rec.get("trace")
         if not isinstance(name, str) or not name:
-            return None
-        for base in ([self.traces] if self.traces is not None else []) + [Path.cwd()]:
-            path = base / name
-            if path.is_file():
-                return path
-        return None
+            return []
+        bases = ([self.traces] if self.traces is not None else []) + [Path.cwd()]
+        return list(dict.fromkeys(base / name for base in bases))
+
+    def _trace(self, rec: Mapping[str, Any]) -> Path | None:
+        return next((path for path in self.tried(rec) if path.is_file()), None)
+
+    def traces_missing(self) -> list[tuple[str, list[Path]]]:
+        """The runs whose trace was not found (run id, the paths tried): with gold and
+        repositories, their pages can show no calls and no gold strips."""
+        return [(run_id, self.tried(rec)) for run_id, rec in self.by_id.items()
+                if self._trace(rec) is None]
+
+    def _why_not_shown(self, rec: Mapping[str, Any]) -> str:
+        """Why a run's page shows no calls and no gold strips (``detail["unavailable"]``)."""
+        if self.res is None or self.res.gold is None:
+            return ("the calls and the gold strips come from scoring the trace again: give "
+                    "--gold and --repos (and --traces DIR, where replay found the traces)")
+        tried = self.tried(rec)
+        if not tried:
+            return "the record names no trace (a unified prediction): there are no calls to show"
+        return (f"no trace found for it: tried {' and '.join(map(str, tried))} (the record's "
+                "trace under --traces, then the current directory); --traces is the "
+                "directory replay was given")
 
     def _build(self, run_id: str) -> dict:
         rec = self.by_id[run_id]
@@ -150,10 +207,7 @@ class RecordsPages:
         curve = record_curve(rec)
         trace = self._trace(rec)
         if self.res is None or self.res.gold is None or trace is None:
-            why = ("no trace found for it" if self.res is not None and self.res.gold is not None
-                   else "give --gold and --repos (and --traces DIR, where replay found the traces)")
-            return run_detail(row, curve, None, None, {}, {}, notes=[
-                f"the calls and the gold strips come from scoring the trace again: {why}"])
+            return _unavailable(row, curve, self._why_not_shown(rec))
         found: list[tuple[Any, RunJournal]] = []
 
         def attach(session: Any) -> None:
@@ -164,13 +218,11 @@ class RecordsPages:
         try:
             now = evaluate_trace(trace, self.res, root=self.traces, on_session=attach)
         except (StreamevalError, OSError) as exc:
-            return run_detail(row, curve, None, None, {}, {},
-                              notes=[f"cannot score {trace} again: {exc}"])
+            return _unavailable(row, curve, f"cannot score {trace} again: {exc}")
         pick = next((i for i, (s, _j) in enumerate(found)
                      if s.identity.run_id == rec.get("run_id")), 0 if len(found) == 1 else None)
         if pick is None:
-            return run_detail(row, curve, None, None, {}, {},
-                              notes=[f"{trace} holds {len(found)} runs, none named {run_id}"])
+            return _unavailable(row, curve, f"{trace} holds {len(found)} runs, none named {run_id}")
         session, journal = found[pick]
         detail = session_detail(session, journal, self.res, LiveState(True, True),
                                 calls_from=0, row=row)
@@ -181,6 +233,12 @@ class RecordsPages:
             detail["notes"].append(f"the trace scores differently today ({moved}): the numbers "
                                    "and the curve are the record's, the calls and strips today's")
         return detail
+
+
+def _unavailable(row: dict, curve: list[tuple[float, ...]], why: str) -> dict:
+    """A run page with the record's numbers and no calls or gold strips, and why not
+    (``unavailable``, also its note: the page says it where the calls would be)."""
+    return run_detail(row, curve, None, None, {}, {}, notes=[why], unavailable=why)
 
 
 def _all_calls(journal: RunJournal, curve: list[tuple[float, ...]]) -> list[dict]:

@@ -13,10 +13,21 @@ from html import escape
 from typing import Any
 
 from streameval.model import GRANULARITIES
+from streameval.untrusted import bounded, escaped
 
 COLORS = {"file": "#1f77b4", "symbol": "#ff7f0e", "span": "#2ca02c", "line": "#d62728"}
 #: one colour per arm of a comparison, in arm order (then repeated)
 ARM_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+#: characters of a text from a record (a run id in a title) drawn at most
+TEXT_MAX = 200
+
+
+def _text(value: str) -> str:
+    """A text from a record as SVG text: markup escaped, and what XML cannot hold (a
+    control character, an escape sequence, a noncharacter) written as ``\x1b``, so the
+    file stays well-formed (``untrusted.bounded``; a long value keeps its start and a
+    hash)."""
+    return escape(bounded(value, TEXT_MAX, escaped))
 
 
 def coverage_svg(record: dict[str, Any], width: int = 640, height: int = 320,
@@ -46,7 +57,7 @@ def coverage_svg(record: dict[str, Any], width: int = 640, height: int = 320,
         label = g if auc is None else f"{g} (AUC {auc:.2f})"
         out.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 28}" y2="{ly}" '
                    f'stroke="{COLORS[g]}" stroke-width="2"/>'
-                   f'<text x="{left + pw + 32}" y="{ly + 4}">{escape(label)}</text>')
+                   f'<text x="{left + pw + 32}" y="{ly + 4}">{_text(label)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -72,16 +83,16 @@ def arms_svg(curves: Sequence[tuple[str, Sequence[float], Sequence[float], Seque
         if mean:
             band = [f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(high, 1)] + [
                 f"{x(i):.1f},{y(v):.1f}" for i, v in reversed(list(enumerate(low, 1)))]
-            out.append(f'<polygon data-arm="{escape(arm)}" data-band="95" '
+            out.append(f'<polygon data-arm="{_text(arm)}" data-band="95" '
                        f'points="{" ".join(band)}" fill="{color}" fill-opacity="0.15" '
                        f'stroke="none"/>')
             pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(mean, 1))
-            out.append(f'<polyline data-arm="{escape(arm)}" points="{pts}" fill="none" '
+            out.append(f'<polyline data-arm="{_text(arm)}" points="{pts}" fill="none" '
                        f'stroke="{color}" stroke-width="2"/>')
         ly = top + 16 * k + 8
         out.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 28}" y2="{ly}" '
                    f'stroke="{color}" stroke-width="2"/>'
-                   f'<text x="{left + pw + 32}" y="{ly + 4}">{escape(arm[:16])}</text>')
+                   f'<text x="{left + pw + 32}" y="{ly + 4}">{_text(arm[:16])}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -93,7 +104,7 @@ def _frame(width: int, height: int, left: float, top: float, pw: float, ph: floa
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="20" font-size="14">{escape(title)}</text>']
+           f'<text x="{left}" y="20" font-size="14">{_text(title)}</text>']
     for v in (0.0, 0.25, 0.5, 0.75, 1.0):
         out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" '
                    f'stroke="#ddd"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '

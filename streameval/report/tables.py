@@ -12,9 +12,10 @@ and always labelled (docs/metrics.md §4, "Aggregates"):
 Error records (``{"instance_id", "error"}``) are counted, never averaged in; so are runs
 measured against no gold (``gold_missing``: ``no_gold``, ``no_repo``, docs/metrics.md
 §5b), whose gold metrics are null. Each row says how many runs it averaged and how many
-of those carry a run-level flag (``nothing_read``, ``mostly_outside_repo``), and a
-precision that averages in runs which predicted nothing there (1.0 by convention, §3) is
-marked ``*``. Where runs carry their outcome (``resolved``), the solve rate is given.
+of those carry a run-level flag (``nothing_read``, ``mostly_outside_repo``, and the loud
+``no_end_event`` and ``repo_mismatch``: docs/metrics.md §5b), and a precision that
+averages in runs which predicted nothing there (1.0 by convention, §3) is marked ``*``.
+Where runs carry their outcome (``resolved``), the solve rate is given.
 """
 
 from __future__ import annotations
@@ -24,20 +25,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from streameval.errors import GOLD_MISSING, RUN_FLAGS, Reason
+from streameval.errors import GOLD_MISSING, LOUD_FLAGS, RUN_FLAGS, Reason
 from streameval.model import GRANULARITIES
 from streameval.report.columns import BENCHKIT_COLUMNS, COLUMNS, cell, record_row, write_csv
 from streameval.scoring.f1 import f1
 from streameval.scoring.sums import left_mean
 
 __all__ = ["BENCHKIT_COLUMNS", "COLUMNS", "aggregate", "benchkit_row", "format_table",
-           "write_benchkit_csv"]
+           "loud_flags", "loud_reason", "write_benchkit_csv"]
 
 _REASONS = frozenset(r.value for r in Reason)
 #: the flags of a run measured against gold (the gold-free ones are counted apart)
 _MEASURED_FLAGS = RUN_FLAGS - GOLD_MISSING
-
-
 
 
 def _ratio(num: int, den: int, empty: float) -> float:
@@ -49,6 +48,23 @@ def _flags(record: dict[str, Any]) -> list[str]:
     problems = record.get("problems")
     return sorted(k for k in problems if k in _MEASURED_FLAGS) if isinstance(problems, dict) \
         else []
+
+
+def loud_flags(record: dict[str, Any]) -> list[str]:
+    """The loud flags a scored record carries: its numbers may be wrong (§5b)."""
+    return [f for f in _flags(record) if f in LOUD_FLAGS]
+
+
+def loud_reason(record: dict[str, Any]) -> str:
+    """What a loudly flagged run's flag means, in one clause naming the run."""
+    run = record.get("run_id") or record.get("instance_id")
+    check = record.get("repo_mismatch")
+    if isinstance(check, dict) and Reason.REPO_MISMATCH.value in loud_flags(record):
+        bad, checked = check.get("reads_mismatching", 0), check.get("reads_checked", 0)
+        return (f"run {run}: {bad} of {checked} reads did not find their text where they say "
+                "it is in the repository given: is it the repository at the run's base commit?")
+    return (f"run {run}: the trace ends without the end event its format always writes last "
+            "(cut short, or its agent killed or still at work)")
 
 
 def _counted(runs: list[dict[str, Any]]) -> dict[str, int]:

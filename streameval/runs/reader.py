@@ -10,6 +10,7 @@ import orjson
 from streameval.errors import Reason
 from streameval.model import BadLine, RunInfo, TraceEvent
 from streameval.scoring.session import RunSession
+from streameval.traces.formats import end_event
 from streameval.traces.formats.base import Adapter
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,12 @@ class TraceReader:
         self.on_bad = on_bad  # process-wide counting (live exporter)
         self.sessions: list[RunSession] = []
         self.lines = 0
+
+    def shed(self) -> None:
+        """The file's runs are over and its adapter closed: keep the sessions only (the
+        follower reads a file that grows again with a new reader). A watcher keeps
+        thousands of finished runs; their adapters' state is not worth keeping."""
+        self.adapter = self.factory = self.on_bad = None  # type: ignore[assignment]
 
     @property
     def current(self) -> RunSession | None:
@@ -83,7 +90,9 @@ class TraceReader:
             events = [_cut(ev) if _undecoded(ev, lineno) else ev for ev in events]
         self.dispatch(events)
 
-    def close(self) -> list[RunSession]:
+    def close(self, final: bool = True) -> list[RunSession]:
+        """The adapter flushed: every run of the file as it stands. ``final``: the runs
+        end here (``ends``); a watcher re-reading a document saved mid-run passes False."""
         try:
             events = self.adapter.close()
         except Exception as exc:
@@ -92,7 +101,18 @@ class TraceReader:
         self.dispatch(events)
         if not self.sessions:  # an empty trace is still a run: coverage 0
             self.sessions.append(self.factory(None, None))
+        if final:
+            self.ends()
         return self.sessions
+
+    def ends(self) -> None:
+        """The runs are over as the file stands: one of a shape that always ends with an
+        end event and has not had it is told which (docs/metrics.md §5b, ``no_end_event``)."""
+        expected = end_event(self.adapter)
+        if expected is not None:
+            for session in self.sessions:
+                if not session.ended:
+                    session.end_missing(expected)
 
 
 def _parses(line: bytes) -> bool:

@@ -118,6 +118,12 @@ class FileRanking:
                 if self.all_gold is None and len(self._found) == len(self.gold):
                     self.all_gold = Milestone(step, seconds, tokens)
 
+    def compact(self) -> None:
+        """Keep what ``numbers`` reads (a finished run's): the files seen go; no file
+        may be added after."""
+        self._seen = self._found = None  # type: ignore[assignment]
+        self._top = tuple(self._top)  # type: ignore[assignment]
+
     def numbers(self) -> dict[str, Any]:
         """The record's ``localisation`` block (docs/metrics.md §7b), keys in that order."""
         top, gold = self._top, self.gold

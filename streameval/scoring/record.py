@@ -51,6 +51,14 @@ class Record(dict):
         return "error" in self
 
 
+def is_record(obj: object) -> bool:
+    """Is this decoded JSON a record (replay's and ``watch --out``'s lines)? An object
+    naming its instance with its numbers (``num_steps``) or why it has none (``error``);
+    a trace's line names neither, and a unified prediction (``traj_data``) is an input."""
+    return (isinstance(obj, dict) and "instance_id" in obj
+            and ("num_steps" in obj or "error" in obj) and "traj_data" not in obj)
+
+
 def error_record(identity: RunIdentity, error: str) -> Record:
     """The error record of a run whose identity is known; ``error`` is already
     ``reason: message`` (a session's ``error``). A run with an experiment or labels

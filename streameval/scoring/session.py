@@ -34,6 +34,7 @@ from streameval.model import (
 )
 from streameval.reading.paths import resolve_step
 from streameval.scoring import verdict
+from streameval.scoring.dormant import Dormant
 from streameval.scoring.editloc import editloc
 from streameval.scoring.localisation import FileRanking
 from streameval.scoring.record import Record, error_record
@@ -65,6 +66,9 @@ class RunExtras:
     #: reads of file contents (listings aside), and those naming no repository file or folder
     named_paths: int = 0
     outside_paths: int = 0
+    #: reads whose text was checked where they say it is, and those not finding it there
+    reads_checked: int = 0
+    reads_mismatching: int = 0
     edits: int = 0
     #: shown lines by how they were credited (docs/metrics.md, "Alignment"): placed on a
     #: base line by their text, the agent's own (no base counterpart), or credited from
@@ -89,8 +93,9 @@ class RunExtras:
                 "unaligned": self.lines_unaligned}
 
 
-class RunSession:
-    """Everything known about one run, updated one event at a time.
+class RunSession(Dormant):
+    """Everything known about one run, updated one event at a time. Once its record is
+    written it may be kept as bytes until read again (``settle``, ``scoring.dormant``).
 
     ``gold``/``view`` may be None (``inspect`` without gold, or a run whose gold or
     repo is missing): steps are still built where possible. ``gold_missing`` says why
@@ -133,6 +138,8 @@ class RunSession:
         self.last_call: ToolCall | None = None
         self.ended = False
         self.end_reason: str | None = None
+        #: the end event the trace's shape always ends with, when it ended without it
+        self.missing_end: str | None = None
         self.trace_patch: str | None = None
         self.patch: str | None = None
         self.patch_source: str | None = None
@@ -228,6 +235,8 @@ class RunSession:
             if not r.listing:
                 ex.named_paths += 1
                 ex.outside_paths += r.repo_path is None and not r.directory
+            ex.reads_checked += r.checked
+            ex.reads_mismatching += r.mismatch
             if r.repo_path is not None and not r.listing:
                 ex.reads_by_tool[call.tool] += 1
             ex.lines_aligned += r.aligned
@@ -295,6 +304,11 @@ class RunSession:
             return None
         return max(0.0, ts - start)
 
+    def end_missing(self, event: str) -> None:
+        """The trace ended without ``event``, which its shape always ends with (§5b)."""
+        self.version += self.missing_end != event
+        self.missing_end = event
+
     # ------------------------------------------------------------------ patch
     def set_patch(self, patch: str | None, source: str) -> bool:
         """Land the model patch (beside the trace, predictions file, ...).
@@ -339,7 +353,12 @@ class RunSession:
         """Drop what only reading more of the trace needs (the edit map with its file
         copies, path caches): a finished run whose record is written keeps only its
         numbers while it stays exported. Its provisional EditLoc is kept first; a
-        trace that grows again is read anew from its first byte, never into this."""
+        trace that grows again is read anew from its first byte, never into this.
+
+        What is kept is compacted: the state's sets, the gold lines, the ranking's
+        files and the listeners go, counters become plain dicts. A watcher keeps up to
+        ``--max-runs`` such runs, and a full garbage collection walks every object they
+        hold (``InstanceState.compact``)."""
         if self._released:
             return
         self.provisional_editloc()
@@ -348,6 +367,20 @@ class RunSession:
         self._released = True
         self.last_call = None
         self._resolved = {}
+        self._reading = None
+        self._gold_lines = {}
+        self.listeners.clear()   # they hear calls, and no call comes any more
+        self.ranking.compact()
+        ex = self.extras
+        for name in ("categories", "context_file_reads", "bad_lines", "problems", "reads_by_tool"):
+            setattr(ex, name, dict(getattr(ex, name)))   # dicts of numbers: not walked
+        if self.state is not None:
+            self.state.compact()
+
+    @property
+    def released(self) -> bool:
+        """``release_reading`` was called: the run's numbers are final."""
+        return self._released
 
     # ------------------------------------------------------------------ views
     @property
@@ -396,11 +429,11 @@ class RunSession:
 
     def facts(self) -> RunFacts:
         """What the run-level rules read (``scoring.verdict``)."""
-        ex = self.extras
+        ex, state = self.extras, self.state
         return RunFacts(ex.tool_calls, ex.sidechain_calls, ex.bad_lines, ex.first_bad,
-                        ex.named_paths, ex.outside_paths,
-                        self.state.final_context_empty if self.state is not None else None,
-                        self.gold_missing)
+                        ex.named_paths, ex.outside_paths, state and state.final_context_empty,
+                        self.gold_missing, None if self.ended else self.missing_end,
+                        ex.reads_checked, ex.reads_mismatching)
 
     def _problems(self) -> dict[str, int]:
         """Per-call problems, and the run-level ones (docs/metrics.md §5b) beside them."""
@@ -461,6 +494,7 @@ class RunSession:
             "shown_lines": dict(snap.shown_lines),
             "reads_by_tool": dict(sorted(snap.reads_by_tool.items())),
             "signals": self.signals.record(snap.signals),
+            **verdict.figures(self.facts()),   # a flag's own figures (§5b)
         })
         rec.update(self._tail())
         rec.session_id = snap.session_id
@@ -551,7 +585,6 @@ def _gold_context_sets(gold) -> tuple[frozenset[str], dict[str, IntervalSet]]:
         if b > 0:
             lines.setdefault(s.file, IntervalSet()).add(max(1, a), b)
     return files, lines
-
 
 
 __all__ = ["RunExtras", "RunSession", "GRANULARITIES"]

@@ -240,6 +240,11 @@ class _Context:
                     if gold_spans is not None:
                         self.inter[g] += gold_spans.overlap(x, y)
 
+    def compact(self) -> None:
+        """Keep |P| and |G ∩ P| only (a finished run's numbers): the sets go, and with
+        them what a full garbage collection would walk. Nothing may be merged after."""
+        self.gold = self.sets = None  # type: ignore[assignment]
+
     def numbers(self, gold_size: dict[str, int], g: str) -> dict[str, Any]:
         """The ``final`` block of one granularity (docs/metrics.md §4, 5): the evaluator's
         five fields, then ``f1`` (an extra field, §3)."""
@@ -436,6 +441,23 @@ class InstanceState:
                 rec["editloc"] = result
         return rec
 
+    def compact(self) -> None:
+        """Keep the numbers only, for a run whose record is written (``RunSession.
+        release_reading``): its sums, sizes and per-step curve stay, as plain values the
+        garbage collector does not walk (a tuple of dicts of floats); the gold's and the
+        union's sets, and the repository view's expander, go. A kept finished run so
+        holds a few objects, not some fifty (issue 27: a full collection of 1,000 kept
+        runs took 150-200 ms). ``snapshot`` and ``record`` answer as before; no step may
+        be added, and there is no checkpoint of it (``to_dict``)."""
+        if self._expander is None:
+            return
+        self._expander = None  # type: ignore[assignment]
+        self._gold = None  # type: ignore[assignment]
+        self._union.compact()
+        if self._stated is not None:
+            self._stated.compact()
+        self._trajectory = tuple(self._trajectory)  # type: ignore[assignment]
+
     # ------------------------------------------------------------------ checkpoints
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data to resume from after a restart (see ``from_dict``).
@@ -444,6 +466,8 @@ class InstanceState:
         is not stored: it is recomputed from the GoldInstance and the repo. Costs the
         size of the union (a checkpoint is periodic, not per step).
         """
+        if self._expander is None:
+            raise ValueError("a compacted state keeps no sets to save")
         return {
             "format": STATE_FORMAT,
             "instance_id": self.gold.instance_id,

@@ -12,7 +12,12 @@ rule each, so the record, ``/metrics``, ``inspect`` and the tables all tell it t
   (the final context is empty at every granularity, so every precision is 1.0 by
   convention), ``mostly_outside_repo`` (more than half the paths its reads named
   are neither a file nor a folder of the repository), and ``no_gold`` / ``no_repo``
-  (measured against no gold: its gold-free signals stand, its gold metrics are null).
+  (measured against no gold: its gold-free signals stand, its gold metrics are null);
+- **loud flags** (scored and flagged, and replay exits 1 over them: the numbers may be
+  wrong, not only say less): ``no_end_event`` (a trace of a shape that always ends with
+  an end event ended without it: cut at a line's end, or its agent killed or still at
+  work) and ``repo_mismatch`` (reads did not find their text in the repository where
+  they say it is: the repository, or its commit, is not the one the agent read).
 
 Scoring knows no files or formats: the facts come in as counts and the trace's own
 messages (the first ``partial_line`` and ``unread_action`` bad lines).
@@ -43,6 +48,29 @@ class RunFacts:
     context_empty: bool | None
     #: why the run is measured against no gold (``no_gold: ...``, ``no_repo: ...``)
     gold_missing: str | None = None
+    #: the end event the trace's shape always ends with, when it ended without it
+    end_missing: str | None = None
+    #: reads whose text was compared with the repository's at the lines they name (in
+    #: files the run had not edited), and those that did not find it there
+    reads_checked: int = 0
+    reads_mismatching: int = 0
+
+
+#: ``repo_mismatch`` needs this many mismatching reads, and this share of the reads
+#: checked: a run on the right repository may read a file its environment changed (a
+#: SWE-bench image's ``tox.ini``, ``setup.py``), one or two reads in 203 corpus runs
+#: (5% at most where more than one; issue 32)
+MISMATCH_READS = 2
+MISMATCH_SHARE = 0.2
+
+
+def mismatch_share(facts: RunFacts) -> float | None:
+    """The share of checked reads that did not find their text, when ``repo_mismatch``
+    holds; None when it does not."""
+    checked, bad = facts.reads_checked, facts.reads_mismatching
+    if bad >= MISMATCH_READS and bad >= MISMATCH_SHARE * checked:
+        return bad / checked
+    return None
 
 
 def _cut(facts: RunFacts) -> bool:
@@ -52,6 +80,15 @@ def _cut(facts: RunFacts) -> bool:
 def _unread_only(facts: RunFacts) -> bool:
     return facts.bad_lines.get(Reason.UNREAD_ACTION.value, 0) > 0 and \
         facts.tool_calls + facts.sidechain_calls == 0
+
+
+def figures(facts: RunFacts) -> dict[str, dict[str, int]]:
+    """What a flag's record carries besides the flag: ``repo_mismatch``'s reads checked
+    and mismatching, on a record that carries the flag only."""
+    if mismatch_share(facts) is None:
+        return {}
+    return {Reason.REPO_MISMATCH.value: {"reads_checked": facts.reads_checked,
+                                         "reads_mismatching": facts.reads_mismatching}}
 
 
 def problems(facts: RunFacts) -> dict[str, int]:
@@ -70,6 +107,10 @@ def problems(facts: RunFacts) -> dict[str, int]:
         out[Reason.MOSTLY_OUTSIDE_REPO.value] = 1
     if facts.gold_missing:
         out[facts.gold_missing.split(":", 1)[0]] = 1
+    if facts.end_missing:
+        out[Reason.NO_END_EVENT.value] = 1
+    if mismatch_share(facts) is not None:
+        out[Reason.REPO_MISMATCH.value] = 1
     return out
 
 
@@ -105,4 +146,4 @@ def error(facts: RunFacts | None, trace: str | None, session_error: str | None,
     return None
 
 
-__all__ = ["RunFacts", "error", "problems", "unscorable"]
+__all__ = ["RunFacts", "error", "figures", "mismatch_share", "problems", "unscorable"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -148,29 +148,61 @@ def identify(trace: Path, instance: str | None = None,
     )
 
 
+#: what a run asks for: (the run id it asks for, its trace, its instance)
+Claim = tuple[str, str, str]
+
+
+def suffixed(run_id: str, trace: str | None, instance_id: str, taken=frozenset()) -> str:
+    """``run_id`` told apart by the run's own name: ``~`` and 6 hex of the hash of its
+    trace path (relative to the watched or replayed directory), so the same run is given
+    the same id by every watcher, restarted or not, and by replay. Should that be
+    ``taken`` already (two paths whose hashes share their start), more of the hash."""
+    name = trace or f"\0{instance_id}"
+    digest = hashlib.sha1(name.encode("utf-8", "surrogateescape")).hexdigest()
+    for n in (6, 10, 40):
+        got = f"{run_id}~{digest[:n]}"
+        if got not in taken:
+            return got
+    # one trace asking one id for two instances (a run per line): the instance too
+    both = hashlib.sha1(f"{name}\0{instance_id}".encode("utf-8", "surrogateescape"))
+    return f"{run_id}~{both.hexdigest()}"
+
+
 class RunIds:
     """Run ids handed out so far: two runs never share one (their label sets would
-    collide in Prometheus). The first run to ask for an id gets it; another run asking
-    for the same id gets it suffixed with a hash of its trace, the same at every ask."""
+    collide in Prometheus, and the page and the abort journal name a run by it).
+
+    The first run to ask for an id gets it; another run asking for the same id gets it
+    ``suffixed`` by its trace path, the same at every ask. Who asked first is the one
+    thing that depends on order (replay asks in path order, a live watcher as runs
+    start), so it is kept: ``claims()`` lists every id given to a run still held, and
+    ``restore`` hands them back to a restarted watcher before it reads any trace again,
+    so no run changes id across a restart (``live/claims.py`` keeps them). ``on_claim``
+    is told of every new claim, before the id is used anywhere."""
 
     def __init__(self) -> None:
         self._owner: dict[str, tuple[str, str]] = {}   # run id -> (trace, instance)
-        self._given: dict[tuple[str, str, str], str] = {}
-        self._asked: dict[str, tuple[str, str, str]] = {}   # id given -> what asked for it
+        self._given: dict[Claim, str] = {}
+        self._asked: dict[str, Claim] = {}   # id given -> what asked for it
+        self._restored: set[Claim] = set()   # given back by ``restore``, not asked again yet
+        #: told (claim, id given) of each new claim
+        self.on_claim: Callable[[Claim, str], None] | None = None
 
     def claim(self, run_id: str, trace: str | None, instance_id: str) -> str:
         key = (run_id, trace or "", instance_id)
         got = self._given.get(key)
         if got is not None:
+            self._restored.discard(key)
             return got
         got = run_id
         owner = self._owner.setdefault(run_id, key[1:])
         if owner != key[1:]:
-            digest = hashlib.sha1(f"{trace}\0{instance_id}".encode("utf-8", "surrogateescape"))
-            got = f"{run_id}~{digest.hexdigest()[:6]}"
-            self._owner.setdefault(got, key[1:])
+            got = suffixed(run_id, trace, instance_id, self._owner)
+            self._owner[got] = key[1:]
         self._given[key] = got
         self._asked[got] = key
+        if self.on_claim is not None:
+            self.on_claim(key, got)
         return got
 
     def release(self, run_id: str) -> None:
@@ -180,9 +212,37 @@ class RunIds:
         if key is None:
             return
         self._given.pop(key, None)
+        self._restored.discard(key)
         for rid in (key[0], run_id):
             if self._owner.get(rid) == key[1:]:
                 del self._owner[rid]
+
+    def claims(self) -> list[tuple[Claim, str]]:
+        """Every claim held: (what was asked, the id given)."""
+        return list(self._given.items())
+
+    def restore(self, key: Claim, got: str) -> None:
+        """Give ``got`` back to ``key`` (a claim a previous watcher made), before anything
+        asks: ``key`` asking again gets it. A later entry for the same key or id (a run
+        that left memory and came back, an id freed and taken again) wins."""
+        old = self._given.get(key)
+        if old is not None:
+            self.release(old)
+        if got in self._asked:
+            self.release(got)
+        self._owner[got] = key[1:]
+        self._given[key] = got
+        self._asked[got] = key
+        self._restored.add(key)
+
+    def drop_restored(self) -> int:
+        """Claims restored that no run asked for again (its trace gone, renamed by its
+        meta.json since): released. Returns how many."""
+        stale = [self._given[k] for k in self._restored if k in self._given]
+        for got in stale:
+            self.release(got)
+        self._restored.clear()
+        return len(stale)
 
     def __len__(self) -> int:
         return len(self._given)

@@ -19,6 +19,8 @@ import sys
 import venv
 from pathlib import Path
 
+from streameval import config
+
 CLAUDE_CODE = "2.1.328"
 CODEX = "0.169.0"
 MINI_SWE_AGENT = "2.4.6"
@@ -40,8 +42,7 @@ BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def cache() -> Path:
-    root = os.environ.get("STREAMEVAL_AGENTS")
-    return Path(root) if root else Path.home() / ".cache" / "streameval" / "agents"
+    return config.local_path(config.AGENTS_ENV) or config.CACHE / "agents"
 
 
 def claude() -> Path:

@@ -1,5 +1,7 @@
 """A watcher with ``--ingest`` for the real-client tests: it serves the ingest routes on a
-free port and follows its runs directory from one background thread, as ``watch`` does."""
+free port and follows its runs directory from one background thread, as ``watch`` does.
+As ``watch --ingest`` does by default, it makes a token in a file only its user reads
+(``live.pushtoken``); the agents are given it as a user would, from that file."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 from streameval.live.abort.engine import AbortEngine, attach, parse_policies
 from streameval.live.ingest import SPOOL_NAME, ingest_routes
+from streameval.live.pushtoken import push_token
 from streameval.live.server import serve
 from streameval.live.watch import WatchConfig, Watcher
 
@@ -16,13 +19,16 @@ from streameval.live.watch import WatchConfig, Watcher
 class PushWatcher:
     """``with PushWatcher(setup) as pw: ... pw.url`` -> the base URL agents push to."""
 
-    def __init__(self, setup, abort_toml: str | None = None, token: str | None = None):
+    def __init__(self, setup, abort_toml: str | None = None):
         self.setup = setup
+        #: the token ``watch --ingest --ingest-token-file FILE`` makes (FILE is new)
+        self.token_file = setup.root / "ingest-token"
+        self.token = push_token(None, self.token_file).value
         self.w = Watcher(WatchConfig(root=setup.runs, idle_timeout=3600, patch_grace=0.0,
                                      rescan_interval=0.0), setup.resources())
         self.engine = attach(self.w, AbortEngine(parse_policies(abort_toml, "t.toml"))) \
             if abort_toml else None
-        self.app = ingest_routes(self.w, token)
+        self.app = ingest_routes(self.w, self.token)
         self._stop = threading.Event()
         self._lock = threading.Lock()
 

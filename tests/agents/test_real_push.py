@@ -35,15 +35,23 @@ pytestmark = pytest.mark.agents
 GRANULARITIES = ("file", "symbol", "span", "line")
 
 
-def _claude_env(setup, model) -> dict:
+def _claude_env(setup, model, pw: PushWatcher) -> dict:
+    """Claude Code's environment; the pushes' token from the file the watcher made, as
+    a user gives it (``export STREAMEVAL_INGEST_TOKEN=$(cat FILE)``)."""
     return {"PATH": BASE_PATH, "HOME": str(setup.home), "ANTHROPIC_BASE_URL": model.url,
             "ANTHROPIC_API_KEY": "scripted", "IS_SANDBOX": "1", "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "STREAMEVAL_INGEST_TOKEN": pw.token_file.read_text().strip()}
 
 
 def _hooks_settings(setup, url: str) -> None:
+    """The settings of docs/ingest.md: each hook sends the token from the environment
+    (Claude Code fills a header's ``$VAR`` only for the variables ``allowedEnvVars``
+    names)."""
     hook = [{"hooks": [{"type": "http", "url": f"{url}/v1/hooks/claude?instance_id={INSTANCE}",
-                        "timeout": 30}]}]
+                        "timeout": 30,
+                        "headers": {"Authorization": "Bearer $STREAMEVAL_INGEST_TOKEN"},
+                        "allowedEnvVars": ["STREAMEVAL_INGEST_TOKEN"]}]}]
     settings = {"hooks": {event: hook for event in
                           ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
                            "SessionEnd")}}
@@ -80,7 +88,7 @@ def hooks_run(tmp_path_factory):
         # transcript_path may be read (the watcher's default is its own ~/.claude/projects)
         pw.app.transcript_roots = [setup.home / ".claude" / "projects"]
         _hooks_settings(setup, pw.url)
-        run = run_cli(_claude_argv(), _claude_env(setup, model), setup.repo, setup,
+        run = run_cli(_claude_argv(), _claude_env(setup, model, pw), setup.repo, setup,
                       kill_when="time.sleep(30)", watch=False)
         records = pw.finish()
         traces = pw.traces("claude-hooks")
@@ -146,7 +154,8 @@ def test_a_steering_deny_reaches_claude_code_and_its_model(tmp_path):
     toml = '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 2\naction = "file"\n'
     with PushWatcher(setup, abort_toml=toml) as pw, ScriptedModel(plan) as model:
         _hooks_settings(setup, pw.url)
-        run = run_cli(_claude_argv(), _claude_env(setup, model), setup.repo, setup, watch=False)
+        run = run_cli(_claude_argv(), _claude_env(setup, model, pw), setup.repo, setup,
+                      watch=False)
         records = pw.finish()
     assert run.returncode == 0, run.stderr[-2000:]
     (rec,) = records
@@ -177,10 +186,11 @@ def test_claude_code_otlp_logs_feed_a_run_at_inputs_fidelity(tmp_path, protocol)
             Call("Bash", {"command": "grep -n 'return None' pkg/mod.py", "description": "g"}),
             Say("Done.")]
     with PushWatcher(setup) as pw, ScriptedModel(plan) as model:
-        env = {**_claude_env(setup, model), "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        env = {**_claude_env(setup, model, pw), "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
                "OTEL_LOGS_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "none",
                "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
                "OTEL_EXPORTER_OTLP_ENDPOINT": pw.url, "OTEL_LOG_TOOL_DETAILS": "1",
+               "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {pw.token}",
                "OTEL_LOGS_EXPORT_INTERVAL": "200",
                "OTEL_RESOURCE_ATTRIBUTES": f"streameval.instance_id={INSTANCE}"}
         run = run_cli(_claude_argv(), env, setup.repo, setup, watch=False)
@@ -222,6 +232,13 @@ def test_codex_otel_feeds_a_run_scored_as_its_rollout(tmp_path, protocol):
         pytest.fail(why)
     setup = make_setup(tmp_path)
     with PushWatcher(setup) as pw, ScriptedModel(codex_turns()) as model:
+        # the two ways docs/ingest.md gives: the token in config.toml's headers, or in
+        # the exporter's environment
+        token = pw.token_file.read_text().strip()
+        headers = f', headers = {{ "Authorization" = "Bearer {token}" }}' \
+            if protocol == "json" else ""
+        env_headers = {"OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {token}"} \
+            if protocol == "binary" else {}
         (setup.home / "config.toml").write_text(
             'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
             "[model_providers.scripted]\n"
@@ -230,9 +247,9 @@ def test_codex_otel_feeds_a_run_scored_as_its_rollout(tmp_path, protocol):
             "[otel]\nlog_user_prompt = false\n"
             # the endpoint is used as given: the query names the instance
             f'exporter = {{ otlp-http = {{ endpoint = "{pw.url}/v1/logs?instance_id={INSTANCE}", '
-            f'protocol = "{protocol}" }} }}\n')
+            f'protocol = "{protocol}"{headers} }} }}\n')
         env = {"PATH": BASE_PATH, "HOME": str(setup.home), "CODEX_HOME": str(setup.home),
-               "SCRIPTED_KEY": "scripted"}
+               "SCRIPTED_KEY": "scripted", **env_headers}
         run = run_cli([str(codex()), "exec", "--json", "--skip-git-repo-check",
                        "--dangerously-bypass-approvals-and-sandbox", "-C", str(setup.repo),
                        "Fix the module."], env, setup.repo, setup, kill_when="time.sleep(30)",

@@ -239,3 +239,16 @@ def test_bad_lines_are_counted_not_fatal(tmp_path: Path):
     run = json.loads(out.read_text())["runs"][0]
     assert {"malformed_json", "not_utf8", "not_an_object"} <= set(run["unparsed_lines"])
     assert run["first_reads"][0]["file"] == "apps/app/src/client/components/NavUser.tsx"
+
+
+def test_grep_hits_are_printed_as_hits_not_as_a_window_mapped_onto_them(capsys):
+    """Issue 32: the first reads printed a grep's hits as "lines 3-7 -> base 3,7", which
+    reads as an edit that moved lines 3-7 to 3 and 7."""
+    ex = EXAMPLES
+    assert main(["inspect", str(ex / "runs" / "example-run-1" / "trace.jsonl"), "--gold",
+                 str(ex / "gold.jsonl"), "--repo", str(ex / "repo")]) == 0
+    out = capsys.readouterr().out
+    assert "    #5    inventory/__init__.py lines 3,7\n" in out
+    assert "    #5    inventory/billing.py lines 10,16-17\n" in out
+    assert "    #10   inventory/billing.py lines 1,15-16,33-34,38,68\n" in out
+    assert " -> base 3,7" not in out

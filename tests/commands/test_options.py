@@ -123,3 +123,19 @@ def test_own_decisions_are_logged_by_default_and_library_chatter_is_not():
 def test_the_front_is_a_process_unless_told(argv, front):
     args = build_parser("watch").parse_args(["watch", "runs", *argv])
     assert args.front == front
+
+
+def test_a_header_on_the_command_line_warns_that_every_user_can_read_it(caplog):
+    """f53415f documented ``--otlp-header "Authorization=..."``: a secret in ``ps -ef``;
+    OTEL_EXPORTER_OTLP_HEADERS, which the exporters read, was not documented."""
+    import argparse
+    import logging
+
+    from streameval.commands import otlp_options
+
+    args = argparse.Namespace(otlp_endpoint="http://127.0.0.1:1", otlp_protocol="http/json",
+                              otlp_signals=("traces",), otlp_header=[("Authorization", "x")])
+    with caplog.at_level(logging.WARNING):
+        em = otlp_options.emitter(args)
+    em.close(timeout_millis=100)
+    assert any("OTEL_EXPORTER_OTLP_HEADERS" in r.getMessage() for r in caplog.records)

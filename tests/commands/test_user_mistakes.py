@@ -142,7 +142,9 @@ def test_a_document_cut_to_its_first_100_kb_is_an_error_and_fails_the_batch(
                                    "short: document (lines 1-961) ends before")
     assert "ends before the JSON document does" in rec["error"] and "\n" not in rec["error"]
 
-    rc, [rec] = replay(tmp_path, str(whole), *common)
+    # scored; the stub's files are empty, so its reads find none of their text there,
+    # which is loud (repo_mismatch) but no cut
+    rc, [rec] = replay(tmp_path, str(whole), *common, "--allow-partial")
     assert rc == 0 and rec["tool_calls"] > 0 and "truncated_trace" not in rec["problems"]
 
     rc, records = replay(tmp_path, str(runs), *common)
@@ -169,14 +171,15 @@ def test_a_jsonl_trace_whose_last_line_is_cut_is_an_error_a_whole_one_is_not(tmp
     s = make_setup(tmp_path)
     d = run_dir(tmp_path / "runs")
     c = Claude()
-    lines = [c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 5)]
+    lines = [c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 1, 5),
+             c.result()]
     trace = d / "trace.jsonl"
     common = ["--gold", str(s.gold), "--repo", str(s.repo)]
 
     trace.write_bytes(b"\n".join(lines) + b"\n" + lines[-1][:40])  # cut mid-line
     rc, [rec] = replay(tmp_path, str(trace), *common)
     assert rc == 1 and rec["error"].startswith("truncated_trace: r1/trace.jsonl is cut short: "
-                                               "line 6 ends without its newline")
+                                               "line 7 ends without its newline")
 
     trace.write_bytes(b"\n".join(lines))               # whole, only no final newline
     rc, [rec] = replay(tmp_path, str(trace), *common)

@@ -112,3 +112,96 @@ def test_view_serves_the_page_over_the_records(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+# --------------------------------------------------------------------------- issue 32
+
+
+def _data(html: Path) -> dict:
+    return orjson.loads(re.search(r'id="se-data">(.*?)</script>', html.read_text(), re.S).group(1))
+
+
+def test_a_trace_given_for_records_is_refused_saying_what_it_is(tmp_path, capsys):
+    """Before: ``view trace.jsonl --html`` exited 0, "wrote (49 runs)": a blank row per line."""
+    trace = EX / "runs" / "example-run-1" / "trace.jsonl"
+    out = tmp_path / "page.html"
+    assert main(["view", str(trace), "--html", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"streameval view: {trace} holds no records (it is a claude trace)" in err
+    assert f"Score the trace first: streameval replay {trace} --gold GOLD" in err
+    assert not out.exists()
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"name": "not a record"}\n')
+    assert main(["view", str(other), "--html", str(out)]) == 2
+    assert "holds no records (line 1: an object (keys name))" in capsys.readouterr().err
+    # records among other lines: the records are shown, the rest said and skipped
+    records = replay(EX / "runs", tmp_path / "r.jsonl")
+    records.write_bytes(records.read_bytes() + b'{"name": "not a record"}\n')
+    assert main(["view", str(records), "--html", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"streameval view: wrote {out} (1 run)"
+
+
+def test_traces_not_found_are_said_with_the_paths_tried(tmp_path, capsys, monkeypatch):
+    """Before: a wrong --traces, or records of two replays (their ``trace`` relative to
+    different folders), exited 0 in silence, and each run page said "no trace found for
+    it" without the path it tried."""
+    monkeypatch.chdir(tmp_path)
+    records = tmp_path / "both.jsonl"
+    records.write_bytes(replay(EX / "runs", tmp_path / "a.jsonl").read_bytes()
+                        + replay(EX / "backtest", tmp_path / "b.jsonl").read_bytes())
+    capsys.readouterr()
+    out = tmp_path / "page.html"
+    sources = ["--gold", str(EX / "gold.jsonl"), "--repo", str(EX / "repo")]
+    assert main(["view", str(records), *sources, "--traces", str(EX / "runs"),
+                 "--html", str(out)]) == 1
+    tried = [EX.resolve() / "runs" / "late-find-1" / "trace.jsonl",
+             tmp_path / "late-find-1" / "trace.jsonl"]
+    err = capsys.readouterr().err
+    assert ("streameval view: the traces of 2 of 3 runs were not found, so their pages show "
+            f"no calls and no gold strips (run late-find-1: tried {tried[0]} and {tried[1]}); "
+            "--traces DIR is the directory replay was given") in err
+    runs = dict(_data(out)["runs"])
+    assert runs["example-run-1"]["unavailable"] is None and runs["example-run-1"]["calls"]["rows"]
+    why = runs["late-find-1"]["unavailable"]
+    assert why.startswith(f"no trace found for it: tried {tried[0]} and {tried[1]}")
+    assert runs["late-find-1"]["notes"] == [why] and runs["late-find-1"]["gold"] is None
+
+    assert main(["view", str(tmp_path / "b.jsonl"), *sources, "--traces", str(EX / "backtest"),
+                 "--html", str(out)]) == 0
+    assert all(d["unavailable"] is None for _, d in _data(out)["runs"])
+
+
+def test_view_busy_port_and_unknown_run_are_said(tmp_path):
+    """Before: a port in use was "cannot serve metrics" (view serves no metrics), and an
+    unknown run's answer said "no such run" without the run."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    records = replay(EX / "runs", tmp_path / "r.jsonl")
+    proc = subprocess.Popen([sys.executable, "-m", "streameval", "view", str(records),
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        first = proc.stdout.readline()
+        assert "(1 run; Ctrl-C stops)" in first
+        base = first[first.index("http://"):].split("/ ")[0]
+        port = base.rsplit(":", 1)[1]
+        again = subprocess.run([sys.executable, "-m", "streameval", "view", str(records),
+                                "--port", port], capture_output=True, text=True, timeout=60)
+        assert again.returncode == 2
+        assert f"streameval view: cannot serve the page on 127.0.0.1:{port}: " in again.stderr
+        try:
+            urllib.request.urlopen(base + "/api/runs/nobody", timeout=30)
+            raise AssertionError("answered")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+            body = json.loads(exc.read())
+        assert body["run"] == "nobody"
+        assert body["error"].startswith("no run 'nobody' here: the fleet page (/) lists the runs")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)

@@ -131,3 +131,51 @@ def test_hostile_runs_all_at_once(tmp_path):
     # only the ABORT files the policy wrote, each in its own run directory, and the log
     assert {Path(k).name for k in changed} <= {"ABORT", "watch.log"}, changed
     assert all(Path(k).parent.parent == runs for k in changed if Path(k).name == "ABORT")
+
+
+def test_values_from_traces_and_requests_cannot_forge_or_flood_the_log(tmp_path):
+    """f53415f wrote a request's decoded path, a meta.json run id and a 100 KB run id
+    into its log as they were (a terminal escape, a forged line), and a line per refused
+    request. Now each value is escaped and cut, and refused requests are a few lines."""
+    import hashlib
+    import socket
+
+    from claude_run import trace_in, watch_process
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    forged = "\x1b]0;X\x07\n2026 INFO streameval.watch: all good"
+    for name, run_id in (("esc", "r" + forged), ("long", "L" * 100_000)):
+        trace = trace_in(runs, s, name)
+        meta = json.loads((trace.parent / "meta.json").read_text())
+        (trace.parent / "meta.json").write_text(json.dumps({**meta, "run_id": run_id}))
+        trace.write_bytes(b"\n".join(_lines(Claude())) + b"\n")
+    log = tmp_path / "watch.log"
+    proc, port = watch_process([str(runs), "--gold", str(s.gold), "--repo", str(s.repo),
+                                "--port", "0", "--ingest", "--ingest-token-file",
+                                str(tmp_path / "token"), "--idle-timeout", "1",
+                                "--patch-grace", "0"], log)
+    try:
+        path = b"/v1/%1b]0;X%07%0a2026%20INFO%20streameval.watch:%20all%20good"
+        for _ in range(300):   # no token: each a 401
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+                assert sock.recv(100).startswith(b"HTTP/1.1 401")
+        wait_until(lambda: log.read_bytes().count(b" ended (") >= 2, what="both runs ended")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    text = log.read_bytes()
+    assert b"\x1b" not in text and b"\x07" not in text
+    lines = text.decode().splitlines()
+    assert not [ln for ln in lines if ln.startswith("2026 INFO streameval.watch: all good")]
+    assert any("r\\x1b]0;X\\x07\\n2026 INFO streameval.watch: all good started" in ln
+               for ln in lines)
+    assert any("POST /v1/\\x1b]0;X\\x07\\n2026 INFO streameval.watch: all good: 401" in ln
+               for ln in lines)
+    digest = hashlib.sha1(("L" * 100_000).encode()).hexdigest()[:10]
+    assert any(f"~{digest} started" in ln for ln in lines)
+    assert max(map(len, lines)) < 3000
+    assert 1 <= sum(": 401 " in ln for ln in lines) <= 10   # 300 refused, a few said

@@ -20,7 +20,7 @@ import sys
 import urllib.request
 
 import pytest
-from claude_run import APP, make_setup, wait_until
+from claude_run import APP, bearer, make_setup, wait_until
 
 from streameval.live.ingest import SPOOL_NAME
 from streameval.runs.evaluate import evaluate_trace
@@ -31,7 +31,8 @@ POLICY = '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "
 
 
 class Watch:
-    def __init__(self, tmp_path, extra: tuple[str, ...] = ()):
+    def __init__(self, tmp_path, extra: tuple[str, ...] = ("--ingest-token-file", "token"),
+                 env: dict | None = None):
         self.s = s = make_setup(tmp_path)
         self.runs = tmp_path / "runs"
         self.runs.mkdir()
@@ -45,11 +46,15 @@ class Watch:
                "--patch-grace", "0", *extra]
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
         wait_until(lambda: b"serving metrics on" in self.log.read_bytes()
                    or self.proc.poll() is not None, what="watch to start")
         assert self.proc.poll() is None, self.log.read_text()[-2000:]
         self.port = int(self.log.read_text().split("http://127.0.0.1:")[1].split("/")[0])
+        wait_until(lambda: b"need the bearer token in" in self.log.read_bytes(), what="the token")
+        #: the token file's header: what an agent told of the file sends
+        self.auth = bearer(tmp_path / extra[extra.index("--ingest-token-file") + 1]) \
+            if "--ingest-token-file" in extra else {}
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -60,7 +65,8 @@ class Watch:
                 "tool_use_id": call, "cwd": "/workspace/demo", "tool_input": {}, **more}
         req = urllib.request.Request(self.url(f"/v1/hooks/claude?instance_id={self.s.instance}"),
                                      json.dumps(body).encode(),
-                                     {"Content-Type": "application/json", **(headers or {})})
+                                     {"Content-Type": "application/json", **self.auth,
+                                      **(headers or {})})
         with urllib.request.urlopen(req, timeout=30) as r:
             assert r.status == 200
             return json.loads(r.read())
@@ -184,21 +190,65 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def test_the_front_asks_for_the_token(tmp_path):
-    """The token reaches the front on its private socket pair (no command line, no
-    environment), and the front refuses a push without it."""
+def _front_knows(w: Watch, secret: bytes) -> bytes:
+    pid = w.front_pid()
+    with open(f"/proc/{pid}/cmdline", "rb") as fh, open(f"/proc/{pid}/environ", "rb") as env:
+        return secret in fh.read() + env.read()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_token_is_made_when_none_is_given_and_only_its_file_is_said(tmp_path):
+    """``--ingest`` alone: a token is made in a file only its user may read; the log
+    says where it is, never what it is; a push without it is a 401."""
+    import stat
     import urllib.error
 
-    w = Watch(tmp_path, ("--ingest-token", "s3cret-token"))
+    w = Watch(tmp_path)
     try:
+        token_file = tmp_path / "token"
+        token = token_file.read_text().strip()
+        assert len(token) >= 40 and stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        text = w.log.read_text()
+        assert f"need the bearer token in {token_file} (made now)" in text
+        assert token not in text
         with pytest.raises(urllib.error.HTTPError) as err:
-            w.hook("PreToolUse", "t1")
+            w.hook("PreToolUse", "t1", headers={"Authorization": "Bearer wrong"})
         assert err.value.code == 401
         err.value.close()
-        assert w.hook("PreToolUse", "t1", headers={"Authorization": "Bearer s3cret-token"}) == {}
-        pid = w.front_pid()
-        with open(f"/proc/{pid}/cmdline", "rb") as fh, open(f"/proc/{pid}/environ", "rb") as env:
-            assert b"s3cret-token" not in fh.read() + env.read()
+        assert w.hook("PreToolUse", "t1") == {}
+        assert not _front_knows(w, token.encode())
+    finally:
+        w.stop()
+    (tmp_path / "again").mkdir()
+    again = Watch(tmp_path / "again", ("--ingest-token-file", str(token_file)))   # kept
+    try:
+        assert again.auth == w.auth and "(made now)" not in again.log.read_text()
+    finally:
+        again.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_token_of_the_environment_is_not_in_the_fronts_environment(tmp_path):
+    """f53415f started the front with the watcher's environment, token and all, though
+    its comment said the token reached it on the link only."""
+    import os
+
+    w = Watch(tmp_path, (), env={**os.environ, "STREAMEVAL_INGEST_TOKEN": "s3cret-env-token",
+                                 "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=s3cret-otel"})
+    try:
+        assert "need the bearer token in $STREAMEVAL_INGEST_TOKEN" in w.log.read_text()
+        assert w.hook("PreToolUse", "t1", headers={"Authorization": "Bearer s3cret-env-token"}) == {}
+        assert not _front_knows(w, b"s3cret-env-token") and not _front_knows(w, b"s3cret-otel")
+    finally:
+        w.stop()
+
+
+def test_a_literal_token_warns(tmp_path):
+    w = Watch(tmp_path, ("--ingest-token", "s3cret-literal"))
+    try:
+        assert "warning: --ingest-token puts the token on the command line" in w.log.read_text()
+        assert w.hook("PreToolUse", "t1", headers={"Authorization": "Bearer s3cret-literal"}) == {}
+        assert not _front_knows(w, b"s3cret-literal")
     finally:
         w.stop()
 

@@ -16,7 +16,6 @@ from claude_run import APP, UTIL, Claude
 from fixture_paths import PUSH
 from served import Served
 
-from streameval.errors import UsageError
 from streameval.live.ingest import SPOOL_NAME
 from streameval.runs.evaluate import evaluate_trace
 from streameval.scoring.record import record_line
@@ -226,31 +225,12 @@ def test_the_next_pre_tool_use_waits_until_the_calls_before_it_are_scored(served
         srv.close()
 
 
-def test_a_token_is_required_beyond_loopback(env, tmp_path, monkeypatch):
-    import argparse
-
-    from claude_run import watcher
-
-    from streameval.commands.watch import _ingest_routes as from_args
-    from streameval.config import INGEST_TOKEN_ENV as TOKEN_ENV
-
-    s, runs, res = env
-    monkeypatch.delenv(TOKEN_ENV, raising=False)
-    args = argparse.Namespace(ingest=True, ingest_token=None, ingest_max_runs=10)
-    w = watcher(runs, res, tmp_path, host="0.0.0.0")
-    with pytest.raises(UsageError, match="needs a token"):
-        from_args(args, w)
-    monkeypatch.setenv(TOKEN_ENV, "t")
-    assert from_args(args, w).token == "t"
-    assert from_args(args, watcher(runs, res, tmp_path, host="127.0.0.1")) is not None
-
-
 def test_watch_ingest_on_the_command_line(tmp_path):
     """``streameval watch --ingest`` as users start it: lines pushed over HTTP become a
     record in --out equal to replay of the pushed file; /metrics counts the request."""
     import signal
 
-    from claude_run import make_setup, wait_until, watch_process
+    from claude_run import bearer, make_setup, wait_until, watch_process
 
     from streameval.runs.resources import load_resources
 
@@ -260,12 +240,14 @@ def test_watch_ingest_on_the_command_line(tmp_path):
     out = tmp_path / "out.jsonl"
     proc, port = watch_process([str(runs), "--gold", str(s.gold), "--repo", str(s.repo), "--port", "0",
                                 "--out", str(out), "--ingest", "--idle-timeout", "1",
-                                "--patch-grace", "0"], tmp_path / "watch.log")
+                                "--patch-grace", "0", "--ingest-token-file",
+                                str(tmp_path / "token")], tmp_path / "watch.log")
     try:
         c = Claude()
         body = b"\n".join([c.init(), *c.read("src/app.py", APP, 1, 20), c.result()]) + b"\n"
         req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/runs/cli-1/lines?instance_id={s.instance}",
-                                     body, {"Content-Type": "application/x-ndjson"})
+                                     body, {"Content-Type": "application/x-ndjson",
+                                            **bearer(tmp_path / "token")})
         with urllib.request.urlopen(req, timeout=10) as r:
             assert json.loads(r.read()) == {"accepted": 4}
         wait_until(lambda: out.exists() and out.read_bytes().endswith(b"\n"), what="record")
@@ -303,3 +285,62 @@ def test_one_big_body_is_decoded_at_a_time(tmp_path):
         assert routes._store("logs", "/v1/logs", None, bytearray(HEAVY - 1)) == "logs"
     assert routes._store("logs", "/v1/logs", None, bytearray(HEAVY)) == "logs"
     assert calls == [False, False]
+
+
+_PUSHES = [("/v1/runs/x/lines", b'{"type": "system"}\n'),
+           ("/v1/hooks/claude", b'{"session_id": "s1", "hook_event_name": "Stop"}'),
+           ("/v1/logs", b'{"resourceLogs": []}')]
+
+
+@pytest.mark.parametrize("token", [None, "s3cret"], ids=["no-token", "token"])
+def test_a_web_pages_push_is_refused_token_or_not(env, tmp_path, token):
+    """f53415f stored what a page of another origin sent through its visitor's browser:
+    a no-cors fetch or a form can send text/plain (OTLP took ``text/plain;charset=json``)
+    and carries the browser's Origin and Sec-Fetch-Site. Refused whatever the token."""
+    from claude_run import watcher
+
+    _s, runs, res = env
+    w = watcher(runs, res, tmp_path)
+    srv = Served(w, token=token)
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    own = f"http://127.0.0.1:{srv.port}"
+    try:
+        for path, body in _PUSHES:
+            for ctype in ("text/plain", "text/plain;charset=json", "text/plain; charset=utf-8",
+                          "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+                assert srv.post(path, body, ctype, auth)[0] == 415, (path, ctype)
+            for browser in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                            {"Origin": "http://127.0.0.1:1"},   # another port: another origin
+                            {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}):
+                assert srv.post(path, body, None, {**auth, **browser})[0] == 403, (path, browser)
+        # a page of the server's own origin, and a request a user typed, may
+        assert srv.post("/v1/runs/x/lines", b'{"a": 1}\n', None,
+                        {**auth, "Origin": own, "Sec-Fetch-Site": "same-origin"})[0] == 200
+        assert srv.post("/v1/runs/y/lines", b'{"a": 1}\n', "application/x-ndjson; charset=utf-8",
+                        {**auth, "Sec-Fetch-Site": "none"})[0] == 200
+    finally:
+        srv.close()
+    assert sorted(p.parent.name for p in runs.rglob("trace.jsonl")) == ["x", "y"]
+    assert w.table.stats.http_refused["cross_site"] == 15
+    assert w.table.stats.http_refused["content_type"] == 15
+
+
+def test_ids_beginning_with_a_dot_are_refused(served):
+    """f53415f took ``.hidden`` and ``...``: stored, but never scored, shown or stopped
+    (the watcher skips hidden names), so a run could hide from the page and from abort."""
+    s, runs, res, w, srv = served
+    for run_id in (".hidden", "...", ".", ".."):
+        assert srv.post(f"/v1/runs/{run_id}/lines", b'{"a": 1}\n')[0] in (400, 404), run_id
+    status, answer = srv.post("/v1/hooks/claude",
+                              b'{"session_id": ".hidden", "hook_event_name": "Stop"}')
+    assert status == 400 and "not beginning with '.'" in answer["error"]
+    logs = json.loads(_otlp_json("codex-0.169.0.otlp-logs.json"))
+    for scope in logs["resourceLogs"][0]["scopeLogs"]:
+        for record in scope["logRecords"]:
+            for attr in record["attributes"]:
+                if attr["key"] == "conversation.id":
+                    attr["value"]["stringValue"] = ".hidden"
+    status, answer = srv.post("/v1/logs", json.dumps(logs).encode())
+    assert status == 200 and answer["partialSuccess"]["rejectedLogRecords"] != "0"
+    assert not [p for p in runs.rglob("*") if p.name.startswith(".") and p.name != ".staging"]
+    assert srv.post("/v1/runs/a.b-c_d/lines", b'{"a": 1}\n')[0] == 200   # a dot inside: fine

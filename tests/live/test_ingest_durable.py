@@ -183,7 +183,7 @@ def test_a_request_retried_after_its_answer_was_lost_is_stored_once(env, tmp_pat
     w = watcher(runs, res, tmp_path)
     srv = Served(w)
     path, body, ctype = {"lines": SCRIPT[0], "claude": SCRIPT[1], "logs": SCRIPT[2]}[route]
-    request = (f"POST {path} HTTP/1.1\r\nHost: a\r\nContent-Type: {ctype}\r\n"
+    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {ctype}\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
     with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
         sock.sendall(request)

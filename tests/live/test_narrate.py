@@ -71,7 +71,8 @@ def test_a_run_is_said_from_start_to_record(env, tmp_path, loud):
     assert len(calls) == 2
     summary = w.narration.summary(w)
     assert "1 trace file(s) followed" in summary
-    assert "runs: 1 started, ended 1 end; 0 active and 1 finished in memory; not scored: none" in summary
+    assert ("runs: 1 started, 1 ended (1 by the trace's end event); 0 active and 1 finished in "
+            "memory; not scored: none") in summary
     assert f"records written: 1 to {tmp_path / 'out.jsonl'}; patches landed: 1" in summary
 
 
@@ -117,10 +118,10 @@ def test_a_claude_session_named_by_its_uuid_is_followed_and_other_json_is_not(en
     w.tick(now=time.time() + 10_000)   # idle: the short config.json is decided at its end
     assert [r.session.identity.trace for r in w.table.runs.values()] == [
         f"{s.instance}/{session.name}"]
-    debug = messages(loud, logging.DEBUG)
+    said = messages(loud)   # at INFO: a file named like a trace is not skipped silently
     for name in ("config.json", "notes.jsonl"):
-        assert debug.count(f"{runs / name}: not followed (its content is no trace format "
-                           "streameval reads)") == 1
+        assert said.count(f"{runs / name}: skipped, not a trace (its content is no trace "
+                          "format streameval reads)") == 1
     assert messages(loud, logging.WARNING) == []   # no warning, no error record, no counter
     assert sum(w.table.stats.bad_lines.values()) == 0
     assert [json.loads(x)["trace"] for x in (tmp_path / "out.jsonl").read_text().splitlines()] == [
@@ -129,8 +130,10 @@ def test_a_claude_session_named_by_its_uuid_is_followed_and_other_json_is_not(en
     w.scan()
     w.poll_all()
     assert runs / "config.json" not in w.followers
-    assert messages(loud, logging.DEBUG).count(
-        f"{runs / 'config.json'}: not followed (its content is no trace format streameval reads)") == 1
+    assert messages(loud).count(
+        f"{runs / 'config.json'}: skipped, not a trace (its content is no trace format "
+        "streameval reads)") == 1
+    assert "files skipped, not traces: 2" in w.narration.summary(w)
 
 
 def test_given_patterns_replace_the_sniffing(env, tmp_path):
@@ -220,3 +223,63 @@ def test_the_command_prints_its_start_line_and_summary_and_q_silences_them(tmp_p
             assert out.startswith("streameval watch: stopped; ran ")
             assert "runs: 1 started" in out and "records written: 0 (no --out)" in out
             assert "INFO streameval.watch: run r1 started: claude trace" in err
+
+
+@pytest.mark.slow
+def test_the_summary_says_how_runs_ended_and_files_that_are_no_trace_are_said(tmp_path):
+    """Issue 32: the summary said "ended 1 end", and a ``*.jsonl`` that is no trace was
+    skipped in silence unless -v."""
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    d = run_dir(runs, "r1", {"instance_id": s.instance, "run_id": "r1"})
+    c = Claude()
+    append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
+    notes = runs / "notes.jsonl"   # as many lines as detection reads: decided at once
+    notes.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(12)))
+    proc, first = _watch(runs, s)
+    base = first[first.index("http://"):].split("/metrics")[0]
+    deadline = time.monotonic() + 60   # a hang guard
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base}/api/runs", timeout=10) as r:
+            if [row["state"] for row in json.loads(r.read())["runs"]] == ["finished"]:
+                break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "runs: 1 started, 1 ended (1 by the trace's end event); " in out
+    assert "files skipped, not traces: 1" in out
+    assert (f"INFO streameval.watch: {notes}: skipped, not a trace (its content is no "
+            "trace format streameval reads)") in err
+
+
+def test_patches_landed_counts_runs_given_a_patch_and_a_restart_counts_what_it_read(env, tmp_path):
+    """On f53415f a patch already beside a trace when its run started was never counted,
+    so a restarted watcher said "0 lines read" and "patches landed: 0" after reading every
+    run again and applying their patches (issues 31 and 32)."""
+    s, runs, res = env
+    cp = tmp_path / "cp.json"
+    lines = 0
+    for name in ("r1", "r2", "r3"):
+        d = run_dir(runs, name, {"instance_id": s.instance, "run_id": name})
+        c = Claude()
+        append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
+        lines += 4
+        if name != "r3":
+            (d / "patch.diff").write_text(PATCH)   # there before the watcher starts
+    w = watcher(runs, res, tmp_path, checkpoint=cp)
+    w.start()
+    (runs / "r1" / "patch.diff").write_text(PATCH.replace("x * 2", "x * 3"))   # rewritten
+    w.changed(runs / "r1" / "patch.diff")
+    w.tick()
+    summary = w.narration.summary(w)
+    assert f"{lines} lines read (0 bad)" in summary
+    assert "records written: 3" in summary and "patches landed: 2" in summary
+    w.close()
+    again = watcher(runs, res, tmp_path, checkpoint=cp)
+    again.start()
+    again.tick()
+    summary = again.narration.summary(again)
+    assert f"{lines} lines read (0 bad; {lines} read again after a restart)" in summary
+    assert "records written: 0" in summary and "patches landed: 2" in summary

@@ -28,13 +28,14 @@ GRANULARITIES = ("file", "symbol", "span", "line")
 
 
 class Receiver:
-    """A watcher's real ingest routes, with every request's body and answer kept."""
+    """A watcher's real ingest routes (token ``t0k``), with every request's body and
+    answer kept."""
 
     def __init__(self, tmp_path, res):
         root = tmp_path / "receiver"
         root.mkdir()
         self.w = Watcher(WatchConfig(root=root, idle_timeout=3600), res)
-        routes = ingest_routes(self.w)
+        routes = ingest_routes(self.w, "t0k")
         self.seen: list[tuple[str, str, bytes, str]] = []
         inner = routes.handle
 
@@ -155,8 +156,11 @@ def test_a_finished_run_reaches_streamevals_own_otlp_route_as_log_records(env, t
         assert "gen_ai.evaluation.score.label" not in attrs
 
 
-def test_a_run_an_abort_policy_stopped_is_labelled_and_live_updates_come_first(env, tmp_path):
+def test_a_run_an_abort_policy_stopped_is_labelled_and_live_updates_come_first(env, tmp_path,
+                                                                              monkeypatch):
     s, runs, res = env
+    # the auth header from the environment, not the command line (docs/otel.md)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20t0k")
     rx = Receiver(tmp_path, res)
     try:
         trace = trace_in(runs, s)

@@ -112,11 +112,6 @@ def test_a_foreign_host_header_is_refused_on_a_loopback_bind(page):
         assert page.get("/api/runs", {"Host": host})[0] == 200, host
 
 
-def test_routes_bound_elsewhere_take_any_host():
-    assert PageRoutes(source=None, bound_host="0.0.0.0").loopback is False
-    assert PageRoutes(source=None, bound_host="127.0.0.1").loopback is True
-
-
 def test_the_fleet_is_a_304_until_a_run_moves_then_only_that_run(page):
     c2 = Claude()
     append(run_dir(page.runs, "two"), c2.init(), *c2.read("src/util.py", UTIL, 1, 5))
@@ -296,7 +291,7 @@ def test_metrics_answer_while_page_requests_hang(env, tmp_path):
     w = started(runs, res, tmp_path)
     server, _reg, port = serve(w.table, "127.0.0.1", 0)
     source = Stuck()
-    PageRoutes(source, "127.0.0.1").mount(server.app)
+    PageRoutes(source).mount(server.app)
     results: list[int] = []
 
     def ask() -> None:

@@ -40,9 +40,9 @@ def test_slow_clients_cannot_starve_metrics_or_pushes(w):
     srv = Served(w, limits=Limits(header_timeout=1.5, body_grace=1.5))
     before = threading.active_count()
     # from other addresses than the scraper's (one address may hold 256 connections)
-    socks = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: a\r\n", "127.0.0.2")
+    socks = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: 127.0.0.1\r\n", "127.0.0.2")
              for _ in range(200)]
-    socks += [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nContent-Length: 100\r\n\r\n{",
+    socks += [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: 100\r\n\r\n{",
                     "127.0.0.3") for _ in range(64)]
     try:
         for i in range(5):
@@ -63,20 +63,66 @@ def test_slow_clients_cannot_starve_metrics_or_pushes(w):
     srv.close()
 
 
-def test_a_client_past_its_connection_limit_is_refused_others_are_served(w):
-    srv = Served(w, limits=Limits(per_client=8))
-    held = [_slow(srv.port, b"GET /metr", "127.0.0.3") for _ in range(8)]
+def _classified(srv: Served, client: str, n: int) -> None:
+    wait_until(lambda: srv.server.app.guard.by_client[client] >= n, what=f"{n} pushes held")
+
+
+def test_256_slow_pushes_from_loopback_cannot_starve_metrics_or_the_page(w):
+    """f53415f counted every connection of 127.0.0.1 against one limit of 256: 256 slow
+    clients there made every /metrics probe from 127.0.0.1 a 503 or a reset. The limit
+    is the pushes' only; /metrics and the page keep their slots."""
+    from streameval.live.pages import mount_live_page
+
+    srv = Served(w, limits=Limits(header_timeout=120))   # a hang guard: they stay slow
+    mount_live_page(srv.server.app, w)
+    slow = [_slow(srv.port, b"POST /v1/runs/slow/lines HTTP/1.1\r\nHost: 127.0.0.1\r\nX")
+            for _ in range(256)]
     try:
-        over = srv.raw(b"GET /metrics HTTP/1.1\r\n\r\n", source="127.0.0.3")
+        _classified(srv, "127.0.0.1", 256)
+        for _ in range(20):
+            assert "streameval_sessions" in srv.metrics(timeout=30)
+        for path in ("/", "/api/runs"):
+            assert srv.raw(f"GET {path} HTTP/1.1\r\nConnection: close\r\n\r\n".encode()) \
+                .startswith(b"HTTP/1.1 200"), path
+        # pushes from 127.0.0.1 are past its limit; another address pushes
+        over = srv.raw(b"POST /v1/runs/r/lines HTTP/1.1\r\nContent-Length: 9\r\n\r\n{\"a\": 1}\n")
         assert over.startswith(b"HTTP/1.1 503") and b"retry-after" in over.lower()
-        assert "streameval_sessions" in srv.metrics()   # another address: served
+        ok = srv.raw(b"POST /v1/runs/r/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\n"
+                     b"Content-Length: 9\r\nConnection: close\r\n\r\n{\"a\": 1}\n",
+                     source="127.0.0.2")
+        assert ok.startswith(b"HTTP/1.1 200"), ok[:200]
     finally:
-        for sock in held:
+        for sock in slow:
             sock.close()
     assert w.table.stats.http_refused["per_client_limit"] == 1
-    time.sleep(0.2)   # the server sees the closes
-    assert srv.raw(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
-                   source="127.0.0.3").startswith(b"HTTP/1.1 200")
+    srv.close()
+
+
+def test_a_full_server_gives_the_slot_of_the_longest_waiting_connection(w):
+    """Every slot held by clients that never finish their request line: a scrape takes
+    the slot of the one that waited longest (it is answered 503), and pushes never take
+    the slots kept for /metrics and the page."""
+    srv = Served(w, limits=Limits(max_connections=16, protected_connections=4,
+                                  header_timeout=120))
+    waiting = [_slow(srv.port, b"GET /metr") for _ in range(16)]
+    try:
+        wait_until(lambda: srv.server.app.guard.connections == 16, what="every slot held")
+        assert "streameval_sessions" in srv.metrics(timeout=30)
+        assert waiting[0].recv(100).startswith(b"HTTP/1.1 503")   # the longest waiting
+    finally:
+        for sock in waiting:
+            sock.close()
+    wait_until(lambda: srv.server.app.guard.connections == 0, what="the slots given back")
+    pushes = [_slow(srv.port, b"POST /v1/runs/x/lines HTTP/1.1\r\nHost: 127.0.0.1\r\nX",
+                    f"127.0.0.{2 + k % 4}") for k in range(12)]
+    try:
+        wait_until(lambda: srv.server.app.guard.ingest == 12, what="the pushes' slots held")
+        over = srv.raw(b"POST /v1/runs/y/lines HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", source="127.0.0.9")
+        assert over.startswith(b"HTTP/1.1 503")
+        assert "streameval_sessions" in srv.metrics(timeout=30)
+    finally:
+        for sock in pushes:
+            sock.close()
     srv.close()
 
 
@@ -84,7 +130,7 @@ def test_transfer_encoding_with_content_length_is_refused_and_never_stored(w):
     """The request-smuggling shape: 648f216 stored the chunk-size lines as trace lines."""
     srv = Served(w)
     body = b'5\r\n{"a":\r\n3\r\n 1}\r\n0\r\n\r\n'
-    req = (b"POST /v1/runs/smuggle/lines HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-ndjson\r\n"
+    req = (b"POST /v1/runs/smuggle/lines HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
            b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" % len(body)) + body
     assert srv.raw(req).startswith(b"HTTP/1.1 400")
     srv.close()
@@ -111,11 +157,11 @@ def test_json_nested_too_deep_is_a_counted_400(w, body):
 
 def test_bodies_past_the_in_flight_budget_get_503_with_retry_after(w):
     srv = Served(w, limits=Limits(inflight_bytes=3 << 20, max_body=2 << 20))
-    head = b"POST /v1/runs/big/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\nx" % (1 << 20)
+    head = b"POST /v1/runs/big/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\nx" % (1 << 20)
     holds = [_slow(srv.port, head, source) for source in ("127.0.0.2", "127.0.0.3")]
     try:
         time.sleep(0.2)   # both bodies are admitted: 2 MiB of 3 held
-        req = b"POST /v1/runs/two/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\ny" % (3 << 19)
+        req = b"POST /v1/runs/two/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\ny" % (3 << 19)
         answer = srv.raw(req)
         assert answer.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in answer.lower()
         assert srv.post("/v1/runs/small/lines", b'{"a": 1}\n')[0] == 200   # within the budget
@@ -134,7 +180,7 @@ def test_big_bodies_wait_their_turn_unread(w):
     from streameval.live.ingest import HEAVY, HEAVY_READ
 
     srv = Served(w, limits=Limits(max_body=4 * HEAVY))
-    head = b"POST /v1/runs/slow/lines HTTP/1.1\r\nContent-Length: %d\r\n\r\nx" % HEAVY
+    head = b"POST /v1/runs/slow/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\nx" % HEAVY
     holds = [_slow(srv.port, head, f"127.0.0.{2 + k}") for k in range(HEAVY_READ)]
     trace = w.cfg.root / SPOOL_NAME / "lines" / "third" / "trace.jsonl"
     body = b'{"a": 1}\n' * (HEAVY // 9 + 1)
@@ -192,3 +238,48 @@ def test_waits_for_scoring_cost_no_thread(w):
     assert len(trace.read_bytes().splitlines()) == 2   # the one call; PreToolUse stores none
     assert peak[0] <= 12
     srv.close()
+
+
+@pytest.mark.parametrize("headers", [
+    b"X-A: " + b"a" * (70 << 10) + b"\r\n",                        # one of 70 KB, sent at once
+    b"".join(b"X-%d: b\r\n" % i for i in range(10_000)),            # 10,000 small ones, ~90 KB
+], ids=["one-70KB", "10000-small"])
+def test_a_header_block_over_64_kib_is_refused_once_complete(w, headers):
+    """f53415f counted header bytes only while they arrived unfinished: a block sent
+    whole (one 70 KB header, or 10,000 small ones) was accepted."""
+    srv = Served(w)
+    answer = srv.raw(b"GET /metrics HTTP/1.1\r\n" + headers + b"\r\n")
+    assert answer.split(b"\r\n")[0].split(b" ")[1] == b"431"
+    # 64 KiB in all is still taken
+    fits = b"X-A: " + b"a" * ((64 << 10) - 200) + b"\r\n"
+    assert srv.raw(b"GET /metrics HTTP/1.1\r\n" + fits + b"Connection: close\r\n\r\n") \
+        .startswith(b"HTTP/1.1 200")
+    srv.close()
+    assert w.table.stats.http_refused["header_too_large"] == 1
+
+
+def test_every_answer_carries_nosniff_and_a_policy(w):
+    """f53415f set them on the page's answers only: not on /metrics, the pushes'
+    answers, error answers, nor what the connection guard writes."""
+    srv = Served(w, limits=Limits(header_timeout=0.5))
+    answers = {
+        "metrics": srv.raw(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n"),
+        "not found": srv.raw(b"GET /nothing HTTP/1.1\r\nConnection: close\r\n\r\n"),
+        "method": srv.raw(b"PUT /metrics HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        "push": srv.raw(b"POST /v1/runs/r/lines HTTP/1.1\r\nContent-Type: application/x-ndjson\r\n"
+                        b"Content-Length: 9\r\nConnection: close\r\n\r\n{\"a\": 1}\n"),
+        "push refused": srv.raw(b"POST /v1/runs/r/lines HTTP/1.1\r\nConnection: close\r\n\r\n"),
+        "too large": srv.raw(b"GET /metrics HTTP/1.1\r\nX-A: " + b"a" * (70 << 10) + b"\r\n\r\n"),
+        "slow": srv.raw(b"GET /metrics HTTP/1.1\r\n"),
+        "bad framing": srv.raw(b"GET /metrics HTTP/1.1\r\nContent-Length: 1\r\n"
+                               b"Transfer-Encoding: chunked\r\n\r\n"),
+    }
+    srv.close()
+    statuses = {name: a.split(b" ", 2)[1] for name, a in answers.items()}
+    assert statuses == {"metrics": b"200", "not found": b"404", "method": b"405", "push": b"200",
+                        "push refused": b"415", "too large": b"431", "slow": b"408",
+                        "bad framing": b"400"}
+    for name, answer in answers.items():
+        head = answer.split(b"\r\n\r\n", 1)[0].lower()
+        assert b"\r\nx-content-type-options: nosniff\r\n" in head + b"\r\n", name
+        assert b"\r\ncontent-security-policy: default-src 'none'" in head, name

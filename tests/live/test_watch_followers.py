@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, append, started, watcher
+from claude_run import APP, PATCH, UTIL, Claude, append, started, watcher
 from gitrepo import gold_stub
 
 from streameval.runs.evaluate import evaluate_trace
@@ -154,8 +154,6 @@ def test_trace_growing_after_its_run_finished_does_not_count_old_lines_twice(env
     assert st.lag_count == lag_before + 2
 
 
-PATCH = ("--- a/src/app.py\n+++ b/src/app.py\n@@ -4,2 +4,2 @@\n-def f2(x):\n-    return x + 2\n"
-         "+def f2(x):\n+    return x - 2\n")
 
 
 def test_finished_runs_records_are_not_rebuilt_at_every_tick(env, tmp_path):

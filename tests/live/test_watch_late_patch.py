@@ -15,7 +15,7 @@ import time
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, make_setup, wait_until
+from claude_run import APP, UTIL, Claude, append, make_setup, wait_until
 
 PATCH = "--- a/src/app.py\n+++ b/src/app.py\n@@ -7,1 +7,1 @@\n-def f3(x):\n+def f3(y):\n"
 
@@ -74,3 +74,69 @@ def test_a_patch_landing_around_a_kill_gets_its_corrected_record(tmp_path, when)
     records = _records(out)
     assert [r["patch_source"] for r in records] == [None, "file"]
     assert records[-1]["editloc"] is not None and records[-1]["run_id"] == "r1"
+
+
+# ------------------------------------------------------------------ unseen patches (issue 31)
+# A patch file's event can be missed: one written while a restarted watcher reads its
+# checkpoint and has not started watching yet is never seen. On f53415f such a run's
+# record came --patch-grace seconds after its end, without EditLoc, and stayed so. These
+# watchers are driven by hand, and the patch's file event is never handed to them.
+
+
+def _ended_run(env, tmp_path, **kw):
+    from claude_run import started, trace_in
+
+    s, runs, res = env
+    trace = trace_in(runs, s, "r1")
+    d = trace.parent
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 10), *c.read("src/util.py", UTIL, 1, 3))
+    w = started(runs, res, tmp_path, **kw)
+    return w, d, trace, c, res
+
+
+def _replayed(trace, res) -> dict:
+    from streameval.runs.evaluate import evaluate_trace
+
+    return evaluate_trace(trace, res)[0]
+
+
+def test_a_patch_there_when_the_run_ends_is_in_its_record_without_its_event(env, tmp_path):
+    w, d, trace, c, res = _ended_run(env, tmp_path, grace=3600.0, rescan=3600.0)
+    (d / "patch.diff").write_text(PATCH)
+    append(trace, c.result())
+    w.changed(trace)
+    w.tick()   # ended: the patch beside it is taken at once, not after an hour's grace
+    assert _records(tmp_path / "out.jsonl") == [_replayed(trace, res)]
+    assert _records(tmp_path / "out.jsonl")[0]["patch_source"] == "file"
+
+
+def test_a_patch_that_came_during_the_grace_is_in_the_record_when_the_grace_ends(env, tmp_path):
+    w, d, trace, c, res = _ended_run(env, tmp_path, grace=30.0, rescan=3600.0)
+    append(trace, c.result())
+    w.changed(trace)
+    now = time.time()
+    w.tick(now)
+    assert not (tmp_path / "out.jsonl").exists()   # waiting for the patch
+    (d / "patch.diff").write_text(PATCH)
+    w.tick(now + 31)
+    assert _records(tmp_path / "out.jsonl") == [_replayed(trace, res)]
+
+
+def test_a_rescan_finds_a_patch_whose_event_never_came(env, tmp_path):
+    """Written after the record (no patch): the rescan lands it and the record is
+    corrected, before any grace runs out."""
+    w, d, trace, c, res = _ended_run(env, tmp_path, grace=0.0, rescan=3600.0)
+    append(trace, c.result())
+    w.changed(trace)
+    w.tick()
+    assert [r["patch_source"] for r in _records(tmp_path / "out.jsonl")] == [None]
+    (d / "patch.diff").write_text(PATCH)
+    w.tick()
+    assert len(_records(tmp_path / "out.jsonl")) == 1   # no rescan yet
+    w.poll_all()   # what the rescan does
+    w.tick()
+    records = _records(tmp_path / "out.jsonl")
+    assert [r["patch_source"] for r in records] == [None, "file"]
+    assert records[-1] == _replayed(trace, res)
+    assert w.narration.patches == 1 and w.table.stats.events["patch_landed"] == 1

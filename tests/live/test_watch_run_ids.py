@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from streameval.commands.main import main
@@ -101,3 +102,50 @@ def test_replay_names_runs_as_watch_does_with_trace_and_csv_columns(tmp_path):
         rows = list(csv.DictReader(fh))
     assert [(row["run_id"], row["trace"]) for row in rows] == \
         [(r["run_id"], r["trace"]) for r in records]
+
+
+# ------------------------------------------------------------------ across a restart (issue 31)
+
+def _colliding_run(runs: Path, s, name: str, lines: bool = True) -> Path:
+    """A run whose meta.json says ``run_id: hidden-claude`` (a harness's template copied),
+    one call long so far (or an empty file, not started yet)."""
+    import json
+
+    from claude_run import APP, Claude, append
+
+    d = runs / name
+    d.mkdir(exist_ok=True)
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "hidden-claude"}))
+    (d / "trace.jsonl").touch()
+    if lines:
+        c = Claude()
+        append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 10))
+    return d / "trace.jsonl"
+
+
+@pytest.mark.parametrize("saved", ["never", "before_the_last", "after_all"])
+def test_colliding_run_ids_survive_a_kill_whatever_order_traces_are_read_again(env, tmp_path, saved):
+    """The run that started first keeps the bare id; a restart reads its checkpoint's
+    files (in the order they appeared) and then the rest (in path order). On f53415f
+    the first of those to ask took the bare id: astropy's file appeared first but its
+    run started after svelte's, and svelte's run became ``hidden-claude~d4ac62`` (as in
+    the issue)."""
+    from claude_run import watcher
+
+    s, runs, res = env
+    cp = tmp_path / "cp.json"
+    w = watcher(runs, res, tmp_path, checkpoint=cp)
+    w.changed(_colliding_run(runs, s, "astropy", lines=False))   # appears, no line yet
+    for name in ("svelte", "astropy", "xarray"):
+        w.changed(_colliding_run(runs, s, name))
+        if saved == "before_the_last" and name == "astropy":
+            w.save_checkpoint()
+    if saved == "after_all":
+        w.save_checkpoint()
+    given = {Path(r.key).parent.name: r.session.identity.run_id for r in w.table.runs.values()}
+    assert given["svelte"] == "hidden-claude"
+    w.claims.close()   # killed: what is on disk is all that is left
+    again = watcher(runs, res, tmp_path, checkpoint=cp)
+    again.start()
+    ids = {Path(r.key).parent.name: r.session.identity.run_id for r in again.table.runs.values()}
+    assert ids == given

@@ -214,3 +214,38 @@ def test_watch_gives_the_replayed_records(setup, tmp_path):
         (replayed,) = evaluate_trace(trace, res)
         assert {k: v for k, v in watched[inst].items() if k != "run_id"} == \
             {k: v for k, v in replayed.items() if k != "run_id"}, inst
+
+
+def test_a_claude_read_ending_on_a_real_blank_line_credits_it(tmp_path):
+    """Issue 32: a Claude ``Read`` that reached a file's end whose last shown line is a
+    real blank line of the file was not credited with it: an empty last numbered line
+    was taken for the piece after the final newline (which Code 2.1 numbers too) without
+    asking the file. ``src/app.py`` has 60 lines, the 60th blank."""
+    from claude_run import APP, Claude, append, make_setup
+
+    from streameval.commands.main import main
+
+    s = make_setup(tmp_path)
+    assert APP.split("\n")[59] == "" and len(APP.split("\n")) == 61   # 60 lines + the piece
+    gold = tmp_path / "gold-58-60.jsonl"
+    gold.write_text(json.dumps({**json.loads(s.gold.read_text()), "add_ctx": [],
+                                "init_ctx": [{"file": "src/app.py", "start_line": 58,
+                                              "end_line": 60}]}) + "\n")
+    c = Claude()
+    older = c.read("src/app.py", APP, 58, 3)     # shows 58-60, as Code before 2.1 does...
+    use = json.loads(older[0])
+    use["message"]["content"][0]["input"]["limit"] = 10   # ... for a limit it did not reach
+    newer = c.read("src/app.py", APP, 58, 10)    # 58-61: Code 2.1 numbers the piece, 61
+    assert json.loads(newer[1])["message"]["content"][0]["content"].endswith("    61\u2192")
+    for name, lines in (("older", [json.dumps(use).encode(), older[1]]), ("newer", newer)):
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        (run / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": name}))
+        append(run / "trace.jsonl", c.init(), *lines, c.result())
+    out = tmp_path / "out.jsonl"
+    assert main(["replay", str(tmp_path / "runs"), "--gold", str(gold), "--repo", str(s.repo),
+                 "--out", str(out), "--quiet"]) == 0
+    for rec in map(json.loads, out.read_text().splitlines()):
+        line = rec["final"]["line"]
+        # 58-60 credited; the piece, line 61, is no line of the file
+        assert (line["coverage"], line["pred_size"]) == (1.0, 3), rec["run_id"]

@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 from otel_expect import expected_events, expected_span_attributes
 
+from streameval import config
+
 pytestmark = [pytest.mark.phoenix, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "streameval" / "examples"
-PHOENIX = Path(os.environ.get("STREAMEVAL_PHOENIX")
-               or Path.home() / ".cache" / "streameval" / "phoenix" / "bin" / "phoenix")
+PHOENIX = config.local_path(config.PHOENIX_ENV) or config.CACHE / "phoenix" / "bin" / "phoenix"
 #: the session id the example's Claude Code trace states
 SESSION = "3f6c2a0e-5b1d-4c8e-9a57-1e2f0c9d7b41"
 

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from streameval import config
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real"
 GOLD = ROOT / "tests" / "fixtures" / "data" / "verified_test.parquet"
@@ -41,7 +43,7 @@ def sh(*argv: str, **kw) -> subprocess.CompletedProcess:
 def replay(out: Path, *extra: str, background: bool = False):
     """The real fixture corpus (against this machine's mirrors when it has them, else
     every run is an error record), then the bundled example (scored in full)."""
-    repos = os.environ.get("STREAMEVAL_TEST_REPOS") or str(ROOT)
+    repos = str(config.local_path(config.REPOS_ENV) or ROOT)
     argv = [sys.executable, "-m", "streameval", "replay", str(REAL), "--gold", str(GOLD),
             "--repos", repos, "--quiet", "--out", str(out), *extra]
     if out.stem.endswith("-example"):

@@ -70,7 +70,7 @@ def test_a_run_without_gold_is_a_run_in_the_snapshot_and_the_record(env, tmp_pat
     trace = runs / "r" / "trace.jsonl"
     trace.parent.mkdir()
     c = Claude()
-    append(trace, c.init(), *c.read("src/app.py", APP, 1, 3))
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 3), c.result())
     (rec,) = evaluate_trace(trace, res, instance="no__such-1")
     (session,) = _sessions(trace, res, "no__such-1")
     assert "error" not in rec and rec["gold_missing"].startswith("no_gold: no gold row")
@@ -80,3 +80,64 @@ def test_a_run_without_gold_is_a_run_in_the_snapshot_and_the_record(env, tmp_pat
     snap = session.snapshot()
     assert snap.scores is None and snap.error is None and snap.gold_missing == rec["gold_missing"]
     assert snap.tool_calls == 1 and snap.signals.tool_calls == 1
+
+
+
+def _walked(obj) -> int:
+    """Objects a full garbage collection walks for ``obj``'s own state (not the shared
+    gold, view and symbols)."""
+    import gc
+
+    state = vars(obj).get("state")
+    shared = {id(obj.gold), id(obj.view), id(vars(obj).get("_symbols")),
+              id(getattr(state, "symbols", None)), id(None)}
+    seen, todo = set(), [obj]
+    while todo:
+        o = todo.pop()
+        if id(o) in seen or id(o) in shared or not gc.is_tracked(o) or isinstance(o, type):
+            continue
+        seen.add(id(o))
+        todo.extend(gc.get_referents(o))
+    return len(seen)
+
+
+def test_a_released_session_settles_into_bytes_and_wakes_the_same(env, tmp_path):
+    """A finished run's session kept whole held some fifty objects a full garbage
+    collection walks (issue 27); settled, a handful, and every reader gets what it got."""
+    from claude_run import PATCH
+
+    s, runs, res = env
+    trace = runs / "r" / "trace.jsonl"
+    trace.parent.mkdir()
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), *c.read("src/util.py", UTIL, 2, 3),
+           c.result())
+    (session,) = _sessions(trace, res)
+    (twin,) = _sessions(trace, res)
+    session.settle()                       # not released: a no-op
+    assert "_dormant" not in vars(session)
+    awake = _walked(session)
+    session.release_reading()
+    record, snap = session.record(), session.snapshot()
+    session.settle()
+    assert "_dormant" in vars(session)
+    assert _walked(session) <= 8 < awake
+    assert session.identity == twin.identity and session.version == twin.version
+    assert session.record() == record      # woken by what it reads
+    assert session.snapshot() == snap
+    session.settle()
+    assert session.set_patch(PATCH, "file") and twin.set_patch(PATCH, "file")
+    assert session.record() == twin.record() and "editloc" in session.record()
+
+
+def test_a_session_something_was_put_on_stays_awake(env, tmp_path):
+    s, runs, res = env
+    trace = runs / "r" / "trace.jsonl"
+    trace.parent.mkdir()
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
+    (session,) = _sessions(trace, res)
+    session.release_reading()
+    session.observer = lambda: None        # not plain data: it cannot be kept as bytes
+    session.settle()
+    assert "_dormant" not in vars(session) and session.record()["num_steps"] == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streameval.errors import Reason
-from streameval.scoring.verdict import RunFacts, error, problems, unscorable
+from streameval.scoring.verdict import RunFacts, error, figures, problems, unscorable
 
 
 def facts(**kw) -> RunFacts:
@@ -28,6 +28,22 @@ def test_more_than_half_the_paths_outside_is_flagged_half_is_not():
     assert problems(facts(named_paths=5, outside_paths=3)) == {"mostly_outside_repo": 1}
     assert problems(facts(named_paths=4, outside_paths=2)) == {}
     assert problems(facts(named_paths=1, outside_paths=1)) == {"mostly_outside_repo": 1}
+
+
+def test_a_missing_end_event_is_a_loud_flag_and_the_run_still_scored():
+    f = facts(end_missing="result")
+    assert problems(f) == {"no_end_event": 1}
+    assert error(f, "t.jsonl", None, scored=True) is None
+
+
+def test_repo_mismatch_needs_two_reads_and_a_fifth_of_those_checked():
+    assert problems(facts(reads_checked=10, reads_mismatching=2)) == {"repo_mismatch": 1}
+    assert problems(facts(reads_checked=11, reads_mismatching=2)) == {}     # 18%
+    assert problems(facts(reads_checked=2, reads_mismatching=1)) == {}      # one read alone
+    assert problems(facts(reads_checked=43, reads_mismatching=2)) == {}     # the corpus's worst
+    assert figures(facts(reads_checked=12, reads_mismatching=3)) == {
+        "repo_mismatch": {"reads_checked": 12, "reads_mismatching": 3}}
+    assert figures(facts(reads_checked=12, reads_mismatching=1)) == {}
 
 
 def test_a_cut_trace_is_an_error_naming_the_trace_and_where():

@@ -3,11 +3,21 @@
 import json
 import logging
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from streameval.model import RunIdentity
 from streameval.runs.evaluate import run_identity
 from streameval.runs.resources import Resources
 from streameval.sources.gold import load_gold
-from streameval.traces.identity import identify, instance_candidates, patch_beside, walk_files
+from streameval.traces.identity import (
+    RunIds,
+    identify,
+    instance_candidates,
+    patch_beside,
+    suffixed,
+    walk_files,
+)
 
 
 def gold_set(tmp_path, *ids):
@@ -84,3 +94,88 @@ def test_walk_files_skips_hidden_directories_and_side_files_in_sorted_order(tmp_
         (tmp_path / rel).write_text("{}")
     found = [p.relative_to(tmp_path).as_posix() for p in walk_files(tmp_path)]
     assert found == ["top.jsonl", "a/z.traj", "b/trace.jsonl"]
+
+
+# ------------------------------------------------------------------ run ids (issue 31)
+
+def test_a_colliding_id_is_suffixed_by_the_trace_path_in_any_order():
+    """Before issue 31 the suffix hashed the trace and the instance; it is the trace path
+    alone now (as docs/metrics.md §5 says), so whoever asks second gets the same id."""
+    import hashlib
+
+    runs = [("hidden-claude", f"{i}/trace.jsonl", i) for i in ("astropy-1", "svelte-2", "xarray-3")]
+    for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):
+        ids = RunIds()
+        got = {runs[i][1]: ids.claim(*runs[i]) for i in order}
+        first = runs[order[0]][1]
+        assert got[first] == "hidden-claude"
+        for trace, rid in got.items():
+            if trace != first:
+                assert rid == "hidden-claude~" + hashlib.sha1(trace.encode()).hexdigest()[:6]
+                assert rid == suffixed("hidden-claude", trace, "any instance")
+
+
+def test_a_suffix_already_taken_takes_more_of_the_hash():
+    ids = RunIds()
+    taken = suffixed("x", "b/trace.jsonl", "i")
+    assert ids.claim(taken, "elsewhere/trace.jsonl", "i") == taken   # a meta.json said so
+    assert ids.claim("x", "a/trace.jsonl", "i") == "x"
+    longer = ids.claim("x", "b/trace.jsonl", "i")
+    assert longer.startswith(taken) and len(longer) == len(taken) + 4
+    assert len({taken, longer, "x"}) == 3
+
+
+_RUNS = [(f"id{i % 3}", f"r{i}/trace.jsonl", f"inst{i % 2}") for i in range(6)]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(st.tuples(st.just("ask"), st.integers(0, 5)),
+                          st.tuples(st.just("release"), st.integers(0, 5)),
+                          st.tuples(st.just("restart"), st.randoms(use_true_random=False))),
+                max_size=30))
+def test_a_restart_changes_no_run_id(ops):
+    """Runs ask (three ids between six runs), leave memory, and the ids are handed to a
+    new ``RunIds`` (a restarted watcher) which hears the runs again in any order: a run
+    held across a restart keeps its id, and no two runs held share one."""
+    ids, held = RunIds(), {}
+    for op, arg in ops:
+        if op == "ask":
+            got = ids.claim(*_RUNS[arg])
+            assert held.setdefault(arg, got) == got
+        elif op == "release" and arg in held:
+            ids.release(held.pop(arg))
+        elif op == "restart":
+            claims = ids.claims()
+            ids = RunIds()
+            for key, got in claims:
+                ids.restore(key, got)
+            again = sorted(held)
+            arg.shuffle(again)
+            for i in again:
+                assert ids.claim(*_RUNS[i]) == held[i]
+            assert ids.drop_restored() == 0
+        assert len(set(held.values())) == len(held)
+
+
+def test_claims_restored_that_nobody_asks_for_again_are_dropped():
+    ids = RunIds()
+    assert ids.claim("x", "a/trace.jsonl", "i") == "x"
+    claims = ids.claims()
+    again = RunIds()
+    for key, got in claims:
+        again.restore(key, got)
+    assert again.claim("x", "b/trace.jsonl", "i") != "x"   # a/ is still held
+    assert again.drop_restored() == 1                      # a/ never came back
+    assert again.claim("x", "c/trace.jsonl", "i") == "x"
+
+
+def test_a_later_claim_of_the_same_id_wins_when_restored():
+    """A journal lists claims in the order they were made: a run that left memory and
+    a run that then took its id, or a run given a new id when it came back."""
+    ids = RunIds()
+    ids.restore(("x", "a/trace.jsonl", "i"), "x")
+    ids.restore(("x", "b/trace.jsonl", "i"), "x")          # a/ left, b/ took x
+    ids.restore(("x", "a/trace.jsonl", "i"), suffixed("x", "a/trace.jsonl", "i"))
+    assert ids.claim("x", "b/trace.jsonl", "i") == "x"
+    assert ids.claim("x", "a/trace.jsonl", "i") == suffixed("x", "a/trace.jsonl", "i")
+    assert len(ids) == 2

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = os.environ.get("STREAMEVAL_CHROMIUM", "/usr/bin/chromium")
+from streameval import config
+
+CHROMIUM = str(config.local_path(config.CHROMIUM_ENV) or "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -76,7 +78,7 @@ class Page:
             width = self.tab.evaluate("document.documentElement.clientWidth")
             self.tab.screenshot(path=str(path), full_page=True,
                                 clip={"x": 0, "y": 0, "width": width, "height": box + 12})
-        extra = os.environ.get("STREAMEVAL_SCREENSHOTS")
+        extra = config.local_path(config.SCREENSHOTS_ENV)
         if extra:
             Path(extra).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, Path(extra) / name)

@@ -292,7 +292,7 @@ def test_an_unknown_run_says_so_without_empty_panels(setup, tmp_path, page):
     try:
         page.tab.goto(w.base + "/runs/nobody")
         page.tab.wait_for_selector(".missing")
-        assert "no such run" in page.tab.text_content(".missing")
+        assert "no run 'nobody' here" in page.tab.text_content(".missing")   # the server's own message
         assert page.tab.eval_on_selector_all("#curve, #strips, #calls, h2", "els => els.length") == 0
     finally:
         w.stop()

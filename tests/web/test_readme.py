@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from web_process import ROOT
 
+from streameval import config
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 README = ROOT / "README.md"
@@ -71,7 +73,7 @@ def environment(tmp: Path) -> dict[str, str]:
     (bin_dir / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
            "HOME": os.environ.get("HOME", str(tmp)), "LANG": "C.UTF-8", "STREAMEVAL_PORT": "0"}
-    if os.environ.get("STREAMEVAL_README_PIP") != "network":
+    if config.setting(config.README_PIP_ENV) != "network":
         env.update(PYTHONPATH=sysconfig.get_paths()["purelib"], PIP_NO_INDEX="1", PIP_NO_DEPS="1",
                    PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
     return env

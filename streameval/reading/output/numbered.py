@@ -124,15 +124,15 @@ def _expanded(text: str) -> Numbered:
 
 def numbered_read(path: str, numbers: Sequence[int], lines: Sequence[str],
                   base: bool = False, loose: bool = False, cut_head: bool = False,
-                  cut_tail: bool = False) -> Read:
+                  cut_tail: bool = False, end_piece: bool = False) -> Read:
     """What one output showed of one file, by printed numbers: ONE read, however
     scattered the numbers (grep hits, an elided view). Its window is first..last
     printed; the numbers say which lines, and alignment works on them all at once.
     ``cut_head``/``cut_tail``: a harness cut the output just before the first (after
-    the last) line, which may be only a piece of its line."""
+    the last) line, which may be only a piece of its line; ``end_piece``: see ``Shown``."""
     return Read(path, min(numbers), max(numbers),
                 shown=Shown(tuple(lines), tuple(numbers), base=base, loose=loose,
-                            cut_head=cut_head, cut_tail=cut_tail))
+                            cut_head=cut_head, cut_tail=cut_tail, end_piece=end_piece))
 
 
 def numbered_runs(numbers: Sequence[int]) -> list[tuple[int, int]]:

@@ -5,7 +5,8 @@ bookkeeping lines its agent is known to start a file with, and accept on the fir
 that identifies it. When no adapter accepts, the error names what the lines held.
 
 Registry: each entry is (format name, module, class name), imported lazily so that
-``import streameval`` stays cheap.
+``import streameval`` stays cheap. ``END_EVENTS`` says which shapes of which formats
+always end with an end event.
 """
 
 from __future__ import annotations
@@ -32,6 +33,22 @@ _REGISTRY: tuple[tuple[str, str, str], ...] = (
 )
 
 FORMATS: tuple[str, ...] = tuple(name for name, _, _ in _REGISTRY)
+
+#: The shapes of a format (``Adapter.shape``) whose every finished trace ends with an end
+#: event, and that event (docs/metrics.md §5b, ``no_end_event``): such a trace that ends
+#: without it was cut short, at a line's end too, or its agent is still at work or was
+#: killed. Shapes that have none are not listed: session transcripts (Claude Code's,
+#: Codex's rollouts), which grow for as long as the session lives, and the others.
+END_EVENTS: dict[tuple[str, str], str] = {
+    ("claude", "stream-json"): "result",
+    ("miniswe", "trajectory"): "info.exit_status",
+    ("codex", "exec"): "turn.completed",
+}
+
+
+def end_event(adapter: Adapter) -> str | None:
+    """The end event the trace an adapter read must end with, when its shape has one."""
+    return END_EVENTS.get((adapter.format, adapter.shape or ""))
 
 
 def adapter_class(name: str) -> type[Adapter]:

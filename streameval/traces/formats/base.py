@@ -42,6 +42,10 @@ class Adapter:
     #: predictions): its record is the evaluator's shape, ``no_context_extracted`` when the
     #: final context resolves to nothing, and its instance ids are its own
     states_context: ClassVar[bool] = False
+    #: which shape of its format the trace is, once the adapter has seen it (Claude Code's
+    #: ``stream-json`` or a session transcript...): ``formats.END_EVENTS`` says which
+    #: shapes always end with an end event. None: the format has one shape, or not known.
+    shape: str | None = None
 
     @classmethod
     def detect(cls, head: list[bytes]) -> bool:

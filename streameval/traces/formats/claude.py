@@ -137,6 +137,7 @@ class ClaudeAdapter(TypedJsonlAdapter):
     def _system(self, obj: dict, lineno: int) -> list[TraceEvent]:
         if obj.get("subtype") != "init":
             return []  # compact_boundary, stop_hook_summary, api_error, task_*...
+        self.shape = "stream-json"   # only ``claude -p`` writes an init line
         self._stream_cwd = as_str(obj.get("cwd"))
         self._session_id = as_str(obj.get("session_id"))
         self._model_told = as_str(obj.get("model")) is not None

@@ -83,6 +83,8 @@ class CodexAdapter(TypedJsonlAdapter):
 
     format: ClassVar[str] = "codex"
     patterns: ClassVar[tuple[str, ...]] = ("rollout-*.jsonl",)   # $CODEX_HOME/sessions/...
+    shapes: ClassVar[dict[str, str]] = {**dict.fromkeys(_EXEC_TYPES, "exec"),
+                                        **dict.fromkeys(_ROLLOUT_TYPES, "rollout")}
 
     def __init__(self) -> None:
         super().__init__()

@@ -204,6 +204,9 @@ class TypedJsonlAdapter(Adapter):
 
     handlers: ClassVar[dict[str, Callable[..., list[TraceEvent]]]] = {}
     ignored_types: ClassVar[frozenset[str]] = frozenset()
+    #: line types that say which shape of the format the trace is (``Adapter.shape``):
+    #: the first such line decides
+    shapes: ClassVar[dict[str, str]] = {}
 
     def __init__(self) -> None:
         self._pending: dict[str, ToolCall] = {}
@@ -218,6 +221,8 @@ class TypedJsonlAdapter(Adapter):
         kind = obj.get("type")
         if not isinstance(kind, str):
             return [unknown_event(lineno, kind)]
+        if self.shape is None:
+            self.shape = self.shapes.get(kind)
         handler = self.handlers.get(kind)
         if handler is None:
             if kind in self.ignored_types:

@@ -94,16 +94,21 @@ _EXPLORE_RE = re.compile(r"<EXPLORE_CONTEXT>(.*?)</EXPLORE_CONTEXT>", re.DOTALL)
 _PATCH_CTX_RE = re.compile(r"<PATCH_CONTEXT>(.*?)</PATCH_CONTEXT>", re.DOTALL)
 _RC_RE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT_RE = re.compile(r"<output>\n?(.*)</output>", re.DOTALL)
+#: before 1.0 the observation gave stdout and stderr apart (after the ``<args>``)
+_STDOUT_RE = re.compile(r"<stdout>\n?(.*?)\n?</stdout>", re.DOTALL)
+_STDERR_RE = re.compile(r"<stderr>\n?(.*?)\n?</stderr>", re.DOTALL)
 _HEAD_RE = re.compile(r"<output_head>\n?(.*?)\n?</output_head>", re.DOTALL)
 _TAIL_RE = re.compile(r"<output_tail>\n?(.*?)\n?</output_tail>", re.DOTALL)
 _ELIDED_RE = re.compile(r"<elided_chars>\s*(\d+)")
 _TIMEOUT_RE = re.compile(r"^The last command <command>.*?</command> timed out", re.DOTALL)
 _MINI_START_RE = re.compile(r'\s*\{\s*"(?:info|messages|trajectory_format)"\s*:\s*[{\["]')
-#: a bare message list (before 1.0): a system prompt first, asking for mini-swe-agent's
-#: fenced command blocks
-_MINI_LIST_RE = re.compile(r'\s*\[\s*\{\s*"role"\s*:\s*"system"\s*,\s*"content"\s*:\s*"')
-_LIST_PROMPT = ("```mswea_bash_command", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
-                "echo MINI_SWE_AGENT_FINAL_OUTPUT")
+#: a bare message list (before 1.0), by its structure: a JSON array whose first message
+#: is the system prompt with a role and a content and nothing else, then the task as a
+#: user message; what the prompt says is left alone (its wording changed from release
+#: to release: ``NANO_SWE_AGENT_FINAL_OUTPUT``, ``mswea_bash_command``...)
+_MINI_LIST_RE = re.compile(
+    r'\s*\[\s*\{\s*"role"\s*:\s*"system"\s*,\s*"content"\s*:\s*"(?:[^"\\]|\\.)*"\s*\}\s*,'
+    r'\s*\{\s*"role"\s*:\s*"user"\s*,\s*"content"\s*:')
 _RANGE_RE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
 
@@ -171,10 +176,21 @@ def _observation(text: str) -> tuple[str | None, dict[str, Any], bool] | None:
         output = head.group(1) + ELIDED_MARKER.format(n=n) + (tail.group(1) if tail else "")
     else:
         m = _OUTPUT_RE.search(text)
-        output = m.group(1) if m else ""
+        output = m.group(1) if m else _streams(text)
     if timed_out:
         structured["timed_out"] = True
     return output, structured, timed_out or shell_failed(rc, output)
+
+
+def _streams(text: str) -> str:
+    """A pre-1.0 observation's ``<stdout>``, then its ``<stderr>`` when it holds text
+    (the agent was shown both; the template's newlines around each are not output)."""
+    out = _STDOUT_RE.search(text)
+    err = _STDERR_RE.search(text)
+    output = out.group(1) if out else ""
+    if err and err.group(1).strip():
+        output += ("" if not output or output.endswith("\n") else "\n") + err.group(1)
+    return output
 
 
 def _tool_observation(text: str) -> tuple[str | None, dict[str, Any], bool, bool]:
@@ -282,11 +298,12 @@ class MiniSweAdapter(DocumentAdapter):
         text = head_text(head)
         if '"swe_agent_version"' in text or re.search(r'^\s*\{\s*"trajectory"\s*:', text):
             return False
-        if _MINI_LIST_RE.match(text) is not None:
-            return any(marker in text for marker in _LIST_PROMPT)
-        return _MINI_START_RE.match(text) is not None
+        return _MINI_LIST_RE.match(text) is not None or _MINI_START_RE.match(text) is not None
 
     def parse(self, doc: dict | list, lineno: int) -> list[TraceEvent]:
+        # a trajectory ends with its exit status (``formats.END_EVENTS``); a bare
+        # message list (before 1.0) has none
+        self.shape = "message list" if isinstance(doc, list) else "trajectory"
         if isinstance(doc, list):
             if not any(isinstance(m, dict) and "role" in m for m in doc):
                 return [BadLine(lineno, Reason.NOT_AN_OBJECT.value,

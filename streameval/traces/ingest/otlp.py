@@ -49,9 +49,10 @@ class PushedRun:
 
 def decode(body: bytes | bytearray, content_type: str) -> list[tuple[dict, dict]]:
     """(resource attributes, log record attributes) of every log record in the body."""
-    if "protobuf" in content_type:
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/x-protobuf":
         data = _from_protobuf(body)
-    elif "json" in content_type:
+    elif media == "application/json":
         try:
             data = payload.loads(body)
         except payload.PayloadError as exc:

@@ -18,7 +18,7 @@ keys a run holds are read back from its trace the first time a process touches i
 raw lines carry the client's byte ``offset`` instead (``append_at``).
 
 Names come from requests, so they are checked (``[A-Za-z0-9._-]``, at most 128
-characters, not ``.``/``..``), files are opened without following symlinks, and the
+characters, not beginning with ``.``), files are opened without following symlinks, and the
 runs open at once per source are bounded: a run is open while it was pushed to within
 ``idle`` seconds (the watcher's idle timeout) and has not ended.
 """
@@ -63,8 +63,15 @@ class SpoolError(ValueError):
         self.offset = offset
 
 
+#: what a pushed run or session id may be (``valid_name``), as the refusals say it
+NAME_RULE = "1-128 characters of letters, digits, '.', '_' or '-', not beginning with '.'"
+
+
 def valid_name(name: str) -> bool:
-    return bool(_NAME.fullmatch(name)) and name not in (".", "..")
+    """A run id the spool takes (``NAME_RULE``). A name beginning with ``.`` is hidden:
+    the watcher never follows it (``.staging`` is the spool's own), so a run pushed
+    under one would be neither scored, shown nor stopped by a policy."""
+    return bool(_NAME.fullmatch(name)) and not name.startswith(".")
 
 
 @dataclass
@@ -227,8 +234,7 @@ class Spool:
         if source not in SOURCES:
             raise SpoolError(f"unknown source {source!r}")
         if not valid_name(run_id):
-            raise SpoolError(f"run id {run_id[:80]!r} must be 1-128 characters of "
-                             "letters, digits, '.', '_' or '-'")
+            raise SpoolError(f"run id {run_id[:80]!r} must be {NAME_RULE}")
         now = self.clock()
         with self._lock:
             runs = self._open[source]

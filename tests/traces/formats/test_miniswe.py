@@ -90,11 +90,11 @@ def test_golden_summary(real_fixtures: Path, name: str):
 
 
 def test_fixtures_are_all_covered(real_fixtures: Path):
-    # five 1.x runs from gruckion/mini-swe-agent, two 2.4.6 runs (text and tool mode), one
-    # pre-1.0 bare message list (the agent's own test data)
-    assert len(FIXTURES) == 8
+    # five 1.x runs from gruckion/mini-swe-agent, two 2.4.6 runs (text and tool mode), two
+    # pre-1.0 bare message lists (the agent's own test data, at two commits)
+    assert len(FIXTURES) == 9
     assert sum(name.startswith("mini-swe-agent2") for name in FIXTURES) == 2
-    assert sum(name.startswith("mini-swe-agent0") for name in FIXTURES) == 1
+    assert sum(name.startswith("mini-swe-agent0") for name in FIXTURES) == 2
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -163,6 +163,29 @@ def test_pre_1_0_mini_swe_agent_list(tmp_path: Path):
     assert reads[6] == [("tests/missing_colon.py", [1, 10])]
 
 
+#: the same file at SWE-agent/mini-swe-agent 12300cf, before the prompt named the agent
+MINI0_12300CF = "mini-swe-agent0__SWE-agent__mini-swe-agent__github_issue-12300cf.traj.json"
+
+
+@pytest.mark.parametrize("name", [MINI0, MINI0_12300CF])
+def test_a_pre_1_0_list_is_detected_by_its_structure_not_its_prompt(tmp_path: Path, name: str):
+    """Issue 32: the 12300cf list's system prompt is one short line and its submit
+    command ``NANO_SWE_AGENT_FINAL_OUTPUT``: detection that looked for the later prompt's
+    words refused it ("could not detect the trace format"). Its observations give
+    ``<stdout>``/``<stderr>`` apart, read as the later ``<output>`` is."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {"tests/missing_colon.py": MISSING_COLON})
+    doc = inspect(REAL / "mini-swe-agent" / name, "--repo", str(repo))
+    (run,) = doc["runs"]
+    assert doc["format"] == "miniswe" and (run["tool_calls"], run["steps"]) == (10, 3)
+    # the first `cat` of a missing path read nothing; the two others showed the whole file,
+    # its empty 10th line too; the second after the agent's `sed -i` changed line 4
+    assert reads_of(run) == {4: [("tests/missing_colon.py", [1, 10])],
+                             6: [("tests/missing_colon.py", [1, 10])]}
+    assert [(r["base"], r["unmatched"]) for r in run["first_reads"]] == [
+        ([[1, 10]], 0), ([[1, 3], [5, 10]], 1)]
+
+
 # --------------------------------------------------------------------------- Gemini CLI
 
 GEMINI = "gemini-session__jnarowski__agentcmd__session-2025-10-27T19-55-981c87cb.json"

@@ -4,7 +4,7 @@ Written separately from the adapters, from the trace formats as read by eye
 (see README.claude-codex.md here), with the stdlib ``json`` module only. Run it to (re)write
 ``<fixture>.json``; the golden test then checks that the adapters agree with it.
 
-    /work/venv/bin/python tests/traces/formats/expected/derive_expected.py
+    python tests/traces/formats/expected/derive_expected.py
 """
 
 from __future__ import annotations

@@ -1,0 +1,152 @@
+"""A watcher killed at every point between a trace's end and its record, with the patch
+written before the kill, while the watcher is down, or while the restarted watcher starts
+(issue 31): the last record is always the replayed one, with EditLoc.
+
+The points are exact: the watcher stops itself there (``STREAMEVAL_HALT_AT``,
+live/halt.py) and the test kills it while it is stopped, so nothing depends on timing.
+"While it starts" is the restarted watcher stopped at ``started``: it has read its
+checkpoint and every trace, and does not watch for file events yet, so the patch's event
+is never seen. On f53415f that case lost its EditLoc at every point (the record came
+``--patch-grace`` seconds after the run's end, without a patch, and stayed so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from claude_run import APP, UTIL, Claude, append, make_setup, trace_in, wait_until
+
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
+
+pytestmark = pytest.mark.slow
+
+PATCH = "--- a/src/app.py\n+++ b/src/app.py\n@@ -7,1 +7,1 @@\n-def f3(x):\n+def f3(y):\n"
+
+
+def _start(tmp: Path, runs: Path, s, n: int, grace: float, halt: str | None = None):
+    cmd = [sys.executable, "-m", "streameval", "watch", str(runs), "--gold", str(s.gold),
+           "--repo", str(s.repo), "--port", "0", "--out", str(tmp / "out.jsonl"),
+           "--idle-timeout", "3600", "--patch-grace", str(grace)]
+    env = {k: v for k, v in os.environ.items() if k != "STREAMEVAL_HALT_AT"}
+    if halt:
+        env["STREAMEVAL_HALT_AT"] = halt
+    log = tmp / f"watch-{n}.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
+    wait_until(lambda: b"serving metrics on" in log.read_bytes() or proc.poll() is not None,
+               60, "watch to start")
+    assert proc.poll() is None, log.read_text()[-3000:]
+    return proc, log
+
+
+def _stopped(proc) -> bool:
+    """The process stopped itself (or was stopped): its state is T."""
+    try:
+        stat = Path(f"/proc/{proc.pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
+def _wait_stopped(proc, log: Path, what: str) -> None:
+    wait_until(lambda: _stopped(proc) or proc.poll() is not None, 60, what)
+    assert proc.poll() is None, log.read_text()[-3000:]
+
+
+def _records(out: Path) -> list[bytes]:
+    return out.read_bytes().splitlines() if out.exists() else []
+
+
+#: where the first watcher is killed: (halt point, its --patch-grace, records before the
+#: one with the patch). "end-unread" is stopped by the test before the end is written;
+#: "record-no-patch" writes its record without a patch (no grace) and is stopped there;
+#: "checkpointed" is killed once the checkpoint holds that record.
+POINTS = {
+    "end-unread": (None, 3600, 0),
+    "end-read": ("end-read", 3600, 0),
+    "run-ended": ("run-ended", 3600, 0),
+    "record-no-patch": ("record-written", 0, 1),
+    "checkpointed": (None, 0, 1),
+}
+#: where it is killed after it saw the patch: landed, or in the record just appended
+SEEN = {"patch-landed": ("patch-landed", 3600, 0), "record-with-patch": ("record-written", 3600, 0)}
+#: when the patch is written: while the first watcher is stopped (before the kill), while
+#: no watcher runs, or while the restarted one starts
+WHEN = ("before_kill", "while_down", "while_starting")
+
+
+def _case(tmp_path, point: str, when: str | None) -> None:
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    trace = trace_in(runs, s, "r1")
+    d = trace.parent
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 10), *c.read("src/util.py", UTIL, 1, 3))
+    out = tmp_path / "out.jsonl"
+    cp = Path(f"{out}.checkpoint.json")
+    halt, grace, before = {**POINTS, **SEEN}[point]
+    proc, log = _start(tmp_path, runs, s, 0, grace, halt)
+    try:
+        wait_until(lambda: b"run r1 started" in log.read_bytes(), 60, "the run to start")
+        if point == "end-unread":
+            proc.send_signal(signal.SIGSTOP)
+        if point == "record-with-patch":
+            (d / "patch.diff").write_text(PATCH)   # its event lands it before the end
+        append(trace, c.result())
+        if point == "patch-landed":
+            wait_until(lambda: b"run r1 ended" in log.read_bytes(), 60, "the run to end")
+            (d / "patch.diff").write_text(PATCH)   # landed by its event, then stopped
+        if point == "checkpointed":
+            wait_until(lambda: len(_records(out)) == 1 and orjson.loads(cp.read_bytes())
+                       ["files"][str(trace)]["written"], 60, "the record checkpointed")
+        else:
+            _wait_stopped(proc, log, f"the watcher to stop at {point}")
+        if when == "before_kill":
+            (d / "patch.diff").write_text(PATCH)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    if when == "while_down":
+        (d / "patch.diff").write_text(PATCH)
+    # a short grace: a watcher that missed the patch writes its record without it at once
+    proc, log = _start(tmp_path, runs, s, 1, 2, "started" if when == "while_starting" else None)
+    try:
+        if when == "while_starting":
+            _wait_stopped(proc, log, "the restarted watcher to stop before it watches")
+            (d / "patch.diff").write_text(PATCH)   # its file event is never seen
+            proc.send_signal(signal.SIGCONT)
+        expected = orjson.dumps(evaluate_trace(trace, load_resources(str(s.gold), None,
+                                                                      str(s.repo)))[0])
+        wait_until(lambda: len(_records(out)) > before, 60, "the record")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    said = log.read_text()
+    records = _records(out)
+    assert records[-1] == expected, said[-3000:]
+    assert len(records) == before + 1, said[-3000:]   # nothing twice, nothing without cause
+    assert json.loads(records[-1])["patch_source"] == "file"
+    assert "patches landed: 1" in said
+
+
+@pytest.mark.parametrize("when", WHEN)
+@pytest.mark.parametrize("point", list(POINTS))
+def test_a_kill_between_a_runs_end_and_its_record_keeps_its_patch(tmp_path, point, when):
+    _case(tmp_path, point, when)
+
+
+@pytest.mark.parametrize("point", list(SEEN))
+def test_a_kill_after_the_patch_landed_keeps_it(tmp_path, point):
+    """The patch was seen before the kill: landed (its record not written yet), or in
+    the record appended (the checkpoint does not say so yet): one record, with it."""
+    _case(tmp_path, point, None)
