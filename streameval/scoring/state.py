@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from streameval.intervals import IntervalSet
 from streameval.model import GRANULARITIES, Step
-from streameval.sane import line
+from streameval.sane import MAX_LINE, line
 from streameval.scoring.f1 import f1
 from streameval.sources.symbols import Definition
 
@@ -114,16 +114,21 @@ class _Expander:
         index = self.view.line_index(path)
         if index is None:
             return None
-        pieces = (index.byte_range(*_ordered(a, b)) for a, b in ranges)
-        return IntervalSet.from_ranges(p for p in pieces if p is not None)
+        return IntervalSet.from_ranges(index.byte_ranges(
+            (a, b) if a <= b else (b, a) for a, b in ranges))   # _ordered, inline
 
     @staticmethod
     def line_set(ranges: Iterable[tuple[int, int]]) -> IntervalSet:
         """docs/metrics.md §3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
-        ordered = (_ordered(a, b) for a, b in ranges)
-        # after ordering, a > 0 means both ends are; a line past any file's length is
-        # brought down to sane.MAX_LINE (counted) so no size outgrows a record
-        return IntervalSet.from_ranges((line(a), line(b)) for a, b in ordered if a > 0)
+        out: list[tuple[int, int]] = []
+        for a, b in ranges:
+            if a > b:
+                a, b = b, a    # _ordered
+            # after ordering, a > 0 means both ends are; a line past any file's length
+            # is brought down to sane.MAX_LINE (counted) so no size outgrows a record
+            if a > 0:
+                out.append((a, b) if b <= MAX_LINE else (line(a), line(b)))
+        return IntervalSet.from_ranges(out)
 
     def overlapping(self, bytes_by_file: Mapping[str, IntervalSet]) -> set[Definition]:
         """docs/metrics.md §3: definitions sharing at least one byte with the spans."""
@@ -233,12 +238,12 @@ class _Context:
             have = union.get(path)
             if have is None:
                 have = union[path] = IntervalSet()
-            gold_spans = gold.get(path)
-            for a, b in spans:
-                for x, y in have.add(a, b):
-                    self.size[g] += y - x + 1
-                    if gold_spans is not None:
-                        self.inter[g] += gold_spans.overlap(x, y)
+            pieces, added = have.add_set(spans)   # one pass per file and step
+            if added:
+                self.size[g] += added
+                gold_spans = gold.get(path)
+                if gold_spans is not None:
+                    self.inter[g] += gold_spans.overlap_sorted(pieces)
 
     def numbers(self, gold_size: dict[str, int], g: str) -> dict[str, Any]:
         """The ``final`` block of one granularity (docs/metrics.md §4, 5): the evaluator's

@@ -12,7 +12,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from itertools import accumulate, count
 from operator import add
 from typing import Generic, TypeVar
@@ -73,6 +73,25 @@ class LineIndex:
             return None
         last = off[end] - 1 if end < n else self._size - 1
         return (off[start - 1], last)
+
+    def byte_ranges(self, ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``byte_range`` of each ordered line range (start <= end), those that hold a
+        byte of the file: a whole step's ranges in one call."""
+        size = self._size
+        if size == 0:
+            return [(0, 0) for _ in ranges]
+        off = self._off
+        n = len(off)
+        out: list[tuple[int, int]] = []
+        for start, end in ranges:
+            if start < 1:
+                start = 1
+                if end < 1:
+                    end = 1
+            if start > n or off[start - 1] >= size:
+                continue
+            out.append((off[start - 1], off[end] - 1 if end < n else size - 1))
+        return out
 
     def line_of(self, byte: int) -> int:
         """1-based line holding ``byte``; bytes before 0 / past the end clamp to the first / last line."""

@@ -16,8 +16,7 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["GRAMMAR_SETS", "LANGUAGES", "Definition", "FileSymbols", "SymbolIndex",
            "check_grammars", "default_grammars", "known_kinds", "language_for",
@@ -88,9 +87,12 @@ def language_for(path: str) -> str | None:
     return _EXTENSIONS.get(base[dot:].lower())   # ``X.PY`` too, as the evaluator
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Definition:
-    """A symbol: one definition node. Identity is (file, kind, start, end)."""
+class Definition(NamedTuple):
+    """A symbol: one definition node. Identity is (file, kind, start, end).
+
+    A named tuple, not a dataclass: a step's definitions are hashed into the run's set
+    on every step, and a tuple hashes in C (a frozen dataclass's ``__hash__`` is Python
+    code); ordered field by field, as before."""
 
     file: str
     kind: str
@@ -137,13 +139,27 @@ class FileSymbols:
         """
         found: set[int] = set()
         starts, ends, parent = self._starts, self._ends, self._parent
+        if not starts:
+            return []
+        # definitions whose ancestors were all looked at for an interval starting at or
+        # before this one: those of them that reach this interval were found then (an
+        # ancestor that reaches a later start reached the earlier one), so the climb
+        # stops there; a step's many grep hits in one class climb it once
+        walked: set[int] = set()
+        last = None
         for a, b in intervals:
-            if a > b or not starts:
+            if a > b:
                 continue
+            if last is not None and a < last:
+                walked = set()     # out of order: what was walked says nothing here
+            last = a
             lo = bisect_left(starts, a)
-            found.update(range(lo, bisect_right(starts, b, lo)))
+            hi = bisect_right(starts, b, lo)
+            if hi > lo:
+                found.update(range(lo, hi))
             k = lo - 1  # last definition starting before a; its ancestors may contain a
-            while k >= 0:
+            while k >= 0 and k not in walked:
+                walked.add(k)
                 if ends[k] >= a:
                     found.add(k)
                 k = parent[k]
