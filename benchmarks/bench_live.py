@@ -127,39 +127,84 @@ def _j(obj) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-class CallPool:
-    """Pre-serialized tool calls; ``@ID@`` is replaced per use so ids stay unique."""
+#: the kinds of call a pool can hold; ``mix`` is the live benchmark's share of each
+KINDS = ("read", "grep", "grep_n", "sed", "cat", "edit")
+#: (kind, upper bound of ``rng.random()``) of the mix: 50% Read windows, 20% Grep
+#: content, 15% ``grep -n``, 15% ``sed -n`` (no ``cat``, no edit)
+MIX = (("read", 0.5), ("grep", 0.7), ("grep_n", 0.85), ("sed", 1.0))
+WORDS = ["def ", "return", "self", "class ", "import", "raise", "if "]
 
-    def __init__(self, repo: Path, size: int = 600, seed: int = 7):
+
+class CallPool:
+    """Pre-serialized tool calls; ``@ID@`` is replaced per use so ids stay unique.
+
+    ``kind`` None draws each call's kind from ``MIX``; one of ``KINDS`` makes every call
+    of that kind (the per-kind figures of ``bench_reading.py --kinds``):
+
+    - ``read``: a Claude ``Read`` window of 20-150 lines (numbered output);
+    - ``grep``: Claude ``Grep`` in content mode with ``-n`` over a directory (<= 30 hits);
+    - ``grep_n``: ``grep -n WORD FILE | head -40`` through ``Bash``;
+    - ``sed``: ``sed -n 'a,bp' FILE`` through ``Bash`` (10-80 lines);
+    - ``cat``: ``cat FILE`` through ``Bash`` (the whole file: 1,400-3,500 lines);
+    - ``edit``: a Claude ``Edit`` of one line, and the next call puts it back, so the
+      pool replayed in a loop always finds its text.
+    """
+
+    def __init__(self, repo: Path, size: int = 600, seed: int = 7, kind: str | None = None):
         rng = random.Random(seed)
         self.files = {rel: (repo / rel).read_text().split("\n") for rel in STDLIB_FILES}
-        self.calls: list[tuple[str, str]] = [self._one(rng) for _ in range(size)]
+        if kind == "edit":
+            self.calls = [c for _ in range(size // 2) for c in self._edit_pair(rng)]
+        else:
+            self.calls = [self._one(rng, kind) for _ in range(size)]
 
-    def _one(self, rng: random.Random) -> tuple[str, str]:
+    def _one(self, rng: random.Random, kind: str | None) -> tuple[str, str]:
         rel = rng.choice(list(self.files))
         lines = self.files[rel]
-        kind = rng.random()
-        if kind < 0.5:     # Read of a window, Claude's numbered output
+        if kind is None:
+            x = rng.random()
+            kind = next(k for k, top in MIX if x < top)
+        if kind == "read":     # Read of a window, Claude's numbered output
             start = rng.randint(1, len(lines) - 200)
             limit = rng.randint(20, 150)
             out = "\n".join(f"{n:>6}\u2192{lines[n - 1]}" for n in range(start, start + limit))
             return _use("Read", {"file_path": f"{WORKSPACE}/{rel}", "offset": start,
                                  "limit": limit}), _result(out)
-        word = rng.choice(["def ", "return", "self", "class ", "import", "raise", "if "])
-        if kind < 0.7:     # Grep tool, content mode with line numbers, over a directory
+        if kind == "cat":
+            return _use("Bash", {"command": f"cat {rel}", "description": "show"}), \
+                _result("\n".join(lines).rstrip("\n"))
+        word = rng.choice(WORDS)
+        if kind == "grep":     # Grep tool, content mode with line numbers, over a directory
             hits = [f"{rel}:{n}:{t}" for n, t in enumerate(lines, 1) if word in t]
             hits = hits[rng.randint(0, max(0, len(hits) - 30)):][:30]
             return _use("Grep", {"pattern": word.strip(), "path": "lib", "output_mode": "content",
                                  "-n": True}), _result("\n".join(hits))
-        if kind < 0.85:    # grep -n through Bash on one file
+        if kind == "grep_n":   # grep -n through Bash on one file
             hits = [f"{n}:{t}" for n, t in enumerate(lines, 1) if word in t][:40]
             return _use("Bash", {"command": f"grep -n '{word.strip()}' {rel} | head -40",
                                  "description": "search"}), _result("\n".join(hits))
-        start = rng.randint(1, len(lines) - 100)
-        end = start + rng.randint(10, 80)
-        out = "\n".join(lines[start - 1:end])
-        return _use("Bash", {"command": f"sed -n '{start},{end}p' {rel}",
-                             "description": "show"}), _result(out)
+        if kind == "sed":
+            start = rng.randint(1, len(lines) - 100)
+            end = start + rng.randint(10, 80)
+            out = "\n".join(lines[start - 1:end])
+            return _use("Bash", {"command": f"sed -n '{start},{end}p' {rel}",
+                                 "description": "show"}), _result(out)
+        raise ValueError(f"unknown kind of call {kind!r}: one of {', '.join(KINDS)}")
+
+    def _edit_pair(self, rng: random.Random) -> list[tuple[str, str]]:
+        """An ``Edit`` of a line whose text occurs once in its file, and its undoing."""
+        rel = rng.choice(list(self.files))
+        lines = self.files[rel]
+        while True:
+            text = lines[rng.randrange(len(lines))]
+            if text.strip() and lines.count(text) == 1:
+                break
+        path = f"{WORKSPACE}/{rel}"
+        done = _result(f"The file {path} has been updated successfully.")
+        return [(_use("Edit", {"file_path": path, "old_string": text,
+                               "new_string": text + "  # edited"}), done),
+                (_use("Edit", {"file_path": path, "old_string": text + "  # edited",
+                               "new_string": text}), done)]
 
     def call(self, i: int, uid: str) -> bytes:
         """Both lines of call ``i`` (newline-terminated), ids made unique by ``uid``."""
