@@ -63,26 +63,37 @@ class Creditor:
         self.window_only = False
 
     # ------------------------------------------------------------------ entry
-    def credit(self, read: Read, repo: str, n: int, printed: bool,
+    def credit(self, read: Read, repo: str, lengths: dict[str, int], printed: bool,
                problems: list[tuple[Reason, str]]) -> Credit | None:
-        """``n``: the file's current length as the map has it; ``printed``: the call
+        """``lengths``: the call's files' current lengths as the map has them, looked up
+        here when a read needs one (most reads of text do not); ``printed``: the call
         printed something. None when the read showed nothing of the file."""
         shown = read.shown
         base = self.texts.get(self.view, repo) if (
             shown is not None and self.view is not None and not self.window_only) else None
         if shown is None or base is None:
-            return self._window(read, repo, n, printed, problems)
-        return self._aligned(read, shown, repo, base, n)
+            return self._window(read, repo, self._length(repo, lengths), printed, problems)
+        return self._aligned(read, shown, repo, base, lengths)
+
+    def _length(self, repo: str, lengths: dict[str, int]) -> int:
+        n = lengths.get(repo)
+        if n is None:
+            n = lengths[repo] = self.edits.num_lines(repo) or 0
+        return n
 
     # ------------------------------------------------------------------ by text
     def _aligned(self, read: Read, shown: Shown, repo: str, base: BaseText,
-                 n: int) -> Credit | None:
+                 lengths: dict[str, int]) -> Credit | None:
+        if shown.numbers is not None and self.audit is None:
+            usual = self._as_printed(shown, repo, base)
+            if usual is not None:
+                return usual
         lines = list(shown.lines)
         if not lines:
             # an empty output: a file of no lines was shown; any other showed nothing
             return Credit([], [], nothing=len(base) > 0, by_text=True)
         numbers = list(shown.numbers) if shown.numbers is not None else None
-        first = self._first_line(read, shown, n, len(lines))
+        first = self._first_line(read, shown, repo, lengths)
         # the text the lines are aligned with: the file as the edits made it (positions
         # are current numbers, each with its base line), or the base text itself
         ref, ref_ids = base, None
@@ -129,7 +140,28 @@ class Creditor:
         return Credit(current, ranges, aligned=aligned, agent=agent, change=changed,
                       by_text=True)
 
-    def _first_line(self, read: Read, shown: Shown, n: int, k: int) -> int | None:
+    def _as_printed(self, shown: Shown, repo: str, base: BaseText) -> Credit | None:
+        """The usual numbered read, or None: one run of printed numbers of a file that
+        no edit and no read has moved, every line the base text's own. It credits what
+        the path below would (every line where expected, remembered by the map as
+        agreeing), without its copies of the lines; half of a live trace's calls."""
+        numbers, lines = shown.numbers, shown.lines
+        k = len(lines)
+        if not k or numbers is None or len(numbers) != k or shown.loose or shown.gaps \
+                or shown.base or self.edits.is_mapped(repo):
+            return None
+        first = numbers[0]
+        last = first + k - 1
+        raw = base.raw_lines
+        if first < 1 or last > len(raw) or numbers[-1] != last or \
+                (k > 1 and numbers != tuple(range(first, last + 1))) or \
+                raw[first - 1:last] != list(lines):
+            return None
+        self.edits.observe_numbered(repo, numbers, numbers, lines)
+        return Credit([(first, last)], [(first, last)], aligned=k, by_text=True)
+
+    def _first_line(self, read: Read, shown: Shown, repo: str,
+                    lengths: dict[str, int]) -> int | None:
         """Current number of the first shown line of a run of lines, when known (not
         for a text other output may be mixed into: it says nothing of where it starts)."""
         if shown.numbers is not None or shown.gaps or (shown.loose and read.start is None):
@@ -138,6 +170,7 @@ class Creditor:
         if start is None:
             return None if shown.cut_head else 1
         if start < 0:
+            n = self._length(repo, lengths)
             return max(1, n + start + 1) if n else None
         return start
 

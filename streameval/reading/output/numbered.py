@@ -65,12 +65,13 @@ def parse_numbered(text: str, style: str = "tab") -> Numbered:
     abbreviated view, whose elision markers are left out)."""
     if style != "loose":   # one pass at C speed
         found = (_TAB if style == "tab" else _COLON).findall(text)
+        if not found:
+            return _expanded(text) if style == "tab" else Numbered([], [])
+        digits, texts = zip(*found)    # (numbers, texts) in C, no loop of ours
+        numbers = list(map(int, digits))
+        lines = list(texts)
         if "\r" in text:
-            found = [(n, t[:-1] if t.endswith("\r") else t) for n, t in found]
-        if not found and style == "tab":
-            return _expanded(text)
-        numbers = list(map(int, (n for n, _ in found)))
-        lines = [t for _, t in found]
+            lines = [t[:-1] if t.endswith("\r") else t for t in lines]
         end = _TRIMMED_LAST.fullmatch(text, text.rfind("\n") + 1) if style == "tab" and found else None
         if end is not None and int(end.group(1)) == numbers[-1] + 1:
             # `cat -n f` whose last line is blank, in a harness that trims the output's
