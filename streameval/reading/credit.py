@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
@@ -141,10 +142,11 @@ class Creditor:
                       by_text=True)
 
     def _as_printed(self, shown: Shown, repo: str, base: BaseText) -> Credit | None:
-        """The usual numbered read, or None: one run of printed numbers of a file that
-        no edit and no read has moved, every line the base text's own. It credits what
-        the path below would (every line where expected, remembered by the map as
-        agreeing), without its copies of the lines; half of a live trace's calls."""
+        """The usual numbered read, or None: printed numbers of a file that no edit and
+        no read has moved, every line the base text's own at its number (a window, or
+        grep's hits). It credits what the path below would (every line where expected,
+        remembered by the map as agreeing), without its copies of the lines, in C
+        where it can; most of a live trace's calls."""
         numbers, lines = shown.numbers, shown.lines
         k = len(lines)
         if not k or numbers is None or len(numbers) != k or shown.loose or shown.gaps \
@@ -153,12 +155,17 @@ class Creditor:
         first = numbers[0]
         last = first + k - 1
         raw = base.raw_lines
-        if first < 1 or last > len(raw) or numbers[-1] != last or \
-                (k > 1 and numbers != tuple(range(first, last + 1))) or \
-                raw[first - 1:last] != list(lines):
+        if numbers[-1] == last and (k == 1 or numbers == tuple(range(first, last + 1))):
+            if first < 1 or last > len(raw) or raw[first - 1:last] != list(lines):
+                return None
+            self.edits.observe_numbered(repo, numbers, numbers, lines)
+            return Credit([(first, last)], [(first, last)], aligned=k, by_text=True)
+        if min(numbers) < 1 or max(numbers) > len(raw) or \
+                itemgetter(*[b - 1 for b in numbers])(raw) != tuple(lines):
             return None
         self.edits.observe_numbered(repo, numbers, numbers, lines)
-        return Credit([(first, last)], [(first, last)], aligned=k, by_text=True)
+        runs = numbered_runs(numbers)
+        return Credit(runs, list(runs), aligned=len(set(numbers)), by_text=True)
 
     def _first_line(self, read: Read, shown: Shown, repo: str,
                     lengths: dict[str, int]) -> int | None:

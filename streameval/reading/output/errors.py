@@ -23,6 +23,10 @@ ERROR_LINE = re.compile(
 def error_paths(lines: list[str]) -> Counter[str]:
     """Paths named by "No such file"-like lines, with how many times (one per failure)."""
     bad: Counter[str] = Counter()
+    text = "\n".join(lines)    # looked at once first: as a rule, no line is an error
+    if ": " not in text or not ("No such" in text or "directory" in text or "denied" in text
+                                or "regular file" in text):
+        return bad
     for ln in lines:
         if ": " in ln and ("No such" in ln or "directory" in ln or "denied" in ln
                            or "regular file" in ln):

@@ -86,6 +86,10 @@ def parse_grep(lines: list[str], shape: GrepShape) -> GrepHits:
 class _Parser:
     def __init__(self, shape: GrepShape):
         self.shape = shape
+        #: one file searched with ``-n``: its lines are ``N:text`` (``N-text`` around
+        #: them), unless they name a file under it: ``single/``
+        self._single_dir = shape.single + "/" if shape.single is not None and \
+            shape.numbered else None
         self.hits = GrepHits()
         self.cur: str | None = None
         self.heading: str | None = None
@@ -111,17 +115,30 @@ class _Parser:
 
     def feed(self, ln: str) -> None:
         shape = self.shape
-        if self._special(ln):
-            return
+        if self._single_dir is not None:
+            # one file numbered: a line that starts with its number is that file's (no
+            # cut notice, blank, noise or error line starts with a digit), one regex
+            m = _NUM_HEAD.match(ln)
+            if m is not None and not ln.startswith(self._single_dir):
+                self.cur = single = shape.single
+                if self.pending:
+                    self.flush()
+                self._add(single, int(m.group(1)), ln[m.end():])
+                return
         cur = self.cur
         if cur is not None and ln.startswith(cur) and shape.numbered \
-                and self.heading is None and shape.single is None:
-            # the next line of the file just seen: the usual case, one regex
+                and self.heading is None and shape.single is None \
+                and not ln.startswith("[... "):
+            # the next line of the file just seen: the usual case, one regex (with no
+            # single file, nothing but a cut notice is ``_special``)
             m = _AFTER_PATH.match(ln, len(cur))
             if m is not None:
-                self.flush()
+                if self.pending:
+                    self.flush()
                 self._add(cur, int(m.group(2)), ln[m.end():])
                 return
+        if self._special(ln):
+            return
         if not ln.strip() or ln == "--":
             self.flush()
             self.group = None

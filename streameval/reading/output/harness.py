@@ -26,6 +26,8 @@ def clean_lines(output: str) -> list[str]:
     if "\x1b" in output:
         output = _ANSI.sub("", output)
     text = output.replace("\r\n", "\n").replace("\r", "\n") if "\r" in output else output
+    if text[:1] not in ("<", "[") and "\n<" not in text and "\n[" not in text:
+        return text.split("\n")    # no line a wrapper's (found in C, not line by line)
     return [ln for ln in text.split("\n") if not (ln[:1] in ("<", "[") and _WRAPPER.match(ln))]
 
 
@@ -47,8 +49,8 @@ def is_cut_line(line: str) -> bool:
 
 def cut_parts(lines: list[str]) -> list[list[str]]:
     """The lines before and after each harness cut (one part when nothing was cut)."""
-    if not any(ln.startswith("[... ") for ln in lines):
-        return [lines]
+    if "[... " not in "\n".join(lines) or not any(ln.startswith("[... ") for ln in lines):
+        return [lines]    # (the text searched at once first: as a rule, nothing was cut)
     parts: list[list[str]] = [[]]
     for ln in lines:
         if is_cut_line(ln):
