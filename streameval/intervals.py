@@ -9,9 +9,24 @@ intervals it touches, and ``add`` returning the *newly* covered pieces is what l
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-__all__ = ["IntervalSet", "merge_ranges"]
+__all__ = ["IntervalSet", "canonical", "merge_ranges"]
+
+
+def canonical(ranges: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]] | None:
+    """The starts and ends of ``ranges`` when they already are what ``merge_ranges``
+    makes (sorted, each ``a <= b``, none touching the next), else None. A step's ranges
+    are, as a rule, and the sets of a step are then made without a sort."""
+    if not ranges:
+        return None
+    prev = None
+    for a, b in ranges:
+        if a > b or (prev is not None and a <= prev + 1):
+            return None
+        prev = b
+    starts, ends = map(list, zip(*ranges))
+    return starts, ends
 
 
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -62,6 +77,14 @@ class IntervalSet:
         self._total = 0
         for a, b in intervals:
             self.add(a, b)
+
+    @classmethod
+    def of_canonical(cls, starts: list[int], ends: list[int]) -> IntervalSet:
+        """The set of ranges ``canonical`` said are merged already (its lists, kept)."""
+        out = cls()
+        out._starts, out._ends = starts, ends
+        out._total = sum(ends) - sum(starts) + len(starts)
+        return out
 
     @classmethod
     def from_ranges(cls, ranges: Iterable[tuple[int, int]]) -> IntervalSet:

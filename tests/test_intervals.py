@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.intervals import IntervalSet
+from streameval.intervals import IntervalSet, canonical, merge_ranges
 
 intervals = st.lists(st.tuples(st.integers(-20, 60), st.integers(-20, 60)), max_size=25)
 
@@ -93,3 +93,18 @@ def test_overlap_sorted_sums_the_overlap_of_each_piece(have, pieces):
     s = IntervalSet(have)
     sorted_pieces = list(IntervalSet.from_ranges(pieces))
     assert s.overlap_sorted(sorted_pieces) == sum(s.overlap(a, b) for a, b in sorted_pieces)
+
+
+@settings(max_examples=600)
+@given(intervals)
+def test_canonical_says_when_ranges_are_merged_already(pairs):
+    """``canonical`` gives the ranges' starts and ends exactly when merging them would
+    change nothing, so the sets made from its lists are the merged sets."""
+    merged = canonical(pairs)
+    if merged is None:
+        assert not pairs or merge_ranges(pairs) != [tuple(r) for r in pairs]
+    else:
+        assert list(zip(*merged)) == merge_ranges(pairs) == [tuple(r) for r in pairs]
+        assert IntervalSet.of_canonical(*merged) == IntervalSet.from_ranges(pairs)
+        assert IntervalSet.of_canonical(*merged).total == IntervalSet.from_ranges(pairs).total
+    assert canonical(merge_ranges(pairs)) is not None or not merge_ranges(pairs)

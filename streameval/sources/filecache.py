@@ -93,6 +93,16 @@ class LineIndex:
             out.append((off[start - 1], off[end] - 1 if end < n else size - 1))
         return out
 
+    def byte_runs(self, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]] | None:
+        """``byte_ranges`` of line ranges that are sorted, apart (a line between each
+        two) and start at line 1 or later, as the starts and ends of byte ranges that
+        are so too (every line before the last holds its newline); None when the last
+        range reaches past the last line, or the file is empty."""
+        off = self._off
+        if not self._size or ends[-1] >= len(off) or off[starts[-1] - 1] >= self._size:
+            return None
+        return [off[a - 1] for a in starts], [off[b] - 1 for b in ends]
+
     def line_of(self, byte: int) -> int:
         """1-based line holding ``byte``; bytes before 0 / past the end clamp to the first / last line."""
         return max(1, min(bisect_right(self._off, byte), self.num_lines))
