@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["Credit", "Creditor"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Credit:
-    """What one read credits: base ranges, and its shown lines by outcome."""
+    """What one read credits: base ranges, and its shown lines by outcome. (Not frozen:
+    made for every read and read once; a frozen dataclass costs three times as much
+    to make.)"""
 
     #: the window(s) proposed, in current numbers: one range, or the runs of printed
     #: numbers (grep hits); empty when the text alone says where

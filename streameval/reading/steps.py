@@ -47,10 +47,11 @@ log = logging.getLogger(__name__)
 __all__ = ["CallOutcome", "ResolvedRead", "StepBuilder"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ResolvedRead:
     """One read as ``inspect`` prints it: trace path, repo path, the window proposed (in
-    current lines), the base lines credited, and the shown lines by outcome."""
+    current lines), the base lines credited, and the shown lines by outcome. (Not frozen,
+    as ``Credit``: one per read, and a frozen one costs three times as much to make.)"""
 
     trace_path: str
     repo_path: str | None
@@ -131,7 +132,7 @@ class StepBuilder:
                 f"call {call.call_id} ({call.tool}): {type(exc).__name__}: {exc}"[:300])])
 
     def _consume(self, call: ToolCall) -> CallOutcome:
-        if call.cwd_persists and self._shell_cwd:
+        if call.cwd_persists and self._shell_cwd and call.cwd != self._shell_cwd:
             # a `cd` in an earlier call still holds in the agent's shell
             call = replace(call, cwd=self._shell_cwd)
         if call.cwd:
