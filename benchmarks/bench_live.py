@@ -58,6 +58,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -68,6 +69,7 @@ import urllib.request
 from pathlib import Path
 
 from machine import machine
+from older import Version, add_arguments, current, head, label, versions
 
 WORKSPACE = "/workspace/bench"
 INSTANCE = "bench__bench-1"
@@ -345,6 +347,12 @@ def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None, args=N
         cfg.debounce_ms = args.debounce_ms
     if args is not None and args.step_ms is not None:
         cfg.step_ms = args.step_ms
+    workers = getattr(args, "workers", None)
+    if workers is not None and workers != 1:
+        if not hasattr(cfg, "workers"):   # passed through once ``watch --workers`` exists
+            raise SystemExit(f"--workers {workers}: this version of streameval scores in one "
+                             "process (no WatchConfig.workers)")
+        cfg.workers = workers
     w = Watcher(cfg, res, table=ProbedTable())
     if probe is not None:
         w.listeners.append(probe.after_batch)
@@ -683,10 +691,37 @@ def run_phase(args) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def child(argv: list[str], phase: str, extra: list[str] = ()) -> dict:
-    cmd = [sys.executable, __file__, *argv, "--phase", phase, *extra]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+def child(argv: list[str], phase: str, extra: list[str] = (), version: Version | None = None) -> dict:
+    """One phase in a fresh process of ``version`` (default: this checkout): this
+    script's workload, that version's streameval."""
+    version = version or current()
+    out = version.run([__file__, *argv, "--phase", phase, *extra], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{version.name}: phase {phase} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare_throughput(args, passthrough: list[str], wanted: list[str], results: dict) -> None:
+    """(a) and (b) for every version and worker count, the versions alternating within
+    each round (new, old; then old, new), so both see the same machine state."""
+    vs = versions(args)
+    titles = {"single": "(a) one trace", "many": f"(b) {args.traces} concurrent traces"}
+    for phase in (ph for ph in ("single", "many") if ph in wanted):
+        for workers in parse_workers(args.workers):
+            rows = results.setdefault("compare", {}).setdefault(f"{phase}/{workers}", [])
+            for r in range(args.rounds):
+                order = vs if r % 2 == 0 else vs[::-1]
+                got = {v.name: child([*passthrough, f"--workers={workers}"], phase, version=v)
+                       for v in order}
+                rows.append(got)
+                report_round(f"{titles[phase]}, {workers} worker(s), round {r + 1}", got)
+            report_summary(f"{titles[phase]}, {workers} worker(s)", rows)
+
+
+def parse_workers(text: str) -> list[int]:
+    """``1,2,N``: N is the cores this process may use."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [cores or 1 if w.strip().upper() == "N" else int(w) for w in text.split(",") if w.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -707,9 +742,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="(c) let prometheus_client render /metrics (the exporter's old path)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    add_arguments(p)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="(a, b) with --old: rounds of both versions, alternating")
+    p.add_argument("--workers", default="1",
+                   help="(a, b) scoring processes, a comma list (N: the cores); passed to the "
+                        "watcher, which must have them")
+    p.add_argument("--json", type=Path, help="also write every figure as JSON")
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--rate-one", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.phase:
+        args.workers = parse_workers(args.workers)[0]
     if args.quick:
         args.lines, args.traces, args.calls, args.mem_traces = 10_000, 100, 20, 100
         args.rates, args.latency_calls, args.mem_calls = "2000", 5, 20
@@ -727,6 +771,12 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", ", ".join(f"{k}={v}" for k, v in m.items()), flush=True)
     wanted = [x.strip() for x in args.phases.split(",") if x.strip()]
     results: dict = {"machine": m}
+    if args.old or args.rounds > 1 or args.workers != "1":
+        results["old"] = label(args)
+        if args.old:
+            print(f"old: {results['old']}; new: {head()}", flush=True)
+        compare_throughput(args, passthrough, wanted, results)
+        wanted = [w for w in wanted if w not in ("single", "many")]
     if "single" in wanted:
         r = results["single"] = child(passthrough, "single")
         report_throughput("(a) one trace", r)
@@ -747,6 +797,8 @@ def main(argv: list[str] | None = None) -> int:
         r = results["exposition"] = child(passthrough, "exposition")
         report_exposition(r)
     print("json:", json.dumps(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     return 0
 
 
@@ -762,6 +814,25 @@ def report_throughput(title: str, r: dict) -> None:
     print(f"    plain replay of the same files: {r['replay_events_per_s']:,.0f} events/s "
           f"({r['replay_seconds']:.2f} s); watch/replay = {r['watch_over_replay']:.2f} ({same})",
           flush=True)
+
+
+def report_round(title: str, got: dict[str, dict]) -> None:
+    cells = ", ".join(f"{name} {r['events_per_s']:,.0f} events/s (replay {r['replay_events_per_s']:,.0f})"
+                      for name, r in sorted(got.items(), key=lambda kv: kv[0] != "new"))
+    ratio = (f"; new/old {got['new']['events_per_s'] / got['old']['events_per_s']:.2f}"
+             if "old" in got else "")
+    print(f"{title}: {cells}{ratio}", flush=True)
+
+
+def report_summary(title: str, rows: list[dict[str, dict]]) -> None:
+    for name in sorted(rows[0], key=lambda n: n != "new"):
+        figures = [r[name]["events_per_s"] for r in rows]
+        print(f"    {title}, {name}: median {statistics.median(figures):,.0f} events/s "
+              f"({', '.join(f'{x:,.0f}' for x in figures)})")
+    if "old" in rows[0]:
+        ratios = [r["new"]["events_per_s"] / r["old"]["events_per_s"] for r in rows]
+        print(f"    {title}, new/old: median {statistics.median(ratios):.2f} "
+              f"({', '.join(f'{x:.2f}' for x in ratios)})", flush=True)
 
 
 def report_latency(r: dict) -> None:

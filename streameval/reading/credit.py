@@ -87,8 +87,9 @@ class Creditor:
     # ------------------------------------------------------------------ by text
     def _aligned(self, read: Read, shown: Shown, repo: str, base: BaseText,
                  lengths: dict[str, int]) -> Credit | None:
-        if shown.numbers is not None and self.audit is None:
-            usual = self._as_printed(shown, repo, base)
+        if self.audit is None:
+            usual = self._as_printed(shown, repo, base) if shown.numbers is not None else \
+                self._as_window(read, shown, repo, base)
             if usual is not None:
                 return usual
         lines = list(shown.lines)
@@ -168,6 +169,25 @@ class Creditor:
         self.edits.observe_numbered(repo, numbers, numbers, lines)
         runs = numbered_runs(numbers)
         return Credit(runs, list(runs), aligned=len(set(numbers)), by_text=True)
+
+    def _as_window(self, read: Read, shown: Shown, repo: str, base: BaseText) -> Credit | None:
+        """The usual unnumbered read, or None: a run of lines from a known first line
+        (``sed -n a,bp``, ``head``), of a file that no edit and no read has moved, every
+        line the base text's own. It credits what the path below would, without its
+        copies. (Not a whole file: there the map takes the read in whole.)"""
+        lines = shown.lines
+        k = len(lines)
+        start = read.start
+        if not k or shown.gaps or shown.loose or shown.base or shown.cut_head or \
+                shown.cut_tail or (start is None and read.end is None) or \
+                (start is not None and start < 1) or self.edits.is_mapped(repo):
+            return None
+        first = 1 if start is None else start
+        last = first + k - 1
+        if last > len(base.raw_lines) or base.raw_lines[first - 1:last] != list(lines):
+            return None
+        self.edits.observe(repo, first, list(range(first, last + 1)), list(lines))
+        return Credit([(first, last)], [(first, last)], aligned=k, by_text=True)
 
     def _first_line(self, read: Read, shown: Shown, repo: str,
                     lengths: dict[str, int]) -> int | None:
