@@ -18,6 +18,9 @@ def canonical(ranges: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]] 
     """The starts and ends of ``ranges`` when they already are what ``merge_ranges``
     makes (sorted, each ``a <= b``, none touching the next), else None. A step's ranges
     are, as a rule, and the sets of a step are then made without a sort."""
+    if len(ranges) == 1:   # a step's one window of the file (the usual read)
+        a, b = ranges[0]
+        return ([a], [b]) if a <= b else None
     if not ranges:
         return None
     prev = None
@@ -81,9 +84,10 @@ class IntervalSet:
     @classmethod
     def of_canonical(cls, starts: list[int], ends: list[int]) -> IntervalSet:
         """The set of ranges ``canonical`` said are merged already (its lists, kept)."""
-        out = cls()
+        out = cls.__new__(cls)
         out._starts, out._ends = starts, ends
-        out._total = sum(ends) - sum(starts) + len(starts)
+        out._total = ends[0] - starts[0] + 1 if len(starts) == 1 else \
+            sum(ends) - sum(starts) + len(starts)
         return out
 
     @classmethod
@@ -112,6 +116,10 @@ class IntervalSet:
         if not isinstance(other, IntervalSet):
             return NotImplemented
         return self._starts == other._starts and self._ends == other._ends
+
+    def single(self) -> tuple[int, int] | None:
+        """The one interval of a set of one (a step's window of a file), else None."""
+        return (self._starts[0], self._ends[0]) if len(self._starts) == 1 else None
 
     @property
     def total(self) -> int:
@@ -210,6 +218,8 @@ class IntervalSet:
         starts, ends = self._starts, self._ends
         lo = bisect_left(ends, a_s[0] - 1)
         hi = bisect_right(starts, a_e[-1] + 1)
+        if hi == lo + 1 and starts[lo] <= a_s[0] and ends[lo] >= a_e[-1]:
+            return [], 0   # all of ``other`` inside one interval: read again, nothing new
         if lo == hi:   # nothing of this set touches the span of ``other``: an insert
             starts[lo:lo] = a_s
             ends[lo:lo] = a_e

@@ -94,12 +94,12 @@ class _Sets:
     symbols: set[Definition] = field(default_factory=set)
 
     def sizes(self) -> dict[str, int]:
-        return {
-            "file": len(self.files),
-            "symbol": len(self.symbols),
-            "span": sum(s.total for s in self.bytes.values()),
-            "line": sum(s.total for s in self.lines.values()),
-        }
+        span = line = 0
+        for s in self.bytes.values():   # (loops, not sum() of a generator: every step)
+            span += s.total
+        for s in self.lines.values():
+            line += s.total
+        return {"file": len(self.files), "symbol": len(self.symbols), "span": span, "line": line}
 
 
 class _Expander:
@@ -175,14 +175,15 @@ class _Expander:
         the definitions derived from the step's spans (4b).
         """
         sets = _Sets(files=set(step.files))
+        byte_set, line_set, bytes_, lines_ = self.byte_set, self.line_set, sets.bytes, sets.lines
         for path, ranges in step.spans.items():
             merged = canonical(ranges)
-            spans = self.byte_set(path, ranges, merged)
+            spans = byte_set(path, ranges, merged)
             if spans:
-                sets.bytes[path] = spans
-            lines = self.line_set(ranges, merged)
+                bytes_[path] = spans
+            lines = line_set(ranges, merged)
             if lines:
-                sets.lines[path] = lines
+                lines_[path] = lines
         sets.symbols = self.named(step.symbols) if step.symbols else self.overlapping(sets.bytes)
         return sets
 

@@ -101,6 +101,8 @@ class LineIndex:
         off = self._off
         if not self._size or ends[-1] >= len(off) or off[starts[-1] - 1] >= self._size:
             return None
+        if len(starts) == 1:
+            return [off[starts[0] - 1]], [off[ends[0]] - 1]
         return [off[a - 1] for a in starts], [off[b] - 1 for b in ends]
 
     def line_of(self, byte: int) -> int:
