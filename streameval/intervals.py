@@ -225,6 +225,12 @@ class IntervalSet:
             ends[lo:lo] = a_e
             self._total += other._total
             return list(zip(a_s, a_e)), other._total
+        return self._merge(a_s, a_e, lo, hi)
+
+    def _merge(self, a_s: list[int], a_e: list[int], lo: int, hi: int
+               ) -> tuple[list[tuple[int, int]], int]:
+        """``add_set`` where intervals ``lo .. hi-1`` of this set touch those given."""
+        starts, ends = self._starts, self._ends
         out_s: list[int] = []
         out_e: list[int] = []
         new: list[tuple[int, int]] = []

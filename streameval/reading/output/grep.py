@@ -114,10 +114,6 @@ def _one_file(lines: list[str], shape: GrepShape) -> GrepHits | None:
 class _Parser:
     def __init__(self, shape: GrepShape):
         self.shape = shape
-        #: one file searched with ``-n``: its lines are ``N:text`` (``N-text`` around
-        #: them), unless they name a file under it: ``single/``
-        self._single_dir = shape.single + "/" if shape.single is not None and \
-            shape.numbered else None
         self.hits = GrepHits()
         self.cur: str | None = None
         self.heading: str | None = None
@@ -143,16 +139,6 @@ class _Parser:
 
     def feed(self, ln: str) -> None:
         shape = self.shape
-        if self._single_dir is not None:
-            # one file numbered: a line that starts with its number is that file's (no
-            # cut notice, blank, noise or error line starts with a digit), one regex
-            m = _NUM_HEAD.match(ln)
-            if m is not None and not ln.startswith(self._single_dir):
-                self.cur = single = shape.single
-                if self.pending:
-                    self.flush()
-                self._add(single, int(m.group(1)), ln[m.end():])
-                return
         cur = self.cur
         if cur is not None and ln.startswith(cur) and shape.numbered \
                 and self.heading is None and shape.single is None \

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter
-from dataclasses import dataclass
 
 from streameval.model import Read, Shown
 
@@ -213,7 +213,8 @@ def numbered_read(path: str, numbers: Sequence[int], lines: Sequence[str],
     printed; the numbers say which lines, and alignment works on them all at once.
     ``cut_head``/``cut_tail``: a harness cut the output just before the first (after
     the last) line, which may be only a piece of its line."""
-    return Read(path, min(numbers), max(numbers),
+    ordered = sorted(numbers)   # (as a rule in order already: a pass in C, cheaper than min, max)
+    return Read(path, ordered[0], ordered[-1],
                 shown=Shown(tuple(lines), tuple(numbers), base=base, loose=loose,
                             cut_head=cut_head, cut_tail=cut_tail))
 
