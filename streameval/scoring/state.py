@@ -145,9 +145,8 @@ class _Expander:
         if self.symbols is None:
             return set()
         out: set[Definition] = set()
-        for path, spans in bytes_by_file.items():
-            if spans:
-                out.update(self.symbols.for_file(self.view, path).overlapping(spans))
+        for path, spans in bytes_by_file.items():   # (a set's bytes are never empty ones)
+            out.update(self.symbols.for_file(self.view, path).overlapping(spans))
         return out
 
     def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
