@@ -91,7 +91,7 @@ def _is_int(v: Any) -> bool:
 
 
 def _step(files: Any, spans: Any, symbols: Any) -> Step:
-    file_list = tuple(f for f in files if isinstance(f, str)) if isinstance(files, list) else ()
+    file_list = tuple([f for f in files if isinstance(f, str)]) if isinstance(files, list) else ()
     span_map: dict[str, list[tuple[int, int]]] = {}
     if isinstance(spans, dict):
         for path, ranges in spans.items():
