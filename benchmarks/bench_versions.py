@@ -12,6 +12,8 @@ interpreter, by default this one: see ``older.py``), the versions alternating wi
 round, so both see the same machine state. Figures: whole-process seconds per size (the
 minimum and the median of the rounds), and the cost of one more step: the slope between
 the smallest and the largest size, per step, and its median over the rounds.
+``--instructions`` counts that step's instructions instead (valgrind's cachegrind; one
+run of each size and version): the figure a busy machine does not move.
 
 ``--new-args`` are extra ``replay`` options for the new version only (``--grammars
 official``: the tree-sitter grammars the older version parses with, for a like-for-like
@@ -65,6 +67,35 @@ def timed(version: Version, pred: Path, extra: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def instructions(version: Version, pred: Path, extra: list[str]) -> int:
+    """Instructions of one ``streameval replay`` of ``pred`` (cachegrind: the same count
+    on a busy machine as on a quiet one)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+         version.python, "-m", "streameval", "replay", str(pred), "--gold", str(parity.GOLD),
+         "--repos", str(parity.REPOS), "--quiet", "--out", "/dev/null", *extra],
+        cwd=version.checkout, env={**version.env, "PYTHONHASHSEED": "0"},
+        capture_output=True, text=True, check=True)
+    refs = next(ln for ln in done.stderr.splitlines() if "I   refs" in ln)
+    return int(refs.split()[-1].replace(",", ""))
+
+
+def per_step_instructions(runs: dict, preds: dict[int, Path], sizes: list[int],
+                          out: Path | None) -> int:
+    """Instructions per extra step, each version: the smallest size against the largest."""
+    lo, hi = sizes[0], sizes[-1]
+    result = {"machine": describe(), "sizes": [lo, hi], "versions": {}}
+    for name, (version, extra) in runs.items():
+        per = (instructions(version, preds[hi], extra) - instructions(version, preds[lo], extra)
+               ) / (2 * (hi - lo))
+        result["versions"][name] = per
+        print(f"{name}: {per:,.0f} instructions per extra step (2x{lo} -> 2x{hi})", flush=True)
+    print(f"old / new: {result['versions']['old'] / result['versions']['new']:.2f}")
+    if out:
+        out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     add_arguments(p, required=True)
@@ -73,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sizes", default="50,300,1000,3000", help="steps per prediction")
     p.add_argument("--json", type=Path)
+    p.add_argument("--instructions", action="store_true",
+                   help="count the instructions of one more step (valgrind), not seconds")
     a = p.parse_args(argv)
     sizes = [int(x) for x in a.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-versions-"))
@@ -81,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"old": (old, []), "new": (new, a.new_args.split())}
     for version, extra in runs.values():   # warm caches, check it runs
         timed(version, preds[sizes[0]], extra)
+    if a.instructions:
+        return per_step_instructions(runs, preds, sizes, a.json)
     times: dict[str, dict[int, list[float]]] = {v: {n: [] for n in sizes} for v in runs}
     for r in range(a.rounds):
         order = list(runs) if r % 2 == 0 else list(reversed(runs))
