@@ -43,6 +43,13 @@ one trace line (one JSON event); tool calls/s is half that.
     python benchmarks/bench_live.py                 # all phases, default sizes
     python benchmarks/bench_live.py --quick         # small sizes, a smoke run
     python benchmarks/bench_live.py --phases single,many --lines 200000 --traces 500
+    python benchmarks/bench_live.py --phases single,many --lines 60000 --traces 400 \\
+        --calls 30 --old f53415f --rounds 3 [--workers 1,2,N] [--json FILE]
+
+``--old REV`` (or a checkout; ``older.py``) runs (a) and (b) in that version too, this
+script's workload and that version's streameval, the versions alternating within each of
+``--rounds``; ``--workers`` (a comma list, N the cores) is handed to the watcher, which
+needs ``WatchConfig.workers`` for any count but 1.
 
 No pytest: wall-clock numbers belong here, not in tests.
 """
