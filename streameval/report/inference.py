@@ -65,6 +65,9 @@ DEFAULT_FLIPS = 10_000
 _BLOCK = 4_000_000
 #: a spread below this share of the values' size is none (rounding)
 _TINY = 1e-9
+#: random flips' variance by the expanded square below this share of Σ w S² is none: the
+#: expansion's cancellation leaves a residue of about 1e-16 of it
+_ROUNDING = 1e-12
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,14 +180,17 @@ def flip_pvalues(sums: np.ndarray, sizes: np.ndarray, null: float = 0.0,
         """flips x K: the studentised mean of each flip. The data and every flip of an
         exact test are computed from their residuals (the expanded square below loses a
         spread-free sample's exact zero to rounding); random flips, many and over many
-        units, by two matrix products."""
+        units, by two matrix products, a variance within rounding of 0 being 0 (else the
+        flips that tie a spread-free sample's infinite statistic, all signs alike, would
+        be finite and never count)."""
         num = v @ shifted                                  # N times the mean
         if direct:
             resid = v[:, :, None] * shifted[None] - sizes[None, :, None] * (num / total)[:, None, :]
             var = (resid ** 2 * w[None, :, None]).sum(axis=1)
         else:
             m = num / total
-            var = np.maximum(c0 - 2 * m * (v @ weighted) + m ** 2 * c2, 0.0)
+            var = c0 - 2 * m * (v @ weighted) + m ** 2 * c2
+            var = np.where(var > _ROUNDING * c0, var, 0.0)
         se = np.sqrt(var)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(se > tol, num / np.where(se > tol, se, 1.0),

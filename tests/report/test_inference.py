@@ -117,6 +117,22 @@ def test_random_flips_agree_with_every_flip_within_monte_carlo_error():
     assert abs(two[0] - exact_two) < 4 * math.sqrt(exact_two * (1 - exact_two) / 20_000)
 
 
+def test_random_flips_count_the_flips_that_tie_a_spread_free_sample():
+    """14 repositories whose pairs all differ by 0.1: the data's statistic is infinite,
+    and so is that of the all-plus and all-minus flips, 2 of the 16,384; 200,000 random
+    flips meet about 24 of them. The random flips' variance, computed by expanding the
+    square, kept a rounding residue for those flips here (0.01 or 0.3 happened not to),
+    so none of them tied the data and p fell to 1 / (1 + flips)."""
+    sizes = np.arange(2, 16)
+    idx = np.repeat(np.arange(14), sizes)
+    sums, n = cluster_sums(np.full((len(idx), 1), 0.1), idx, 14)
+    two, below, above, exact = flip_pvalues(sums, n, flips=200_000, seed=3)
+    assert not exact
+    for got, truth in ((two[0], 2 / 2 ** 14), (above[0], 1 / 2 ** 14)):
+        assert abs(got - truth) < 4 * math.sqrt(truth / 200_000)
+    assert below[0] == 1.0
+
+
 def test_mcnemar_by_hand():
     # 7 pairs B solved and A did not, 1 the other way, 4 ties:
     # P(X >= 7 | 8, 1/2) = (8 + 1) / 256, two-sided 18 / 256
