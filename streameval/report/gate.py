@@ -169,11 +169,11 @@ def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
                 failures.append(f"{g.name}: {c.b} vs {c.a}: no test is possible "
                                 f"({inf.reason}); the gate cannot pass")
                 continue
-            floor = 1 / 2 ** inf.units
-            if floor > GATE_ALPHA:
-                notes.append(f"{g.name}: {c.b} vs {c.a}: with {inf.units_text} this "
-                             f"gate cannot fail (the exact test's smallest one-sided p is "
-                             f"{floor:.3g}, above {GATE_ALPHA})")
+            floor = inf.floor
+            if floor is not None and floor.one_sided > GATE_ALPHA:
+                notes.append(f"{g.name}: {c.b} vs {c.a}: {floor.given} this gate cannot "
+                             f"fail ({floor.test}'s smallest one-sided p is "
+                             f"{floor.one_sided:.3g}, above {GATE_ALPHA})")
             tests.append((g.name, c, row, g.margin, p))
     adjusted = holm([t[4] for t in tests])
     for (name, c, row, margin, p), p_holm in zip(tests, adjusted):

@@ -21,7 +21,8 @@ truth 82% of the time). What is done instead was chosen by a calibration study
   valid; the flip test needs only that a cluster's mean difference is as likely to be
   positive as negative, the t-test that it is near normal. Over C clusters the flip
   test cannot go below 2 / 2^C (0.0625 at 5): with 5 repositories or fewer nothing is
-  significant at 0.05, and the reason says so;
+  significant at 0.05, and the reason says so; nor can B random flips go below
+  1 / (1 + B), nor McNemar's test over d discordant pairs below 2 / 2^d (``Floor``);
 - **one pair, one unit**: two clusters at least are needed for an interval. With 2
   repositories or fewer the repository-level interval is not given: the instance-level
   one is (each pair its own unit, labelled ``instance``), which speaks for these
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["DEFAULT_FLIPS", "EXACT_UNITS", "FEW_REPOSITORIES", "LEVEL", "MIN_PAIRS",
-           "MIN_REPOSITORIES", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
+           "MIN_REPOSITORIES", "Floor", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
            "clustered_mean", "cr2", "flip_pvalues", "holm", "mcnemar", "mean_band"]
 
 #: the interval's coverage
@@ -68,6 +69,19 @@ _TINY = 1e-9
 #: random flips' variance by the expanded square below this share of Σ w S² is none: the
 #: expansion's cancellation leaves a residue of about 1e-16 of it
 _ROUNDING = 1e-12
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The smallest p-values the test behind ``p`` can give, whatever the data: the exact
+    flip test's 2/2^C (one-sided 1/2^C), random flips' 1/(1+B), McNemar's 2/2^d over d
+    discordant pairs. ``given`` and ``test`` name them for a sentence ("with 5
+    repositories" "the exact test")."""
+
+    two_sided: float
+    one_sided: float
+    given: str
+    test: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +110,8 @@ class MeanInference:
     units: int
     unnamed: int
     reasons: tuple[str, ...] = ()
+    #: the smallest p the test can give (None without a test)
+    floor: Floor | None = None
 
     @property
     def trusted(self) -> bool:
@@ -323,9 +339,18 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None],
     two, below, above, exact = flip_pvalues(sums, sizes, null, flips, seed)
     ps = (float(two[0]), float(below[0]), float(above[0]))
     p_exact = ps[0] if exact else None
-    if 2 / 2 ** n_units > 1 - LEVEL:
-        reasons.append(f"with {_plural(n_units, level)} the exact test cannot go below "
-                       f"p = {2 / 2 ** n_units:.4g}")
+    exact_mcnemar = None
+    if binary and level == "instance" and null == 0 and np.isin(v, (-1.0, 0.0, 1.0)).all():
+        exact_mcnemar = mcnemar(v.tolist())
+        floor = _mcnemar_floor(int(np.count_nonzero(v)))
+    elif exact:
+        floor = Floor(2 / 2 ** n_units, 1 / 2 ** n_units, f"with {_plural(n_units, level)}",
+                      "the exact test")
+    else:
+        floor = Floor(1 / (1 + flips), 1 / (1 + flips),
+                      f"with {_plural(flips, 'random sign flip')}", "the flip test")
+    if floor.two_sided > 1 - LEVEL:
+        reasons.append(f"{floor.given} {floor.test} cannot go below p = {floor.two_sided:.4g}")
     low = high = p_t = None
     if se <= _TINY * (1 + float(np.abs(v).max())):
         reasons.append(f"no spread between the {level} means: no interval")
@@ -338,11 +363,17 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None],
         z = (mean - null) / se
         p_t = float(2 * t.sf(abs(z), df))
         ps = tuple(max(a, b) for a, b in zip((p_t, float(t.cdf(z, df)), float(t.sf(z, df))), ps))
-    if binary and level == "instance" and null == 0 and np.isin(v, (-1.0, 0.0, 1.0)).all():
-        ps = mcnemar(v.tolist())
+    if exact_mcnemar is not None:
+        ps = exact_mcnemar
         p_exact = ps[0]
     return MeanInference(mean, low, high, min(1.0, ps[0]), min(1.0, ps[1]), min(1.0, ps[2]),
-                         p_t, p_exact, df, reasons=tuple(reasons), **base)
+                         p_t, p_exact, df, reasons=tuple(reasons), floor=floor, **base)
+
+
+def _mcnemar_floor(discordant: int) -> Floor:
+    one = 1 / 2 ** discordant
+    return Floor(min(1.0, 2 * one), one, f"with {_plural(discordant, 'discordant pair')}",
+                 "McNemar's test")
 
 
 def mean_band(matrix: np.ndarray, clusters: Sequence[Hashable | None], unit: str = "repository"

@@ -136,6 +136,20 @@ def test_a_gate_that_cannot_fail_says_so():
         in verdict.notes[0]
 
 
+def test_a_gate_with_too_few_random_flips_says_it_cannot_fail():
+    """20 repositories and B clearly worse, but ``--resamples 10``: the random flip
+    test's p cannot go below 1/11, so the gate cannot fail; it said nothing of it (the
+    note knew only the exact test's floor, 1/2^20 here)."""
+    rng = np.random.default_rng(3)
+    repos = [f"o/r{k % 20}" for k in range(200)]
+    arms, metrics = _arms(-0.3 + rng.normal(0, 0.05, 200), repos)
+    verdict = _gate("line.coverage", arms, metrics, flips=10)
+    assert verdict.failures == []
+    assert "with 10 random sign flips this gate cannot fail (the flip test's smallest " \
+        "one-sided p is 0.0909, above 0.025)" in verdict.notes[0]
+    assert _gate("line.coverage", arms, metrics).failures != []
+
+
 def test_a_gate_on_a_metric_no_pair_has_fails():
     from streameval.report.fields import select_metrics
 
