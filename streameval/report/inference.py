@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_FLIPS", "EXACT_UNITS", "FEW_REPOSITORIES", "LEVEL", "MIN_PAIRS",
            "MIN_REPOSITORIES", "Floor", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
-           "clustered_mean", "cr2", "flip_pvalues", "holm", "mcnemar", "mean_band"]
+           "clustered_mean", "cr2", "flip_pvalues", "holm", "level_of", "mcnemar", "mean_band",
+           "repositories", "repository_reasons"]
 
 #: the interval's coverage
 LEVEL = 0.95
@@ -263,40 +264,64 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def repositories(labels: Sequence[Hashable | None]) -> tuple[list[int], int]:
+    """Each value's repository as 0..C-1 and C: a value that names none (None) is a
+    repository of its own."""
+    return cluster_index([("", i) if c is None else ("r", c) for i, c in enumerate(labels)])
+
+
+def level_of(labels: Sequence[Hashable | None], unit: str = "repository") -> str:
+    """The level an inference over values so labelled is made at: ``unit``, but
+    ``instance`` when no value names its repository or there are 2 repositories or fewer
+    (no repository-level interval)."""
+    if unit not in ("repository", "instance"):
+        raise ValueError(f"unit must be repository or instance, got {unit!r}")
+    if unit == "instance" or all(c is None for c in labels):
+        return "instance"
+    return "instance" if repositories(labels)[1] <= FEW_REPOSITORIES else "repository"
+
+
+def repository_reasons(labels: Sequence[Hashable | None], noun: str = "pair") -> list[str]:
+    """Why an inference made over repositories is not to be trusted, each value a
+    ``noun``: values that name no repository (each one of its own), fewer than
+    ``MIN_REPOSITORIES`` repositories, one repository holding more than half."""
+    import numpy as np
+
+    index, n_clusters = repositories(labels)
+    unnamed = sum(1 for c in labels if c is None)
+    out = []
+    if unnamed:
+        out.append(f"{_plural(unnamed, noun)} name no repository (each counted as one)")
+    if n_clusters < MIN_REPOSITORIES:
+        out.append(f"{n_clusters} repositories (fewer than {MIN_REPOSITORIES})")
+    sizes = np.bincount(index)
+    top = int(sizes.argmax())
+    if sizes[top] > len(labels) / 2:
+        name = next(lab for lab, i in zip(labels, index) if i == top)
+        out.append(f"one repository ({name}) holds {sizes[top] / len(labels):.0%} of the "
+                   f"{noun}s")
+    return out
+
+
 def _units(labels: list[Hashable | None], unit: str, reasons: list[str]
            ) -> tuple[str, list[int], int, int]:
     """The level the inference is made at, each value's unit (0..U-1), U, and the
     clusters at the repository level (a value with no repository is one); the reasons
     the level gives are appended."""
-    import numpy as np
-
     pairs = len(labels)
-    unnamed = sum(1 for c in labels if c is None)
-    index, n_clusters = cluster_index([("", i) if c is None else ("r", c)
-                                       for i, c in enumerate(labels)])
-    if unit not in ("repository", "instance"):
-        raise ValueError(f"unit must be repository or instance, got {unit!r}")
-    if unit == "repository" and unnamed == pairs:
-        reasons.append("no pair names its repository: instances are taken as independent")
-        unit = "instance"
-    elif unit == "repository" and n_clusters <= FEW_REPOSITORIES:
-        reasons.append(f"{_plural(n_clusters, 'repository')}: no repository-level interval; "
+    index, n_clusters = repositories(labels)
+    level = level_of(labels, unit)
+    if unit == "repository" and level == "instance":
+        reasons.append("no pair names its repository: instances are taken as independent"
+                       if all(c is None for c in labels) else
+                       f"{_plural(n_clusters, 'repository')}: no repository-level interval; "
                        "this one is instance-level and speaks for these repositories' tasks "
                        "only")
-        unit = "instance"
-    elif unit == "repository":
-        if unnamed:
-            reasons.append(f"{_plural(unnamed, 'pair')} name no repository (each counted as one)")
-        if n_clusters < MIN_REPOSITORIES:
-            reasons.append(f"{n_clusters} repositories (fewer than {MIN_REPOSITORIES})")
-        sizes = np.bincount(index)
-        top = int(sizes.argmax())
-        if sizes[top] > pairs / 2:
-            name = next(lab for lab, i in zip(labels, index) if i == top)
-            reasons.append(f"one repository ({name}) holds {sizes[top] / pairs:.0%} of the pairs")
-    if unit == "instance":
-        return unit, list(range(pairs)), pairs, n_clusters
-    return unit, index, n_clusters, n_clusters
+    elif level == "repository":
+        reasons.extend(repository_reasons(labels))
+    if level == "instance":
+        return level, list(range(pairs)), pairs, n_clusters
+    return level, index, n_clusters, n_clusters
 
 
 def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None], *,
@@ -381,12 +406,11 @@ def mean_band(matrix: np.ndarray, clusters: Sequence[Hashable | None], unit: str
     """Per column of ``matrix`` (rows x columns, no NaN: a curve's steps), the mean and
     its 95% CR2 band, and the unit (instance-level with 2 repositories or fewer, as
     ``clustered_mean``)."""
-
-    named = [c for c in clusters if c is not None]
-    keyed = [("", i) if c is None else ("r", c) for i, c in enumerate(clusters)]
-    index, n_units = cluster_index(keyed)
-    if unit == "instance" or not named or n_units <= FEW_REPOSITORIES:
-        unit, index, n_units = "instance", list(range(len(clusters))), len(clusters)
+    unit = level_of(clusters, unit)
+    if unit == "instance":
+        index, n_units = list(range(len(clusters))), len(clusters)
+    else:
+        index, n_units = repositories(clusters)
     if n_units < 2:
         mean = matrix.mean(axis=0)
         return mean, mean, mean, unit

@@ -32,7 +32,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from streameval.report.inference import MIN_REPOSITORIES, clustered_mean
+from streameval.report.inference import clustered_mean, repository_reasons
 
 __all__ = ["MIN_RUNS", "Bin", "Interval", "auroc", "auroc_interval", "quantile_bins",
            "ratio_interval", "share_interval"]
@@ -78,26 +78,11 @@ def _mean_interval(values: Sequence[float], clusters: Sequence[Hashable | None],
                        else f"{named} repositor{'y' if named == 1 else 'ies'}: the interval "
                        "is instance-level and speaks for their tasks only")
     elif inf.unit == "repository":
-        if inf.units < MIN_REPOSITORIES:
-            reasons.append(f"{inf.units} repositories (fewer than {MIN_REPOSITORIES})")
-        top, name = _largest(clusters)
-        if top > n / 2:
-            reasons.append(f"one repository ({name}) holds {top / n:.0%} of the runs")
+        reasons.extend(repository_reasons(clusters, "run"))
     if inf.estimate is not None and inf.low is None:
         reasons.append("no interval: " + ("one unit" if inf.units < 2 else
                                           "no spread between the units"))
     return Interval(inf.estimate, inf.low, inf.high, n, inf.unit, inf.units, tuple(reasons))
-
-
-def _largest(clusters: Sequence[Hashable | None]) -> tuple[int, Hashable | None]:
-    counts: dict[Hashable | None, int] = {}
-    for c in clusters:
-        if c is not None:
-            counts[c] = counts.get(c, 0) + 1
-    if not counts:
-        return 0, None
-    name = max(counts, key=lambda c: counts[c])
-    return counts[name], name
 
 
 def share_interval(flags: Sequence[bool], clusters: Sequence[Hashable | None],

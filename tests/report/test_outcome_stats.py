@@ -98,6 +98,18 @@ def test_share_interval_flags_a_repository_holding_most_runs():
     assert 0 <= iv.low < iv.estimate < iv.high <= 1
 
 
+def test_runs_without_a_repository_are_said_as_compare_says_them():
+    """12 repositories and 6 runs naming none: each of the 6 is a unit of its own, which
+    the interval must say (compare's rows do; outcome_stats restated the repository rules
+    and left this one out)."""
+    flags = [i % 3 == 0 for i in range(66)]
+    repos = [f"o/r{i % 12}" for i in range(60)] + [None] * 6
+    iv = share_interval(flags, repos)
+    assert iv.unit == "repository" and iv.units == 18
+    assert "6 runs name no repository (each counted as one)" in iv.reasons
+    assert iv.reasons == ("6 runs name no repository (each counted as one)",)
+
+
 def test_ratio_interval_is_the_ratio_of_sums():
     """Σx/Σy = 30/150 = 0.2, whatever the runs' own ratios; a repository whose runs all
     save in that ratio adds nothing to the spread, and when all do there is none."""
