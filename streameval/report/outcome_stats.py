@@ -67,10 +67,11 @@ class Interval:
 
 
 def _mean_interval(values: Sequence[float], clusters: Sequence[Hashable | None],
-                   reasons: list[str], unit: str) -> Interval:
-    """The clustered 95% interval of a mean (bounded to 0..1), and the reasons not to
-    trust it: ``reasons`` given, then what the repositories allow."""
-    inf = clustered_mean(values, clusters, unit=unit, bounds=(0.0, 1.0), flips=_FLIPS)
+                   reasons: list[str], unit: str, bounded: bool = True) -> Interval:
+    """The clustered 95% interval of a mean (cut to 0..1 when ``bounded``), and the
+    reasons not to trust it: ``reasons`` given, then what the repositories allow."""
+    inf = clustered_mean(values, clusters, unit=unit, bounds=(0.0, 1.0) if bounded else None,
+                         flips=_FLIPS)
     n = len(values)
     if inf.unit == "instance" and unit == "repository":
         named = inf.clusters - inf.unnamed
@@ -125,12 +126,12 @@ def ratio_interval(x: Sequence[float], y: Sequence[float], clusters: Sequence[Ha
     if r <= 0.0 or r >= 1.0:
         reasons.append("nothing saved: no interval" if r <= 0 else "all saved: no interval")
         return Interval(r, None, None, n, unit, 0, tuple(reasons))
+    # uncut: its half-width is what goes to the logit scale, even where it passes 0 or 1
     linear = _mean_interval([r + (xi - r * yi) / mean_y for xi, yi in zip(x, y)], clusters,
-                            reasons, unit)
+                            reasons, unit, bounded=False)
     if linear.low is None or linear.high is None:
         return linear
-    half = (linear.high - linear.low) / 2 if 0 < linear.low and linear.high < 1 else \
-        max(linear.high - r, r - linear.low)   # the bound cut one end: the other is whole
+    half = (linear.high - linear.low) / 2
     centre, spread = math.log(r / (1 - r)), half / (r * (1 - r))
     return Interval(r, 1 / (1 + math.exp(-(centre - spread))),
                     1 / (1 + math.exp(-(centre + spread))), n, linear.unit, linear.units,

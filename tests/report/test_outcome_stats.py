@@ -124,6 +124,22 @@ def test_ratio_interval_is_the_ratio_of_sums():
     assert any("no spread" in r for r in same.reasons)
 
 
+def test_a_saved_share_interval_keeps_its_width_when_the_linear_one_passes_both_bounds():
+    """Three repositories of four runs spending 10 each; the stops save all of it in one,
+    half in another, none in the third: R = 60/120 = 0.5. The linearisation's values are
+    1, 0.5 and 0 by repository, se = sqrt(1/12), 2 degrees of freedom: its half-width
+    t·se = 1.24 reaches past 0 and past 1. Cut to [0, 1] first, its width was read as
+    0.5 and the logit interval came out [0.12, 0.88], too narrow; it is logit(0.5) ±
+    1.24 / 0.25."""
+    x = [10] * 4 + [5] * 4 + [0] * 4
+    y = [10] * 12
+    iv = ratio_interval(x, y, list("aaaabbbbcccc"))
+    half = stats.t.ppf(0.975, 2) * math.sqrt(1 / 12)
+    assert half > 0.5
+    assert math.log(iv.high / (1 - iv.high)) == pytest.approx(half / 0.25)
+    assert math.log(iv.low / (1 - iv.low)) == pytest.approx(-half / 0.25)
+
+
 def test_quantile_bins_by_hand():
     """8 values, 4 bins: edges at ranks 2, 4, 6 (values 2, 4, 6)."""
     values = [8, 1, 2, 3, 4, 5, 6, 7]
