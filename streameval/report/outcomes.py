@@ -159,9 +159,14 @@ def default_steps(last_steps: Sequence[int]) -> list[int]:
 
 
 def _value(values: dict[str, Any], signal: str, has_gold: bool) -> float | None:
+    """The run's value of ``signal``; None when it has none (NaN, an infinity or no
+    number, as some writers put in JSON: ``Metric.value``'s rule), but ``math.inf`` for a
+    first-gold step not yet taken by a run with gold."""
     v = values.get(signal)
     if v is None:
         return math.inf if signal in _NOT_YET and has_gold else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
     return float(v)
 
 
