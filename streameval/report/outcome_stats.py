@@ -231,12 +231,16 @@ def quantile_bins(values: Sequence[float], resolved: Sequence[bool],
 
     The edges are the values of rank ceil(i·n/bins) in the sorted values (i = 1 ..
     bins-1): bin i holds the values above edge i-1 and up to edge i. Equal edges are one
-    (ties stay in one bin), so a signal with many equal values has fewer bins."""
+    (ties stay in one bin), so a signal with many equal values has fewer bins. "Not yet"
+    (``math.inf``) is a bin of its own: the largest other value is an edge too."""
     ordered = sorted(values)
     n = len(ordered)
     if n == 0:
         return []
-    edges = sorted({ordered[math.ceil(i * n / bins) - 1] for i in range(1, bins)})
+    edges = {ordered[math.ceil(i * n / bins) - 1] for i in range(1, bins)}
+    if ordered[-1] == math.inf and ordered[0] < math.inf:
+        edges = (edges - {math.inf}) | {max(v for v in ordered if v < math.inf)}
+    edges = sorted(edges)
     if edges and edges[-1] >= ordered[-1]:
         edges.pop()          # the top edge holds every value: no bin above it
     bounds = [None, *edges, None]

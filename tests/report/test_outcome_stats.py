@@ -163,6 +163,19 @@ def test_quantile_bins_keep_ties_together():
     assert [(b.low_value, b.high_value) for b in top] == [(1, 3), (math.inf, math.inf)]
 
 
+def test_not_yet_is_a_bin_of_its_own_when_the_top_quantile_mixes_it_with_values():
+    """Five first-gold steps and three runs that had read no gold ("not yet", inf), 4
+    bins: the quantile edges are 2, 4 and inf, so the top bin held 5 and the three not
+    yet together ("5 to not yet"), though docs/outcomes.md §5 makes not yet a bin of its
+    own. The largest value read is now an edge."""
+    inf = math.inf
+    bins = quantile_bins([1, 2, 3, 4, 5, inf, inf, inf], [True] * 8, ["a"] * 8, 4)
+    assert [(b.low_value, b.high_value) for b in bins] == [
+        (1, 2), (3, 4), (5, 5), (inf, inf)]
+    assert bins[-1].rate.runs == 3
+    assert len(quantile_bins([inf, inf], [True, False], ["a", "b"])) == 1
+
+
 def test_a_share_with_no_spread_has_the_exact_bound():
     """None of 64 resolved runs stopped: the exact 95% bound is 1 - 0.025^(1/64) = 5.6%
     (the rule of three's 3/64 = 4.7%, a little wider), runs taken as independent."""
