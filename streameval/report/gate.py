@@ -181,7 +181,7 @@ def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
             floors.append(floor.one_sided if floor is not None else 0.0)
     # Holm rejects nothing unless the smallest p is below alpha / m: when no test can go
     # that low, no gate can fail, though each alone could
-    if len(tests) > 1 and GATE_ALPHA < min(floors) * len(tests) and min(floors) <= GATE_ALPHA:
+    if len(tests) > 1 and min(floors) * len(tests) >= GATE_ALPHA >= min(floors):
         notes.append(f"with {len(tests)} gate tests Holm's correction asks the first for a "
                      f"one-sided p below {GATE_ALPHA / len(tests):.3g}; none of them can go "
                      f"below {min(floors):.3g}: no gate can fail")
