@@ -64,7 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default %(default)g)")
     p.add_argument("--resamples", type=positive_int, default=DEFAULT_FLIPS, metavar="N",
                    help="random sign flips of the p-value's flip test when a metric has more "
-                        "than 12 units (up to 12, every flip is counted)")
+                        "than 12 units (up to 12, every flip is counted); its p cannot go "
+                        "below 1/(1+N)")
     p.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
                    help="seed of the random flips (the same seed gives the same p-values)")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the report as JSON")

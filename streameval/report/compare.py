@@ -35,8 +35,8 @@ __all__ = ["KEY_METRICS", "MISSING_MARGIN", "Comparison", "CompareReport", "Curv
 
 #: the metrics a comparison shows first, in this order (the rest by family)
 KEY_METRICS = ("line.f1", "resolved", "tokens", "cost_usd", "steps")
-#: an arm that lost more than this many percentage points more of the instances than the
-#: baseline makes every row untrusted (and fails ``--fail-if-worse``)
+#: arms whose losses (instances without a score) differ by more than this many percentage
+#: points make every row untrusted; B losing the more fails ``--fail-if-worse``
 MISSING_MARGIN = 5.0
 #: curves are drawn up to the longest run, at most this many steps
 MAX_CURVE_STEPS = 250

@@ -143,10 +143,13 @@ def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
     pair has the metric (a gate that cannot be checked does not pass).
 
     A metric with 2 repositories or fewer has no repository-level test: the gate is not
-    judged (a note says so) unless the report's unit is ``instance``."""
+    judged (a note says so) unless the report's unit is ``instance``. A gate whose test
+    cannot go below 2.5% (its ``Floor``: few repositories, few random flips), or gates
+    of which Holm's correction leaves none a chance, pass with a note saying so."""
     failures: list[str] = []
     notes: list[str] = []
     tests: list[tuple[str, Any, Any, float, float]] = []
+    floors: list[float] = []      # each test's smallest one-sided p
     for c in report.comparisons:
         ra, rb = c.lost_points
         if gates and rb - ra > report.missing_margin:
@@ -169,12 +172,19 @@ def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
                 failures.append(f"{g.name}: {c.b} vs {c.a}: no test is possible "
                                 f"({inf.reason}); the gate cannot pass")
                 continue
-            floor = 1 / 2 ** inf.units
-            if floor > GATE_ALPHA:
-                notes.append(f"{g.name}: {c.b} vs {c.a}: with {inf.units_text} this "
-                             f"gate cannot fail (the exact test's smallest one-sided p is "
-                             f"{floor:.3g}, above {GATE_ALPHA})")
+            floor = inf.floor
+            if floor is not None and floor.one_sided > GATE_ALPHA:
+                notes.append(f"{g.name}: {c.b} vs {c.a}: {floor.given} this gate cannot "
+                             f"fail ({floor.test}'s smallest one-sided p is "
+                             f"{floor.one_sided:.3g}, above {GATE_ALPHA})")
             tests.append((g.name, c, row, g.margin, p))
+            floors.append(floor.one_sided if floor is not None else 0.0)
+    # Holm rejects nothing unless the smallest p is below alpha / m: when no test can go
+    # that low, no gate can fail, though each alone could
+    if len(tests) > 1 and min(floors) * len(tests) >= GATE_ALPHA >= min(floors):
+        notes.append(f"with {len(tests)} gate tests Holm's correction asks the first for a "
+                     f"one-sided p below {GATE_ALPHA / len(tests):.3g}; none of them can go "
+                     f"below {min(floors):.3g}: no gate can fail")
     adjusted = holm([t[4] for t in tests])
     for (name, c, row, margin, p), p_holm in zip(tests, adjusted):
         if p_holm is not None and p_holm < GATE_ALPHA:

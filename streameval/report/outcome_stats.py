@@ -32,7 +32,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from streameval.report.inference import MIN_REPOSITORIES, clustered_mean
+from streameval.report.inference import clustered_mean, repository_reasons
 
 __all__ = ["MIN_RUNS", "Bin", "Interval", "auroc", "auroc_interval", "quantile_bins",
            "ratio_interval", "share_interval"]
@@ -67,10 +67,11 @@ class Interval:
 
 
 def _mean_interval(values: Sequence[float], clusters: Sequence[Hashable | None],
-                   reasons: list[str], unit: str) -> Interval:
-    """The clustered 95% interval of a mean (bounded to 0..1), and the reasons not to
-    trust it: ``reasons`` given, then what the repositories allow."""
-    inf = clustered_mean(values, clusters, unit=unit, bounds=(0.0, 1.0), flips=_FLIPS)
+                   reasons: list[str], unit: str, bounded: bool = True) -> Interval:
+    """The clustered 95% interval of a mean (cut to 0..1 when ``bounded``), and the
+    reasons not to trust it: ``reasons`` given, then what the repositories allow."""
+    inf = clustered_mean(values, clusters, unit=unit, bounds=(0.0, 1.0) if bounded else None,
+                         flips=_FLIPS)
     n = len(values)
     if inf.unit == "instance" and unit == "repository":
         named = inf.clusters - inf.unnamed
@@ -78,26 +79,11 @@ def _mean_interval(values: Sequence[float], clusters: Sequence[Hashable | None],
                        else f"{named} repositor{'y' if named == 1 else 'ies'}: the interval "
                        "is instance-level and speaks for their tasks only")
     elif inf.unit == "repository":
-        if inf.units < MIN_REPOSITORIES:
-            reasons.append(f"{inf.units} repositories (fewer than {MIN_REPOSITORIES})")
-        top, name = _largest(clusters)
-        if top > n / 2:
-            reasons.append(f"one repository ({name}) holds {top / n:.0%} of the runs")
+        reasons.extend(repository_reasons(clusters, "run"))
     if inf.estimate is not None and inf.low is None:
         reasons.append("no interval: " + ("one unit" if inf.units < 2 else
                                           "no spread between the units"))
     return Interval(inf.estimate, inf.low, inf.high, n, inf.unit, inf.units, tuple(reasons))
-
-
-def _largest(clusters: Sequence[Hashable | None]) -> tuple[int, Hashable | None]:
-    counts: dict[Hashable | None, int] = {}
-    for c in clusters:
-        if c is not None:
-            counts[c] = counts.get(c, 0) + 1
-    if not counts:
-        return 0, None
-    name = max(counts, key=lambda c: counts[c])
-    return counts[name], name
 
 
 def share_interval(flags: Sequence[bool], clusters: Sequence[Hashable | None],
@@ -140,12 +126,12 @@ def ratio_interval(x: Sequence[float], y: Sequence[float], clusters: Sequence[Ha
     if r <= 0.0 or r >= 1.0:
         reasons.append("nothing saved: no interval" if r <= 0 else "all saved: no interval")
         return Interval(r, None, None, n, unit, 0, tuple(reasons))
+    # uncut: its half-width is what goes to the logit scale, even where it passes 0 or 1
     linear = _mean_interval([r + (xi - r * yi) / mean_y for xi, yi in zip(x, y)], clusters,
-                            reasons, unit)
+                            reasons, unit, bounded=False)
     if linear.low is None or linear.high is None:
         return linear
-    half = (linear.high - linear.low) / 2 if 0 < linear.low and linear.high < 1 else \
-        max(linear.high - r, r - linear.low)   # the bound cut one end: the other is whole
+    half = (linear.high - linear.low) / 2
     centre, spread = math.log(r / (1 - r)), half / (r * (1 - r))
     return Interval(r, 1 / (1 + math.exp(-(centre - spread))),
                     1 / (1 + math.exp(-(centre + spread))), n, linear.unit, linear.units,
@@ -245,12 +231,16 @@ def quantile_bins(values: Sequence[float], resolved: Sequence[bool],
 
     The edges are the values of rank ceil(i·n/bins) in the sorted values (i = 1 ..
     bins-1): bin i holds the values above edge i-1 and up to edge i. Equal edges are one
-    (ties stay in one bin), so a signal with many equal values has fewer bins."""
+    (ties stay in one bin), so a signal with many equal values has fewer bins. "Not yet"
+    (``math.inf``) is a bin of its own: the largest other value is an edge too."""
     ordered = sorted(values)
     n = len(ordered)
     if n == 0:
         return []
-    edges = sorted({ordered[math.ceil(i * n / bins) - 1] for i in range(1, bins)})
+    edges = {ordered[math.ceil(i * n / bins) - 1] for i in range(1, bins)}
+    if ordered[-1] == math.inf and ordered[0] < math.inf:
+        edges = (edges - {math.inf}) | {max(v for v in ordered if v < math.inf)}
+    edges = sorted(edges)
     if edges and edges[-1] >= ordered[-1]:
         edges.pop()          # the top edge holds every value: no bin above it
     bounds = [None, *edges, None]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.report.arms import cluster_of
+from streameval.report.inference import level_of
 from streameval.report.outcome_stats import (
     MIN_RUNS,
     Bin,
@@ -158,9 +159,14 @@ def default_steps(last_steps: Sequence[int]) -> list[int]:
 
 
 def _value(values: dict[str, Any], signal: str, has_gold: bool) -> float | None:
+    """The run's value of ``signal``; None when it has none (NaN, an infinity or no
+    number, as some writers put in JSON: ``Metric.value``'s rule), but ``math.inf`` for a
+    first-gold step not yet taken by a run with gold."""
     v = values.get(signal)
     if v is None:
         return math.inf if signal in _NOT_YET and has_gold else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
     return float(v)
 
 
@@ -223,7 +229,7 @@ def _warnings(report: OutcomeReport, runs: list[_Run]) -> list[str]:
     if failed < MIN_RUNS or report.runs - failed < MIN_RUNS:
         out.append(f"{failed} failed and {report.runs - failed} resolved run(s): fewer than "
                    f"{MIN_RUNS} of either, so no AUROC here supports a verdict")
-    if report.unit == "repository" and report.solve_rate.unit == "instance":
+    if report.unit == "repository" and level_of([r.cluster for r in runs]) == "instance":
         out.append(f"{report.repositories} repositor{'y' if report.repositories == 1 else 'ies'}"
                    ": every interval is instance-level and speaks for these repositories' "
                    "tasks only")

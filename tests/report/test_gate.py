@@ -136,6 +136,35 @@ def test_a_gate_that_cannot_fail_says_so():
         in verdict.notes[0]
 
 
+def test_a_gate_with_too_few_random_flips_says_it_cannot_fail():
+    """20 repositories and B clearly worse, but ``--resamples 10``: the random flip
+    test's p cannot go below 1/11, so the gate cannot fail; it said nothing of it (the
+    note knew only the exact test's floor, 1/2^20 here)."""
+    rng = np.random.default_rng(3)
+    repos = [f"o/r{k % 20}" for k in range(200)]
+    arms, metrics = _arms(-0.3 + rng.normal(0, 0.05, 200), repos)
+    verdict = _gate("line.coverage", arms, metrics, flips=10)
+    assert verdict.failures == []
+    assert "with 10 random sign flips this gate cannot fail (the flip test's smallest " \
+        "one-sided p is 0.0909, above 0.025)" in verdict.notes[0]
+    assert _gate("line.coverage", arms, metrics).failures != []
+
+
+def test_gates_that_holm_leaves_no_chance_say_so():
+    """Six repositories, B 0.3 worse on both gated metrics: each exact one-sided p can
+    reach 1/64 = 0.0156, below 2.5%, so one gate alone fails; but Holm's correction over
+    two gates asks the first for p below 0.0125, which no test over six repositories can
+    give: neither gate can fail, and nothing said so."""
+    rng = np.random.default_rng(6)
+    repos = [f"o/r{k % 6}" for k in range(120)]
+    arms, metrics = _arms(-0.3 + rng.normal(0, 0.05, 120), repos)
+    assert _gate("line.coverage", arms, metrics).failures != []
+    both = _gate("line.coverage,file.coverage", arms, metrics)
+    assert both.failures == []
+    assert ("with 2 gate tests Holm's correction asks the first for a one-sided p below "
+            "0.0125; none of them can go below 0.0156: no gate can fail") in both.notes
+
+
 def test_a_gate_on_a_metric_no_pair_has_fails():
     from streameval.report.fields import select_metrics
 

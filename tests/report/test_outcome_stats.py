@@ -98,6 +98,18 @@ def test_share_interval_flags_a_repository_holding_most_runs():
     assert 0 <= iv.low < iv.estimate < iv.high <= 1
 
 
+def test_runs_without_a_repository_are_said_as_compare_says_them():
+    """12 repositories and 6 runs naming none: each of the 6 is a unit of its own, which
+    the interval must say (compare's rows do; outcome_stats restated the repository rules
+    and left this one out)."""
+    flags = [i % 3 == 0 for i in range(66)]
+    repos = [f"o/r{i % 12}" for i in range(60)] + [None] * 6
+    iv = share_interval(flags, repos)
+    assert iv.unit == "repository" and iv.units == 18
+    assert "6 runs name no repository (each counted as one)" in iv.reasons
+    assert iv.reasons == ("6 runs name no repository (each counted as one)",)
+
+
 def test_ratio_interval_is_the_ratio_of_sums():
     """Σx/Σy = 30/150 = 0.2, whatever the runs' own ratios; a repository whose runs all
     save in that ratio adds nothing to the spread, and when all do there is none."""
@@ -110,6 +122,22 @@ def test_ratio_interval_is_the_ratio_of_sums():
     same = ratio_interval([1, 2, 3, 4], [5, 10, 15, 20], list("abcd"))
     assert same.estimate == pytest.approx(0.2) and same.low is None
     assert any("no spread" in r for r in same.reasons)
+
+
+def test_a_saved_share_interval_keeps_its_width_when_the_linear_one_passes_both_bounds():
+    """Three repositories of four runs spending 10 each; the stops save all of it in one,
+    half in another, none in the third: R = 60/120 = 0.5. The linearisation's values are
+    1, 0.5 and 0 by repository, se = sqrt(1/12), 2 degrees of freedom: its half-width
+    t·se = 1.24 reaches past 0 and past 1. Cut to [0, 1] first, its width was read as
+    0.5 and the logit interval came out [0.12, 0.88], too narrow; it is logit(0.5) ±
+    1.24 / 0.25."""
+    x = [10] * 4 + [5] * 4 + [0] * 4
+    y = [10] * 12
+    iv = ratio_interval(x, y, list("aaaabbbbcccc"))
+    half = stats.t.ppf(0.975, 2) * math.sqrt(1 / 12)
+    assert half > 0.5
+    assert math.log(iv.high / (1 - iv.high)) == pytest.approx(half / 0.25)
+    assert math.log(iv.low / (1 - iv.low)) == pytest.approx(-half / 0.25)
 
 
 def test_quantile_bins_by_hand():
@@ -133,6 +161,19 @@ def test_quantile_bins_keep_ties_together():
     # "not yet" (infinite) values are a bin of their own at the top
     top = quantile_bins([1, 2, 3, math.inf, math.inf, math.inf], [True] * 6, ["a"] * 6, 2)
     assert [(b.low_value, b.high_value) for b in top] == [(1, 3), (math.inf, math.inf)]
+
+
+def test_not_yet_is_a_bin_of_its_own_when_the_top_quantile_mixes_it_with_values():
+    """Five first-gold steps and three runs that had read no gold ("not yet", inf), 4
+    bins: the quantile edges are 2, 4 and inf, so the top bin held 5 and the three not
+    yet together ("5 to not yet"), though docs/outcomes.md §5 makes not yet a bin of its
+    own. The largest value read is now an edge."""
+    inf = math.inf
+    bins = quantile_bins([1, 2, 3, 4, 5, inf, inf, inf], [True] * 8, ["a"] * 8, 4)
+    assert [(b.low_value, b.high_value) for b in bins] == [
+        (1, 2), (3, 4), (5, 5), (inf, inf)]
+    assert bins[-1].rate.runs == 3
+    assert len(quantile_bins([inf, inf], [True, False], ["a", "b"])) == 1
 
 
 def test_a_share_with_no_spread_has_the_exact_bound():

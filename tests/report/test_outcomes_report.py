@@ -112,6 +112,36 @@ def test_every_figure_says_the_data_are_too_few(report):
     assert any("fewer than 10 of either" in w for w in report.warnings)
 
 
+def test_every_run_resolved_is_no_instance_level_warning():
+    """Twelve repositories, every run resolved: the solve rate's interval is the exact
+    binomial one (no spread to cluster), not an instance-level one for want of
+    repositories; the report said "12 repositories: every interval is instance-level"."""
+    records = [record(f"x{i}", f"r{i % 12}", True, 6, {5: {"tokens": i}}, {"tokens": i})
+               for i in range(36)]
+    report = analyse(records, steps=[5])
+    assert report.repositories == 12
+    assert not any("instance-level" in w for w in report.warnings)
+    two = analyse([record(f"y{i}", f"r{i % 2}", i % 3 == 0, 6, {5: {"tokens": i}},
+                          {"tokens": i}) for i in range(30)], steps=[5])
+    assert any(w.startswith("2 repositories: every interval is instance-level")
+               for w in two.warnings)
+
+
+def test_a_nan_signal_is_no_value():
+    """A records file written by Python's json can hold NaN (compare reads such files:
+    issue 29). A NaN signal was counted among the runs, sorted anywhere among the ranks
+    (moving the AUROC from 0.558 to 0.542 here) and fell in no bin."""
+    def fleet(nan: bool) -> list[dict]:
+        return [record(f"x{i}", f"r{i % 12}", i % 3 == 0, 6, {5: {"tokens": i}},
+                       {"tokens": float("nan") if nan and i == 4 else i * 10})
+                for i in range(36) if nan or i != 4]
+    with_nan = cell(analyse(fleet(True), steps=[5]), "tokens", None)
+    without = cell(analyse(fleet(False), steps=[5]), "tokens", None)
+    assert with_nan.runs == without.runs == 35
+    assert with_nan.auroc.estimate == pytest.approx(without.auroc.estimate)
+    assert sum(b.rate.runs for b in with_nan.bins) == 35
+
+
 def test_default_steps_double_while_ten_runs_reach_them():
     assert default_steps([12] * 10 + [25] * 10 + [45] * 9) == [5, 10, 20]
     assert default_steps([3, 4]) == [5]
