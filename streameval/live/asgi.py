@@ -165,6 +165,21 @@ class Request:
         return buf
 
 
+def read_only(request: Request) -> None:
+    """Refused unless a GET or HEAD without a body (the page: read-only), before a byte of
+    a body is read. A body read on the protected lane, where no per-client limit applies,
+    holds a connection slot as long as its sender dribbles it: one client holding every
+    slot so starved ``/metrics`` (the front read such bodies for the page, 102ce86). A
+    request that declared a body is answered and closed, its body unread."""
+    body = request.headers.get(b"content-length", b"0").strip() not in (b"0", b"") \
+        or b"transfer-encoding" in request.headers
+    if request.method not in ("GET", "HEAD"):
+        raise Refused(405, f"the page is read-only: use GET, not {request.method[:20]}", "method",
+                      [(b"allow", b"GET, HEAD"), *([(b"connection", b"close")] if body else [])])
+    if body:
+        raise Refused(413, "the page takes no request body", "too_large")   # closed (413)
+
+
 class Budget:
     """Body bytes held by requests in flight: in all, and per client address (half of
     it: one client cannot hold the whole budget with slow bodies). Used from the event
