@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_LINE = 64 << 20  # bytes; a longer line is skipped and reported
@@ -111,6 +112,11 @@ class FileTail:
             return batch
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                # a directory (or a device) put where the file was: nothing to read, as
+                # when it is gone; reading it raised IsADirectoryError out of the watcher
+                batch.status = "missing"
+                return batch
             batch.mtime = st.st_mtime
             self.size_seen = st.st_size
             if self.inode is not None and st.st_ino != self.inode:
