@@ -130,3 +130,17 @@ def test_a_file_replaced_by_a_directory_is_missing_not_an_error(tmp_path):
     assert t.poll().status == "missing"
     t.reset()
     assert t.poll().status == "missing"
+
+
+def test_read_regular_neither_blocks_on_a_fifo_nor_reads_what_admit_refuses(tmp_path):
+    """A conversation's event file swapped for a FIFO between the listing and the read
+    hung 102ce86's watcher in ``read_bytes`` (a blocking open, waiting for a writer)."""
+    from streameval.traces.tail import read_regular
+
+    fifo = tmp_path / "event-00001-x.json"
+    os.mkfifo(fifo)
+    assert read_regular(fifo) is None
+    plain = tmp_path / "event-00002-y.json"
+    plain.write_bytes(b"{}")
+    assert read_regular(plain) == b"{}"
+    assert read_regular(plain, admit=lambda fd, path: False) is None
