@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 PROTECTED = "protected"
 INGEST = "ingest"
+#: bytes of an answer's body handed to the server at a time: it waits until the client
+#: has read the previous ones (below the transport's high-water mark) before the next,
+#: so a client that reads nothing holds a chunk, not a whole 8 MB scrape (``guard``)
+SEND_CHUNK = 256 << 10
 T = TypeVar("T")
 
 
@@ -313,6 +317,13 @@ async def _send(send, response: Response | StreamResponse) -> None:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         return
-    headers.append((b"content-length", str(len(response.body)).encode()))
+    body = response.body
+    headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
-    await send({"type": "http.response.body", "body": response.body, "more_body": False})
+    if len(body) > SEND_CHUNK:
+        view = memoryview(body)
+        for at in range(0, len(body), SEND_CHUNK):
+            await send({"type": "http.response.body", "body": bytes(view[at:at + SEND_CHUNK]),
+                        "more_body": at + SEND_CHUNK < len(body)})
+        return
+    await send({"type": "http.response.body", "body": body, "more_body": False})
