@@ -44,7 +44,7 @@ import orjson
 
 from streameval import config
 from streameval.live import mirror
-from streameval.live.asgi import PROTECTED, Refused, Request, Response
+from streameval.live.asgi import PROTECTED, Refused, Request, Response, read_only
 from streameval.live.mirror import Feed
 
 log = logging.getLogger(__name__)
@@ -372,17 +372,14 @@ class Upstream:
         self._slots: asyncio.Semaphore | None = None
 
     async def __call__(self, request: Request) -> Response:
-        body = b""
-        if b"content-length" in request.headers:
-            body = bytes(await request.body(request.content_length(request.app.limits.max_body)))
+        read_only(request)   # before a byte of a body is read
         scope = request.scope
         target = scope.get("raw_path") or request.path.encode()
         if scope.get("query_string"):
             target += b"?" + scope["query_string"]
         head = [f"{request.method} ".encode() + target + b" HTTP/1.1"]
         head += [k + b": " + v for k, v in scope["headers"] if k.lower() not in _HOP]
-        head.append(b"content-length: " + str(len(body)).encode())
-        data = b"\r\n".join(head) + b"\r\n\r\n" + body
+        data = b"\r\n".join(head) + b"\r\n\r\n"
         if self._slots is None:
             self._slots = asyncio.Semaphore(UPSTREAM_CONNECTIONS)
         async with self._slots:

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_LINE = 64 << 20  # bytes; a longer line is skipped and reported
 READ_CHUNK = 256 << 10
 #: bytes at the start and just before the read offset compared at every poll
 ANCHOR = 4096
+#: told (descriptor, path) of each file a poll opened, before a byte is read: False and
+#: nothing of it is read (the watcher's rule on links out of its root,
+#: ``live.watchset.OutsideLinks.opened``)
+Admit = Callable[[int, str], bool]
 
 
 @dataclass(slots=True)
@@ -49,9 +55,10 @@ class FileTail:
     """
 
     def __init__(self, path: str | os.PathLike, max_line: int = DEFAULT_MAX_LINE,
-                 watch_rewrites: bool = True):
+                 watch_rewrites: bool = True, admit: Admit | None = None):
         self.path = os.fspath(path)
         self.max_line = max_line
+        self.admit = admit
         self.inode: int | None = None
         self.offset = 0           # bytes consumed (including the partial buffer)
         self.lineno = 0
@@ -111,6 +118,13 @@ class FileTail:
             return batch
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or \
+                    self.admit is not None and not self.admit(fd, self.path):
+                # a directory (or a device) put where the file was: nothing to read, as
+                # when it is gone (reading it raised IsADirectoryError out of the
+                # watcher); nor a file the path leads to now that may not be read
+                batch.status = "missing"
+                return batch
             batch.mtime = st.st_mtime
             self.size_seen = st.st_size
             if self.inode is not None and st.st_ino != self.inode:
@@ -204,3 +218,21 @@ class FileTail:
                     line = piece
                 batch.lines.append((line.rstrip(b"\r"), self.lineno))
             start = nl + 1
+
+
+def read_regular(path: str | os.PathLike, admit: Admit | None = None) -> bytes | None:
+    """The bytes of the regular file at ``path``, opened without blocking (a FIFO put
+    there between a listing and this read must not hang the reader); None when what the
+    path leads to is no regular file, or ``admit`` refuses it. OSError when it cannot be
+    opened or read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or \
+                admit is not None and not admit(fd, os.fspath(path)):
+            return None
+        chunks = []
+        while chunk := os.read(fd, READ_CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

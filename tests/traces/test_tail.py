@@ -115,3 +115,32 @@ def test_backlog_is_what_a_bounded_poll_left_unread(tmp_path):
     while t.poll(max_bytes=1).more:
         pass
     assert t.backlog == 0
+
+
+def test_a_file_replaced_by_a_directory_is_missing_not_an_error(tmp_path):
+    """102ce86 raised IsADirectoryError out of ``poll`` (and out of the watcher, which
+    exited: anyone who writes in the watched folder could stop it so)."""
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"one\ntwo\n")
+    t = FileTail(p)
+    assert len(t.poll().lines) == 2
+    p.unlink()
+    p.mkdir()               # often given the inode the file just freed
+    (p / "x").write_bytes(b"y\n")
+    assert t.poll().status == "missing"
+    t.reset()
+    assert t.poll().status == "missing"
+
+
+def test_read_regular_neither_blocks_on_a_fifo_nor_reads_what_admit_refuses(tmp_path):
+    """A conversation's event file swapped for a FIFO between the listing and the read
+    hung 102ce86's watcher in ``read_bytes`` (a blocking open, waiting for a writer)."""
+    from streameval.traces.tail import read_regular
+
+    fifo = tmp_path / "event-00001-x.json"
+    os.mkfifo(fifo)
+    assert read_regular(fifo) is None
+    plain = tmp_path / "event-00002-y.json"
+    plain.write_bytes(b"{}")
+    assert read_regular(plain) == b"{}"
+    assert read_regular(plain, admit=lambda fd, path: False) is None
