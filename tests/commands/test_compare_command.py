@@ -68,6 +68,27 @@ def test_one_repository_of_30_pairs_is_not_trusted_and_gates_only_with_unit_inst
     assert code == 1 and row(doc)["unit"] == "instance"
 
 
+def test_unit_instance_rows_are_never_trusted_but_still_gate(tmp_path, capsys):
+    """12 repositories of 10 pairs, B clearly worse: trusted over repositories; asked
+    for instances, every row speaks for these repositories' tasks only and says so (it
+    came out trusted), and the gate still judges it."""
+    rng = np.random.default_rng(4)
+    a = [rec(f"r{i % 12}__p-{i}", 0.5, tokens=1000) for i in range(120)]
+    b = [rec(f"r{i % 12}__p-{i}", 0.4 + rng.normal(0, 0.05), tokens=1000) for i in range(120)]
+    code, doc = run(tmp_path, a, b)
+    assert code == 0 and row(doc)["trusted"] is True and row(doc)["unit"] == "repository"
+    code, doc = run(tmp_path, a, b, "--unit", "instance", "--fail-if-worse", "line.coverage")
+    assert code == 1
+    for name in ("line.coverage", "tokens"):
+        r = row(doc, name)
+        assert (r["unit"], r["units"], r["trusted"]) == ("instance", 120, False)
+        assert r["reason"].startswith("instance-level, as asked: it speaks for these "
+                                      "repositories' tasks, not for others")
+    out, err = capsys.readouterr()
+    assert "line.coverage: new is worse than base" in err
+    assert "instance-level, as asked" in out
+
+
 def test_three_identical_differences_get_no_interval_and_no_small_p(tmp_path):
     a = [rec(f"r{i}__p-{i}", 0.5) for i in range(3)]
     b = [rec(f"r{i}__p-{i}", 0.51) for i in range(3)]
