@@ -59,11 +59,15 @@ def parse_thresholds(text: str) -> list[Threshold]:
 
 def fail_under(records: Iterable[dict[str, Any]], thresholds: list[Threshold]) -> list[str]:
     """One line per failed threshold (empty: the gate passes). The mean is over the
-    scored runs that have the metric, each run once (macro), as the summary table."""
-    records = [r for r in records if "error" not in r]
+    scored runs that have the metric, each run once (macro), as the summary table; for
+    a metric error records have too (``Metric.of_error_records``: the outcome), over
+    every run that has it."""
+    records = list(records)
+    scored = [r for r in records if "error" not in r]
     failures: list[str] = []
     for t in thresholds:
-        values = [v for v in (t.metric.value(r) for r in records) if v is not None]
+        runs = records if t.metric.of_error_records else scored
+        values = [v for v in (t.metric.value(r) for r in runs) if v is not None]
         mean = left_mean(values)
         if mean is None:
             failures.append(f"{t.metric.name}: no scored run has it, so the gate "

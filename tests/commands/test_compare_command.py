@@ -89,6 +89,24 @@ def test_unit_instance_rows_are_never_trusted_but_still_gate(tmp_path, capsys):
     assert "instance-level, as asked" in out
 
 
+def test_the_solve_rate_counts_runs_that_could_not_be_scored(tmp_path, capsys):
+    """12 repositories of 10 instances; both arms solve the even ones, and B also the
+    odd ones of its last 60, whose context it could not score (error records with their
+    outcome). The solve rate takes every known outcome: 120 pairs, B +0.25 (it was 60
+    pairs and no difference); coverage keeps to the 60 instances both scored."""
+    a = [rec(f"r{i % 12}__p-{i}", 0.5, resolved=i % 2 == 0) for i in range(120)]
+    b = [rec(f"r{i % 12}__p-{i}", 0.5, resolved=i % 2 == 0) for i in range(60)] + \
+        [error(f"r{i % 12}__p-{i}", resolved=True) for i in range(60, 120)]
+    code, doc = run(tmp_path, a, b, "--metrics", "resolved,line.coverage")
+    r = row(doc, "resolved")
+    assert (r["pairs"], r["mean_a"], r["mean_b"]) == (120, 0.5, 0.75)
+    assert r["difference"] == 0.25
+    assert row(doc)["pairs"] == 60
+    c = doc["comparisons"][0]
+    assert c["pairs"] == 60 and len(c["outcome_only"]) == 60 and len(c["lost_b"]) == 60
+    assert "60 more paired on their outcome alone" in capsys.readouterr().out
+
+
 def test_three_identical_differences_get_no_interval_and_no_small_p(tmp_path):
     a = [rec(f"r{i}__p-{i}", 0.5) for i in range(3)]
     b = [rec(f"r{i}__p-{i}", 0.51) for i in range(3)]

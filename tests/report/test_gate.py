@@ -39,6 +39,17 @@ def test_mean_over_scored_runs_each_once():
     assert fail_under(records, parse_thresholds("file.f1=0.67"))
 
 
+def test_the_solve_rate_gate_counts_runs_that_could_not_be_scored():
+    """Two scored runs, one solved; two error records, both solved: the solve rate is
+    3/4 (the summary table's), not 1/2."""
+    records = [rec(1.0, 1.0, resolved=True), rec(0.2, 1.0, resolved=False),
+               {"instance_id": "e", "error": "missing_repo: x", "resolved": True},
+               {"instance_id": "f", "error": "missing_repo: x", "resolved": True}]
+    assert fail_under(records, parse_thresholds("resolved=0.75")) == []
+    [why] = fail_under(records, parse_thresholds("resolved=0.76"))
+    assert why.startswith("resolved: mean 0.75 over 4 run(s)")
+
+
 def test_a_metric_no_run_has_fails_the_gate():
     [why] = fail_under([rec(1.0, 1.0)], parse_thresholds("editloc.recall=0.1"))
     assert "no scored run has it" in why
