@@ -126,6 +126,28 @@ def test_a_gate_over_two_repositories_is_not_judged_unless_unit_instance():
     assert "new is worse than base" in failure and "30 instances" in failure
 
 
+def test_a_gate_whose_units_include_ids_with_no_repository_cannot_fail():
+    """One named repository of 10 pairs and 12 instances that name none: 13 units, each
+    unnamed instance counted as a repository of its own, and B clearly worse. The gate
+    failed on it; the units are not repositories, so it cannot fail, and says why
+    (--unit instance judges the instances, and fails)."""
+    rng = np.random.default_rng(3)
+    repos = ["o/one"] * 10 + [None] * 12
+    arms, metrics = _arms(-0.2 + rng.normal(0, 0.05, 22), repos)
+    verdict = _gate("line.coverage", arms, metrics)
+    assert verdict.failures == []
+    [note] = verdict.notes
+    assert note.startswith("line.coverage: new vs base: 12 pairs name no repository")
+    assert "this gate cannot fail" in note and "13 units" in note
+    [failure] = _gate("line.coverage", arms, metrics, unit="instance").failures
+    assert "new is worse than base" in failure and "22 instances" in failure
+    # twelve named repositories and 3 unnamed instances: the same
+    many = [f"o/r{k % 12}" for k in range(120)] + [None] * 3
+    arms, metrics = _arms(-0.2 + rng.normal(0, 0.05, 123), many)
+    verdict = _gate("line.coverage", arms, metrics)
+    assert verdict.failures == [] and "3 pairs name no repository" in verdict.notes[0]
+
+
 def test_an_arm_that_lost_more_instances_fails_the_gate_and_says_how_many():
     """B failed on 90 of 100 instances: on the 10 it scored it is no worse, and
     f53415f's gate passed."""
