@@ -54,7 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="what the intervals and p-values treat as independent: repositories "
                         "(default; a metric with 2 or fewer gets an instance-level interval, "
                         "labelled, never trusted and never gating), or instances (the result "
-                        "then speaks for these repositories' tasks only)")
+                        "then speaks for these repositories' tasks only: never trusted, "
+                        "though gates judge it)")
     p.add_argument("--missing", choices=("drop", "worst"), default="drop",
                    help="instances one arm scored and the other did not: left out (default), "
                         "or scored as the worst value either arm had, for a sensitivity run")

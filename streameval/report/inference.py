@@ -26,7 +26,8 @@ truth 82% of the time). What is done instead was chosen by a calibration study
 - **one pair, one unit**: two clusters at least are needed for an interval. With 2
   repositories or fewer the repository-level interval is not given: the instance-level
   one is (each pair its own unit, labelled ``instance``), which speaks for these
-  repositories' tasks only; with 0/1 outcomes its p-value is McNemar's exact test;
+  repositories' tasks only, and so is never trusted (``level_reasons``), asked for or
+  not; with 0/1 outcomes its p-value is McNemar's exact test;
 - **no spread** (every unit's mean the same): no interval, and the flip test alone;
 - **Holm's correction** makes several p-values safe to read together: sorted ascending,
   the i-th of m is multiplied by (m - i + 1), and each adjusted value is at least the
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_FLIPS", "EXACT_UNITS", "FEW_REPOSITORIES", "LEVEL", "MIN_PAIRS",
            "MIN_REPOSITORIES", "Floor", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
-           "clustered_mean", "cr2", "flip_pvalues", "holm", "level_of", "mcnemar", "mean_band",
-           "repositories", "repository_reasons"]
+           "clustered_mean", "cr2", "flip_pvalues", "holm", "level_of", "level_reasons",
+           "mcnemar", "mean_band", "repositories", "repository_reasons"]
 
 #: the interval's coverage
 LEVEL = 0.95
@@ -303,6 +304,28 @@ def repository_reasons(labels: Sequence[Hashable | None], noun: str = "pair") ->
     return out
 
 
+def level_reasons(labels: Sequence[Hashable | None], unit: str = "repository",
+                  noun: str = "pair") -> tuple[str, list[str]]:
+    """The level an inference over values so labelled is made at (``level_of``), and the
+    reasons not to trust it that the level gives, each value a ``noun``. An
+    instance-level inference, asked for or not, speaks for these repositories' tasks,
+    not for others: it is never trusted, and says why. At the repository level, the
+    reasons are ``repository_reasons``."""
+    level = level_of(labels, unit)
+    if level == "repository":
+        return level, repository_reasons(labels, noun)
+    if unit == "instance":
+        why = ("instance-level, as asked: it speaks for these repositories' tasks, not for "
+               "others")
+    elif all(c is None for c in labels):
+        why = f"no {noun} names its repository: each is taken as independent"
+    else:
+        why = (f"{_plural(repositories(labels)[1], 'repository')}: no repository-level "
+               "interval; this one is instance-level and speaks for these repositories' "
+               "tasks, not for others")
+    return level, [why]
+
+
 def _units(labels: list[Hashable | None], unit: str, reasons: list[str]
            ) -> tuple[str, list[int], int, int]:
     """The level the inference is made at, each value's unit (0..U-1), U, and the
@@ -310,15 +333,8 @@ def _units(labels: list[Hashable | None], unit: str, reasons: list[str]
     the level gives are appended."""
     pairs = len(labels)
     index, n_clusters = repositories(labels)
-    level = level_of(labels, unit)
-    if unit == "repository" and level == "instance":
-        reasons.append("no pair names its repository: instances are taken as independent"
-                       if all(c is None for c in labels) else
-                       f"{_plural(n_clusters, 'repository')}: no repository-level interval; "
-                       "this one is instance-level and speaks for these repositories' tasks "
-                       "only")
-    elif level == "repository":
-        reasons.extend(repository_reasons(labels))
+    level, why = level_reasons(labels, unit)
+    reasons.extend(why)
     if level == "instance":
         return level, list(range(pairs)), pairs, n_clusters
     return level, index, n_clusters, n_clusters

@@ -32,7 +32,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from streameval.report.inference import clustered_mean, repository_reasons
+from streameval.report.inference import clustered_mean, level_reasons
 
 __all__ = ["MIN_RUNS", "Bin", "Interval", "auroc", "auroc_interval", "quantile_bins",
            "ratio_interval", "share_interval"]
@@ -73,13 +73,7 @@ def _mean_interval(values: Sequence[float], clusters: Sequence[Hashable | None],
     inf = clustered_mean(values, clusters, unit=unit, bounds=(0.0, 1.0) if bounded else None,
                          flips=_FLIPS)
     n = len(values)
-    if inf.unit == "instance" and unit == "repository":
-        named = inf.clusters - inf.unnamed
-        reasons.append("no run names its repository: runs taken as independent" if not named
-                       else f"{named} repositor{'y' if named == 1 else 'ies'}: the interval "
-                       "is instance-level and speaks for their tasks only")
-    elif inf.unit == "repository":
-        reasons.extend(repository_reasons(clusters, "run"))
+    reasons.extend(level_reasons(clusters, unit, "run")[1])
     if inf.estimate is not None and inf.low is None:
         reasons.append("no interval: " + ("one unit" if inf.units < 2 else
                                           "no spread between the units"))

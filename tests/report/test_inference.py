@@ -224,6 +224,18 @@ def test_twelve_balanced_repositories_are_trusted():
     assert inf.trusted and inf.reason is None and inf.df == pytest.approx(11)
 
 
+def test_an_instance_level_inference_asked_for_is_never_trusted():
+    """Twelve balanced repositories are trusted at the repository level; asked for
+    instances (``--unit instance``), the same values speak for these repositories' tasks
+    only, and the row says so instead of passing for trusted (as it did)."""
+    labels = [f"o/r{i % 12}" for i in range(240)]
+    inf = clustered_mean(np.random.default_rng(6).normal(size=240), labels, unit="instance")
+    assert (inf.unit, inf.units, inf.clusters) == ("instance", 240, 12)
+    assert not inf.trusted
+    assert inf.reasons == ("instance-level, as asked: it speaks for these repositories' "
+                           "tasks, not for others",)
+
+
 def test_nan_values_are_left_out_with_their_labels():
     inf = clustered_mean([1.0, float("nan"), 3.0, float("inf")] * 3, ["a", "b", "c", "d"] * 3)
     assert inf.pairs == 6 and inf.clusters == 2 and inf.estimate == pytest.approx(2.0)

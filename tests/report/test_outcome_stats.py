@@ -89,6 +89,18 @@ def test_auroc_interval_says_why_it_cannot_be_trusted():
     assert auroc_interval([1, 2], [True, True], ["a", "b"]).reasons == ("no resolved run",)
 
 
+def test_an_instance_level_share_asked_for_is_not_trusted():
+    """``outcomes --unit instance``: 12 repositories of 10 runs, the solve rate's interval
+    over runs as independent speaks for these repositories' tasks, and says so."""
+    flags = [i % 3 == 0 for i in range(120)]
+    repos = [f"r{i % 12}" for i in range(120)]
+    assert share_interval(flags, repos).reasons == ()
+    iv = share_interval(flags, repos, unit="instance")
+    assert iv.unit == "instance" and iv.units == 120
+    assert iv.reasons == ("instance-level, as asked: it speaks for these repositories' "
+                          "tasks, not for others",)
+
+
 def test_share_interval_flags_a_repository_holding_most_runs():
     flags = [True] * 30 + [False] * 10 + [True, False] * 10
     repos = ["big"] * 40 + [f"r{i}" for i in range(20)]

@@ -11,7 +11,9 @@ tokens and cost they spent: measured where the trace reported usage as it went,
 estimated and marked where it did not, ``savings``). Where runs have outcomes
 (``--outcomes``, meta.json) each policy is judged by them (``judged``): resolved runs
 stopped (the loss), unresolved runs stopped, what was saved on each, and the solve rate
-with and without it. Without outcomes, a *proxy* stands in, and is labelled one: a
+with and without it. A policy that fires only after a run's last tool call (at the
+trace's end: a cost stated only then) stops nothing: such runs are counted apart
+(``Stop.after_last_call``). Without outcomes, a *proxy* stands in, and is labelled one: a
 stopped run that went on to reach high final coverage (``--high-coverage`` at
 ``--granularity``) or a correct edit location (final EditLoc recall > 0) is a
 *wrongful* stop.
@@ -177,6 +179,14 @@ class Stop:
     saved: Saving
     saved_calls: int = 0
 
+    @property
+    def after_last_call(self) -> bool:
+        """The policy fired after the run's last tool call (on that call, or at the
+        trace's end, as a cost a Claude trace states only then): the run had nothing
+        left to do, so the stop would have changed nothing. It is no stop: neither lost
+        nor caught nor saved (docs/outcomes.md §7), and counted apart."""
+        return self.saved_calls == 0
+
 
 def stop_of(o: RunOutcome, policy) -> Stop:
     """The policy's stop of ``o`` and its saving (``savings``)."""
@@ -204,13 +214,15 @@ def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
     judged = any(o.resolved is not None for o in outcomes)
     policies = []
     for p in config.policies:
-        stopped = [(o, stop_of(o, p)) for o in outcomes if p.name in o.stops]
+        fired = [(o, stop_of(o, p)) for o in outcomes if p.name in o.stops]
+        stopped = [(o, st) for o, st in fired if not st.after_last_call]
+        late = [(o, st) for o, st in fired if st.after_last_call]
         steps = [st.step for _o, st in stopped]
         tokens = [st.saved.tokens for _o, st in stopped if st.saved.tokens is not None]
         costs = [st.saved.cost_usd for _o, st in stopped if st.saved.cost_usd is not None]
         row = {
             "policy": p.name, "kind": p.kind, "action": p.action,
-            "runs": len(outcomes), "stopped": len(stopped),
+            "runs": len(outcomes), "stopped": len(stopped), "after_last_call": len(late),
             "stop_step": ({"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
                           if steps else None),
             "stop_estimated": any(st.estimated for _o, st in stopped),
@@ -224,7 +236,7 @@ def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
             },
         }
         if judged:
-            by_run = {id(o): st for o, st in stopped}
+            by_run = {id(o): st for o, st in fired}
             row["outcomes"] = judge((o, by_run.get(id(o))) for o in outcomes).to_json()
         else:
             wrongful = [o for o, _st in stopped if o.error is None and o.good(high)]
@@ -237,6 +249,9 @@ def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
              "saved_tokens": st.saved.tokens, "saved_tokens_estimated": st.saved.tokens_estimated,
              "saved_cost_usd": st.saved.cost_usd, "saved_cost_estimated": st.saved.cost_estimated,
              "reason": o.stops[p.name].reason} for o, st in stopped]
+        row["after_last_call_runs"] = [
+            {"run_id": o.run_id, "instance_id": o.instance_id, "step": st.step,
+             "resolved": o.resolved, "reason": o.stops[p.name].reason} for o, st in late]
         policies.append(row)
     known = [o.resolved for o in outcomes if o.resolved is not None]
     return {

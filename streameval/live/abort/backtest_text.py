@@ -11,6 +11,9 @@ ESTIMATED = ("* estimated: the trace reports its usage only as a run total (in p
              "tokens spent after the stop)")
 STOP_ESTIMATED = ("~ stop estimated: a document trace keeps only its total usage; the budget "
                   "is placed where even spending per tool call crosses it")
+AFTER_LAST_CALL = ("after last call: runs the policy fired on only after their last tool call "
+                   "(at the trace's end, as a cost stated only then): would have changed "
+                   "nothing, so neither stopped, lost, caught nor saved")
 
 
 def _step(p: dict) -> str:
@@ -45,10 +48,10 @@ def _judged(summary: dict) -> list[str]:
         lines.append(f"{o['runs'] - o['known']} run(s) have no outcome: their stops are "
                      "counted in 'stopped', neither lost nor caught")
     lines += ["",
-              f"{'':<20} {'':<13} {'':>7} {'':>15} {'lost':>10} {'caught':>10} {'solve rate':>10}"
-              f"  {'saved on failed runs':<29}  {'saved on resolved runs':<29}",
-              f"{'policy':<20} {'kind':<13} {'stopped':>7} {'step med/min/max':>15} "
-              f"{'(resolved)':>10} {'(failed)':>10} {'with it':>10}"
+              f"{'':<20} {'':<13} {'':>7} {'after':>9} {'':>15} {'lost':>10} {'caught':>10} "
+              f"{'solve rate':>10}  {'saved on failed runs':<29}  {'saved on resolved runs':<29}",
+              f"{'policy':<20} {'kind':<13} {'stopped':>7} {'last call':>9} "
+              f"{'step med/min/max':>15} {'(resolved)':>10} {'(failed)':>10} {'with it':>10}"
               f"  {'steps':>6} {'tokens':>12} {'$':>9}  {'steps':>6} {'tokens':>12} {'$':>9}"]
     for p in summary["policies"]:
         j = p["outcomes"]
@@ -56,7 +59,7 @@ def _judged(summary: dict) -> list[str]:
         fail, good = j["saved_on_failed"], j["saved_on_resolved"]
         lines.append(
             f"{p['policy']:<20} {p['kind']:<13} {_share(p['stopped'], p['runs']):>7} "
-            f"{_step(p):>15} {_share(j['lost'], j['resolved']):>10} "
+            f"{p['after_last_call']:>9} {_step(p):>15} {_share(j['lost'], j['resolved']):>10} "
             f"{_share(j['caught'], j['unresolved']):>10} "
             f"{'-' if rate is None else f'{rate:.3f}':>10}"
             f"  {fail['steps']:>6} {_tokens(fail):>12} {_cost(fail):>9}"
@@ -78,13 +81,15 @@ def _proxy(summary: dict) -> list[str]:
              "no outcomes: a stop is called wrongful by a proxy; --outcomes judges stops by "
              "whether the runs solved their tasks",
              "",
-             f"{'policy':<20} {'kind':<13} {'stopped':>7} {'step med/min/max':>17} "
-             f"{'saved steps':>11} {'saved tokens':>12} {'saved $':>8} {'wrongful (proxy)':>16}"]
+             f"{'policy':<20} {'kind':<13} {'stopped':>7} {'after last call':>15} "
+             f"{'step med/min/max':>17} {'saved steps':>11} {'saved tokens':>12} {'saved $':>8} "
+             f"{'wrongful (proxy)':>16}"]
     for p in summary["policies"]:
         saved = p["saved"]
         lines.append(
             f"{p['policy']:<20} {p['kind']:<13} {_share(p['stopped'], p['runs']):>7} "
-            f"{_step(p):>17} {saved['steps']:>11} {_tokens(saved):>12} {_cost(saved):>8}"
+            f"{p['after_last_call']:>15} {_step(p):>17} {saved['steps']:>11} "
+            f"{_tokens(saved):>12} {_cost(saved):>8}"
             f" {p['wrongful_proxy']:>16}")
     wrong = [(p["policy"], p["wrongful_proxy_runs"]) for p in summary["policies"]
              if p["wrongful_proxy_runs"]]
@@ -98,6 +103,8 @@ def format_table(summary: dict) -> str:
     """The report ``summarize`` made, as text."""
     lines = _judged(summary) if summary["judged_by"] == "outcomes" else _proxy(summary)
     policies = summary["policies"]
+    if any(p["after_last_call"] for p in policies):
+        lines.append(AFTER_LAST_CALL)
     if any(p["saved"]["tokens_estimated"] or p["saved"]["cost_estimated"] for p in policies):
         lines.append(ESTIMATED)
     if any(p["stop_estimated"] for p in policies):

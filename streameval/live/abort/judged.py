@@ -14,7 +14,10 @@ meta.json), a policy's figures are:
 - **the solve rate** without the policy (resolved / runs) and with it (the runs it
   stops count as unresolved: (resolved - lost) / runs).
 
-Runs whose outcome is not known are in neither: the report says how many.
+A policy that fired after a run's last tool call (``backtest.Stop.after_last_call``)
+changed nothing: that run is counted apart (``after_last_call``), neither lost nor
+caught, and saved nothing. Runs whose outcome is not known are in none of these: the
+report says how many.
 """
 
 from __future__ import annotations
@@ -72,11 +75,14 @@ class Judged:
     resolved: int = 0
     lost: int = 0
     caught: int = 0
+    #: runs the policy fired on only after their last tool call: it changed nothing
+    after_last_call: int = 0
     #: what every run judged spent in all, and what the stops saved on each kind of run
     spend: Spend = field(default_factory=Spend)
     saved_failed: Spend = field(default_factory=Spend)
     saved_resolved: Spend = field(default_factory=Spend)
     lost_runs: list[str] = field(default_factory=list)
+    after_last_call_runs: list[str] = field(default_factory=list)
 
     @property
     def unresolved(self) -> int:
@@ -102,6 +108,8 @@ class Judged:
         return {"runs": self.runs, "resolved": self.resolved, "unresolved": self.unresolved,
                 "lost": self.lost, "lost_share": self.lost_share, "caught": self.caught,
                 "caught_share": self.caught_share, "lost_runs": self.lost_runs,
+                "after_last_call": self.after_last_call,
+                "after_last_call_runs": self.after_last_call_runs,
                 "solve_rate": self.solve_rate, "solve_rate_with": self.solve_rate_with,
                 "spend": self.spend.to_json(), "saved_on_failed": self.saved_failed.to_json(),
                 "saved_on_resolved": self.saved_resolved.to_json()}
@@ -119,6 +127,10 @@ def judge(runs: Iterable[tuple]) -> Judged:
         tokens, cost = o.spent
         out.spend.add(o.steps, o.tool_calls, tokens, cost)
         if st is None:
+            continue
+        if st.after_last_call:
+            out.after_last_call += 1
+            out.after_last_call_runs.append(o.run_id)
             continue
         if o.resolved:
             out.lost += 1

@@ -190,6 +190,8 @@ def figures(runs: Sequence[RunOutcome], stops: Sequence[Stop | None], spend: str
     for o, st in zip(runs, stops):
         if o.resolved is None:
             continue
+        if st is not None and st.after_last_call:
+            st = None   # it changed nothing (``judged``)
         group = _group(o, "repository")
         if o.resolved:
             lost_flags.append(st is not None)

@@ -135,12 +135,17 @@ def test_redundancy_stops_only_the_runaway(summary):
     assert p["saved"]["steps"] == 20 and p["wrongful_proxy"] == 0
 
 
-def test_cost_known_only_at_the_end_stops_at_the_last_step(summary):
+def test_cost_known_only_at_the_end_fires_after_the_last_call_and_stops_nothing(summary):
+    """The trace states its cost only at its end: the budget fires there, after the
+    run's last call, where stopping changes nothing. It is counted apart, not as a stop
+    (before, runaway-1 was 'stopped' at step 30 with nothing saved)."""
     p = by_policy(summary, "cost")
-    assert stops(p) == {"runaway-1": 30}
+    assert stops(p) == {} and p["stopped"] == 0 and p["stop_step"] is None
+    assert p["after_last_call"] == 1
+    assert [(r["run_id"], r["step"]) for r in p["after_last_call_runs"]] == [("runaway-1", 30)]
     assert p["saved"] == {"steps": 0, "tool_calls": 0, "tokens": 0, "tokens_estimated": False,
-                          "cost_usd": 0.0, "cost_estimated": False}
-    assert p["stop_estimated"] is False   # a stream: live, the cost too comes only at the end
+                          "cost_usd": None, "cost_estimated": False}
+    assert p["wrongful_proxy"] == 0
 
 
 def test_backtest_decides_at_the_same_steps_as_the_live_watcher(tmp_path, res):

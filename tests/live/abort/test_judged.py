@@ -11,7 +11,8 @@ their tasks (docs/outcomes.md §7), every figure checked by hand on runs the tes
 ``repeats`` (times 3) stops a2 at call 4 (its third f2), b1 at call 5 (its third f1),
 b2 at call 3 and c1 at call 3; ``max_steps`` (8) stops a2 and b2 at step 8;
 ``no_new_files`` (5) stops a2 at step 7 (last new file at step 2) and b2 at step 6
-(step 1); b1's longest gap is 2 steps.
+(step 1); b1's longest gap is 2 steps. ``max_steps`` (6) fires on a1 at step 6, its last
+call: stopping it there changes nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ limit = 8
 name = "stale"
 kind = "no_new_files"
 steps = 5
+
+[[policy]]
+name = "steps-6"
+kind = "max_steps"
+limit = 6
 """
 
 FLEET = {
@@ -115,6 +121,22 @@ def test_no_new_files_stops_where_the_last_new_file_is_steps_behind(report):
     assert p["outcomes"]["saved_on_failed"]["tokens"] == 300 + 600
 
 
+def test_a_stop_after_the_last_call_is_neither_lost_nor_saved(report):
+    """a1 (resolved) ends at step 6, where ``max_steps`` 6 fires: nothing was left to
+    stop, so it is counted apart, not as a lost run (before, it was lost with 0 saved)."""
+    p = policy(report, "steps-6")
+    assert {r["run_id"]: r["step"] for r in p["stopped_runs"]} == {"a2": 6, "b1": 6, "b2": 6}
+    assert p["stopped"] == 3 and p["after_last_call"] == 1
+    assert [(r["run_id"], r["step"], r["resolved"]) for r in p["after_last_call_runs"]] == [
+        ("a1", 6, True)]
+    j = p["outcomes"]
+    assert (j["lost"], j["lost_runs"], j["caught"]) == (1, ["b1"], 2)
+    assert (j["after_last_call"], j["after_last_call_runs"]) == (1, ["a1"])
+    assert (j["saved_on_resolved"]["runs"], j["saved_on_resolved"]["steps"]) == (1, 1)
+    assert j["solve_rate_with"] == 0.25
+    assert p["saved"]["steps"] == 4 + 1 + 6
+
+
 def test_the_table_says_lost_and_caught_and_names_the_lost_runs(tmp_path, capsys):
     runs = write_fleet(tmp_path, FLEET)
     (tmp_path / "p.toml").write_text(POLICIES)
@@ -126,4 +148,9 @@ def test_the_table_says_lost_and_caught_and_names_the_lost_runs(tmp_path, capsys
     assert "resolved runs stopped by rep: b1" in out
     assert "wrongful" not in out
     rep = next(line for line in out.splitlines() if line.startswith("rep "))
-    assert rep.split()[2:7] == ["4/5", "3.5/3/5", "1/2", "2/2", "0.250"]   # steps 4, 5, 3, 3
+    # stopped, after the last call, steps 4, 5, 3, 3, lost, caught, solve rate with it
+    assert rep.split()[2:8] == ["4/5", "0", "3.5/3/5", "1/2", "2/2", "0.250"]
+    six = next(line for line in out.splitlines() if line.startswith("steps-6 "))
+    assert six.split()[2:8] == ["3/5", "1", "6/6/6", "1/2", "2/2", "0.250"]
+    assert "resolved runs stopped by steps-6: b1" in out
+    assert "after last call: runs the policy fired on only after their last tool call" in out

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from outcome_fleet import TOKENS_PER_CALL, files, write_fleet
 
 from streameval.commands.main import main
-from streameval.live.abort.backtest import RunOutcome
+from streameval.live.abort.backtest import RunOutcome, Stop
 from streameval.live.abort.engine import ABORT_NAME, load_policies
-from streameval.live.abort.tune import split_runs
+from streameval.live.abort.savings import Saving
+from streameval.live.abort.tune import figures, split_runs
 
 
 def _resolved(n: int) -> list[str]:
@@ -102,6 +103,20 @@ def tuned(tmp_path_factory):
 
 def _tokens(n: int) -> int:
     return TOKENS_PER_CALL * n
+
+
+def test_a_stop_after_the_last_call_is_not_a_lost_run():
+    """Two resolved runs of 10 calls, one stopped after call 6, one only after its last
+    call (a budget known at the end): one lost of two, not two."""
+    runs = _runs([("alpha", 2)])
+    for o in runs:
+        o.steps = 10
+    none = Saving(0, False, None, False)
+    stops = [Stop(6, False, 4, Saving(400, False, None, False), 4), Stop(10, False, 0, none, 0)]
+    f = figures(runs, stops, "steps", intervals=True)
+    assert (f.judged.lost, f.judged.after_last_call) == (1, 1)
+    assert f.lost == 0.5 and f.lost_iv.estimate == 0.5
+    assert f.saved_all == pytest.approx(4 / 20) and f.saved_failed == 0.0
 
 
 def test_the_split_of_the_fleet(tuned):
