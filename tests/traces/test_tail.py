@@ -144,3 +144,25 @@ def test_read_regular_neither_blocks_on_a_fifo_nor_reads_what_admit_refuses(tmp_
     plain.write_bytes(b"{}")
     assert read_regular(plain) == b"{}"
     assert read_regular(plain, admit=lambda fd, path: False) is None
+
+
+def test_same_size_save_that_changed_only_the_middle_is_a_rewrite_and_a_touch_is_not(tmp_path):
+    """Past both anchors only the checksum of every byte read tells the two apart."""
+    from streameval.traces.tail import ANCHOR
+
+    p = tmp_path / "t.jsonl"
+    lines = [b"line %05d" % i for i in range(3 * ANCHOR // 10)]
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    t = FileTail(p)
+    assert len(t.poll().lines) == len(lines)
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))   # a touch
+    assert t.poll().status == "ok"
+    middle = len(lines) // 2
+    changed = lines[:middle] + [b"LINE %05d" % middle] + lines[middle + 1:]
+    with open(p, "r+b") as fh:   # saved again in place, same size, new bytes mid-file
+        fh.write(b"\n".join(changed) + b"\n")
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    b = t.poll()
+    assert b.status == "rewritten"
+    assert b.lines[middle] == (b"LINE %05d" % middle, middle + 1)
