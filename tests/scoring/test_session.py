@@ -87,6 +87,7 @@ def _walked(obj) -> int:
     """Objects a full garbage collection walks for ``obj``'s own state (not the shared
     gold, view and symbols)."""
     import gc
+    from types import ModuleType
 
     state = vars(obj).get("state")
     shared = {id(obj.gold), id(obj.view), id(vars(obj).get("_symbols")),
@@ -94,7 +95,7 @@ def _walked(obj) -> int:
     seen, todo = set(), [obj]
     while todo:
         o = todo.pop()
-        if id(o) in seen or id(o) in shared or not gc.is_tracked(o) or isinstance(o, type):
+        if id(o) in seen or id(o) in shared or not gc.is_tracked(o) or isinstance(o, (type, ModuleType)):
             continue
         seen.add(id(o))
         todo.extend(gc.get_referents(o))
