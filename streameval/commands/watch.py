@@ -240,27 +240,27 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher, token: PushToken | N
     """``--front process``: the watcher's server on a private Unix socket, the public
     port served by the front (``live.front``: /metrics from ``mirror``, the pushes with
     ``--ingest``, ``token`` theirs); (server, port, link)."""
+    import logging
     import shutil
-    import socket
-    import tempfile
 
-    from streameval.live import front
     from streameval.live.guard import Limits
+    from streameval.live.link import FrontProcess, Link
     from streameval.live.mirror import Feed
     from streameval.live.server import backlog, bind
 
     public = bind(w.cfg.host, w.cfg.port, backlog=backlog(Limits()))
-    private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
-    inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    private, inner = private_socket("watcher.sock")
     server = None
+    spool = w.cfg.root / SPOOL_NAME if args.ingest else None
     try:
-        inner.bind(str(private))
-        inner.listen(128)
-        inner.setblocking(False)
         server, _registry, _ = serve(w.table, ingest=None, per_run_series=args.per_run_series,
                                      sock=inner)
-        link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME if args.ingest else None,
-                          token=token.value if token else None, max_runs=args.ingest_max_runs, feed=Feed(server.collector))
+        front = FrontProcess(public, {
+            "spool": str(spool) if spool is not None else None, "upstream": str(private),
+            "max_runs": args.ingest_max_runs, "idle": w.cfg.idle_timeout,
+            "token": token.value if token else None, "limits": {},
+            "verbose": logging.getLogger().getEffectiveLevel()})
+        link = Link(w, front, spool, feed=Feed(server.collector))
     except BaseException as exc:
         if server is not None:
             server.close()
@@ -270,5 +270,24 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher, token: PushToken | N
         if isinstance(exc, RuntimeError):   # the front did not start: said, not a traceback
             raise UsageError(f"{exc}; --front thread serves from this process") from None
         raise
-    link.private_dir = private.parent
+    front.private_dir = private.parent
     return server, public.getsockname()[1], link
+
+
+def private_socket(name: str, folder: Path | None = None):
+    """A listening Unix socket ``name`` in a private folder (made now unless given):
+    (its path, the socket)."""
+    import socket
+    import tempfile
+
+    folder = folder or Path(tempfile.mkdtemp(prefix="streameval-watch-"))
+    path = folder / name
+    inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        inner.bind(str(path))
+        inner.listen(128)
+    except OSError:
+        inner.close()
+        raise
+    inner.setblocking(False)
+    return path, inner

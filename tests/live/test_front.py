@@ -257,9 +257,9 @@ def test_a_literal_token_warns(tmp_path):
 def test_a_front_that_keeps_dying_closes_the_port(watch):
     """After MAX_STARTS starts within a minute the watcher gives up, and closes the
     port: clients are refused at once, not left waiting in the listen queue."""
-    from streameval.live.front import Link
+    from streameval.live.link import FrontProcess
 
-    for _ in range(Link.MAX_STARTS):
+    for _ in range(FrontProcess.MAX_STARTS):
         pid = watch.front_pid()
         os.kill(pid, signal.SIGKILL)
         wait_until(lambda pid=pid: _refused(watch.port) or _other_front(watch, pid),
@@ -290,7 +290,7 @@ def test_the_fronts_counts_are_added_to_the_watchers_own():
     from collections import Counter
     from types import SimpleNamespace
 
-    from streameval.live.front import COUNTERS, Link
+    from streameval.live.link import COUNTERS, Link
 
     stats = SimpleNamespace(**{name: Counter() for name in COUNTERS})
     link = Link.__new__(Link)
