@@ -215,7 +215,7 @@ def _supervise(args: argparse.Namespace, cfg: WatchConfig, count: int) -> int:
     public = bind(cfg.host, cfg.port, backlog=backlog(Limits()))
     private = Path(tempfile.mkdtemp(prefix="streameval-watch-"))
     arbiter = Arbiter(cfg.checkpoint, cfg.root, count)
-    arbiter.restore(cfg.globs)
+    arbiter.restore()
     links = str(private / "front.sock")
     plans = [Plan(i, count, links, str(private / f"worker-{i}.sock"),
                   str(part(cfg.checkpoint, i)) if cfg.checkpoint else None,

@@ -7,11 +7,11 @@ had (issue 31, ``live.claims``). With several workers one keeper decides for all
 two workers give one id twice; its claims go to ``<checkpoint>.claims``, written afresh
 from time to time (``ClaimLog.compact``), which a watcher of one worker reads too. Who
 asks first must not decide the bare id: workers read their traces at once, at the pace
-of each, where one watcher reads them in the order of the walk. So the ids that
-``meta.json`` files under the root give twice are looked up before any worker starts
-(``colliding_ids``), and each is kept bare for the first of its traces in walk order,
-as one watcher gives it. Runs that appear later take their ids as they come, as with
-one watcher.
+of each, where one watcher reads them in the order of the walk. So at the start each
+worker first says which id the first run of each of its traces will ask for
+(``live.declare``), and is answered once all have: each id two traces ask for is kept
+bare for the first of them in walk order, as one watcher gives it. Runs that appear
+later take their ids as they come, as with one watcher.
 
 **Paths.** A worker asks before it follows a new file (``hold``) and says when it let
 one go or followed it to a new path. A worker that died has its claims and paths kept
@@ -26,38 +26,11 @@ from collections import Counter
 from pathlib import Path
 
 from streameval.live.claims import ClaimLog
+from streameval.live.join import walk_key
 from streameval.live.outputs import read_checkpoint
-from streameval.live.paths import is_trace
-from streameval.traces.identity import MetaError, RunIds, read_meta, trace_name, walk_files
-from streameval.traces.parts import trace_of
+from streameval.traces.identity import RunIds
 
 log = logging.getLogger(__name__)
-
-
-def colliding_ids(root: Path, globs: tuple[str, ...]) -> dict[str, str]:
-    """Run id -> the first trace (named relative to ``root``, as runs are) in walk
-    order, for each id the ``meta.json`` of two traces or more give."""
-    first: dict[str, str] = {}
-    twice: dict[str, str] = {}
-    metas: dict[Path, str | None] = {}
-    for p in walk_files(root):
-        if trace_of(p) != p or not is_trace(p, globs):
-            continue
-        if p.parent not in metas:
-            try:
-                meta = read_meta(p) or {}
-            except MetaError:
-                meta = {}
-            given = meta.get("run_id")
-            metas[p.parent] = str(given) if isinstance(given, (str, int)) and str(given) else None
-        run_id = metas[p.parent]
-        if run_id is None:
-            continue
-        if run_id in first:
-            twice.setdefault(run_id, first[run_id])
-        else:
-            first[run_id] = trace_name(p, root)
-    return twice
 
 
 class Arbiter:
@@ -77,36 +50,36 @@ class Arbiter:
         self._pending: dict[int, tuple[set, set]] = {}
         self._started: set[int] = set()
         self._first_start = True
+        #: worker -> what the first runs of its traces ask for (``declare``), at the start
+        self._declarations: dict[int, list] = {}
+        self._declared_all = False
         self.changed = False
 
-    def restore(self, globs: tuple[str, ...]) -> None:
-        """The claims of before (a checkpoint of one watcher, then the claims file), and
-        the ids to keep for the first of their traces."""
+    def restore(self) -> None:
+        """The claims of before: a checkpoint of one watcher's, then the claims file."""
         if self.checkpoint is not None:
             journal = read_checkpoint(self.checkpoint, self.root).journals.get("run_ids")
             if journal is not None:
                 self.log.restore_journal(journal)
             self.log.read_since()
-        given = {got for _key, got in self.ids.claims()}
-        for run_id, trace in colliding_ids(self.root, globs).items():
-            if run_id not in given:
-                self.ids.reserve(run_id, trace)
 
-    def handle(self, worker: int, m: dict) -> dict | None:
-        """A worker's message; the answer to an ask."""
+    def handle(self, worker: int, m: dict) -> list[tuple[int, dict]]:
+        """A worker's message; the answers to send, to whom."""
         if "claim" in m:
             key = tuple(m["claim"])
             got = self.ids.claim(*key)
             self._by[key] = worker
             self._pending.get(worker, (set(), set()))[0].discard(key)
             self.changed = True
-            return {"id": got}
+            return [(worker, {"id": got})]
         if "hold" in m:
             path = m["hold"]
             holder = self.files.setdefault(path, worker)
             if holder == worker:
                 self._pending.get(worker, (set(), set()))[1].discard(path)
-            return {"ok": holder == worker}
+            return [(worker, {"ok": holder == worker})]
+        if "declare" in m:
+            return self._declared(worker, m["declare"])
         if "release" in m:
             self._release(m["release"])
         elif "let_go" in m:
@@ -119,7 +92,32 @@ class Arbiter:
             self.files[new] = worker
         elif "started" in m:
             self._worker_started(worker)
-        return None
+        return []
+
+    def _declared(self, worker: int, entries: list) -> list[tuple[int, dict]]:
+        """A worker's first runs' ids; once every worker of the first start has said its
+        own, the ids two traces ask for are kept for the first in walk order, and all are
+        answered. A worker started again is answered at once: the others are reading."""
+        if self._declared_all:
+            return [(worker, {"ok": True})]
+        self._declarations[worker] = entries
+        if len(self._declarations) < self.workers:
+            return []
+        self._declared_all = True
+        given = {got for _key, got in self.ids.claims()}
+        first: dict[str, tuple[list, str]] = {}
+        twice: set[str] = set()
+        for entries in self._declarations.values():
+            for run_id, trace, directory in entries:
+                key = walk_key(Path(trace), Path(), directory)
+                if run_id in first:
+                    twice.add(run_id)
+                    if key >= first[run_id][0]:
+                        continue
+                first[run_id] = (key, trace)
+        for run_id in twice - given:
+            self.ids.reserve(run_id, first[run_id][1])
+        return [(w, {"ok": True}) for w in sorted(self._declarations)]
 
     def _release(self, got: str) -> None:
         key = self.ids.asker(got)

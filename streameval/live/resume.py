@@ -53,8 +53,9 @@ def save(w: Any) -> None:
     w.claims.saved()   # every claim is in the checkpoint now
 
 
-def restore(w: Any) -> int:
-    """Resume the runs a previous watcher was following; returns how many files."""
+def restore(w: Any, later: list | None = None) -> int:
+    """Resume the runs a previous watcher was following; returns how many files. Each
+    is read again at once, or, given ``later``, put there to be read (``read_again``)."""
     w.out_digests.read_out(w.cfg.out)
     cp = w.cfg.checkpoint
     if not cp:
@@ -81,10 +82,19 @@ def restore(w: Any) -> int:
             f = w.follow(path, named=pos.get("named"))
             if st.st_ino == pos["inode"]:
                 f.written = pos["written"]
-            f.restoring = True
-            f.poll()
-            f.restoring = False
-            w.narration.lines_restored += f.lines_counted
+            if later is None:
+                read_again(w, [f])
+            else:
+                later.append(f)
             n += 1
     w.table.stats.events["restored"] += n
     return n
+
+
+def read_again(w: Any, followers: list) -> None:
+    """Read restored traces again from their first byte, their lines not counted anew."""
+    for f in followers:
+        f.restoring = True
+        f.poll()
+        f.restoring = False
+        w.narration.lines_restored += f.lines_counted

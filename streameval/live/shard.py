@@ -129,6 +129,11 @@ class Shard:
     def moved(self, old: Path, new: Path) -> None:
         self.control.tell({"moved": [str(old), str(new)]})
 
+    def declare(self, entries: list[list]) -> None:
+        """The ids the first runs of this worker's traces will ask for (``declare``);
+        answered once every worker has said its own."""
+        self.control.ask({"declare": entries})
+
     def started(self) -> None:
         """The worker read what its checkpoint and the root hold."""
         self.control.tell({"started": True})

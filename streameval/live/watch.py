@@ -33,6 +33,7 @@ from streameval.errors import Reason
 from streameval.fileio import append_whole
 from streameval.live import halt, resume
 from streameval.live.claims import ClaimLog, claims_path
+from streameval.live.declare import declaration
 from streameval.live.follow import TraceFollower
 from streameval.live.narrate import Narration
 from streameval.live.outputs import Digests, SharedDigests
@@ -554,6 +555,10 @@ class Watcher:
         resume.save(self)
 
     @_counting_clamps
+    def _counted(self, fn: Callable, *args: Any) -> Any:
+        return fn(*args)
+
+    @_counting_clamps
     def restore_checkpoint(self) -> int:
         """Resume the runs a previous watcher was following; returns how many files."""
         return resume.restore(self)
@@ -562,9 +567,19 @@ class Watcher:
         """What a watcher does before it follows changes: resume the runs of the
         checkpoint, read the predictions, find every trace under the root and read it.
         Run ids restored that no run asked for again then go (their trace is gone)."""
-        self.restore_checkpoint()
-        self.poll_predictions()
-        self.scan()
+        if self.shard is None:
+            self.restore_checkpoint()
+            self.poll_predictions()
+            self.scan()
+        else:
+            # every trace found first, the ids their runs will ask for told (``declare``),
+            # then read: which run gets an id bare is then one watcher's choice
+            restored: list[TraceFollower] = []
+            self._counted(resume.restore, self, restored)
+            self.poll_predictions()
+            self.scan()
+            self.shard.declare(declaration(list(self.followers.values())))
+            self._counted(resume.read_again, self, restored)
         self.poll_all()
         self.table.run_ids.drop_restored()
         self.started_through = time.time()

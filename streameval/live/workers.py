@@ -219,11 +219,11 @@ class Supervisor:
             return
         if "ready" in m:
             return
-        answer = self.arbiter.handle(worker.plan.index, m)
-        if answer is not None:
+        for index, answer in self.arbiter.handle(worker.plan.index, m):
+            to = self.workers.get(index)
             try:
-                worker.sock.sendall(frame(answer))
-            except OSError:
+                to.sock.sendall(frame(answer))
+            except (OSError, AttributeError):
                 pass   # it died: its socket says so next
 
     def _died(self, worker: _Worker) -> None:
