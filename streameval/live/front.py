@@ -237,7 +237,10 @@ def main(argv: list[str]) -> int:
                 for name, pairs in config.get("counter_base", {}).items()}
 
         def own() -> dict[str, Counter]:
-            return {name: base.get(name, Counter()) + Counter(dict(c)) for name, c in counters.items()}
+            # what the supervisor was told (every TICK), on what the fronts before counted:
+            # a front killed now and started again goes on from the numbers shown
+            return {name: base.get(name, Counter()) + reported.get(name, Counter())
+                    for name in counters}
 
         store = Joined(config["workers"], config["per_run_series"], config["fleet_groups"], own)
         workers = _Workers(config["links"], sel, store)
@@ -259,6 +262,7 @@ def main(argv: list[str]) -> int:
         page.mount(app)
     server = HttpServer(app, sock=public)
     last = time.monotonic()
+    reported: dict[str, Counter] = {}
 
     def take(worker: int | None, messages: list[dict]) -> None:
         for m in messages:
@@ -288,7 +292,13 @@ def main(argv: list[str]) -> int:
                 last = time.monotonic()
                 if routes is not None:
                     routes.settle()
-                outbox.counts(_counts(counters))
+                counts = _counts(counters)
+                outbox.counts(counts)
+                now = {name: Counter({tuple(k) if isinstance(k, list) else k: n for k, n in pairs})
+                       for name, pairs in counts.items()}
+                if now != reported and workers is not None:
+                    reported.update(now)
+                    store.counted()
     except OSError:
         return 0
     finally:

@@ -24,6 +24,7 @@ process fares (lag, caches, stale runs, backlog: docs/watch.md, "Workers").
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
@@ -39,7 +40,6 @@ from streameval.live.exporter import (
     _held,
     cap_families,
     cache_counts,
-    newest_first,
     process_families,
 )
 from streameval.live.fleet import Fleet, FleetEntry
@@ -75,6 +75,19 @@ def order_key(run: LiveRun, root: Path, started_through: float, directory: bool)
     return [0, walk_key(Path(path), root, directory), index]
 
 
+def newest(runs: list, limit: int) -> list:
+    """The ``limit`` runs whose per-run series are exported, of ``runs`` (each
+    ``[text, order, finished, finished_at, ...]``): active ones first, the most recently
+    met first, then the most recently finished, as ``exporter.newest_first`` ranks one
+    watcher's. Met is told by the order (one watcher meets its runs in it): times of
+    workers that read at once would tell another story."""
+    if len(runs) <= limit:
+        return runs
+    active = sorted((r for r in runs if not r[2]), key=lambda r: r[1], reverse=True)
+    ended = sorted((r for r in runs if r[2]), key=lambda r: (-r[3], r[1]))
+    return (active + ended)[:limit]
+
+
 class JoinFeed:
     """A worker's end (``link.Link`` asks it): its parts of a scrape, with only what
     the front does not have yet. Called from one thread at a time."""
@@ -106,14 +119,15 @@ class JoinFeed:
             self._front, self._texts, self._entries = front, {}, {}
         c = self.collector
         pairs, states = c._gather_runs()
-        kept, _dropped = newest_first(pairs, c.per_run_series)
-        run_of = {id(e): run for run, e in pairs}
-        texts = [exposition.run_text(e) for e in kept]
-        runs = []
-        for e, text in zip(kept, texts):
-            run = run_of[id(e)]
-            runs.append([id(text), self._order(run), e.finished,
-                         (run.finished_at or 0.0) if e.finished else run.first_seen])
+        ranked = [[e, self._order(run), e.finished, run.finished_at or 0.0] for run, e in pairs]
+        kept = newest(ranked, c.per_run_series)
+        if len(kept) < len(ranked):
+            chosen = {id(r[0]) for r in kept}
+            for r in ranked:   # left out: its text goes (made again if it comes back)
+                if id(r[0]) not in chosen:
+                    r[0].text = None
+        texts = [exposition.run_text(r[0]) for r in kept]
+        runs = [[id(text), *r[1:]] for text, r in zip(texts, kept)]
         entries: dict[str, list | None] = {}
         for run, e in pairs:
             f = e.fleet
@@ -128,7 +142,7 @@ class JoinFeed:
         with _held(table.lock, 0.0 if states["stale"] else LOCK_WAIT):
             stats = table.stats.message()
             caches = cache_counts(table.caches)
-        message = {"full": full, "at": time.monotonic(), "runs": runs,
+        message = {"full": full, "pid": os.getpid(), "at": time.monotonic(), "runs": runs,
                    "texts": [[id(t), t] for t in texts if id(t) not in self._texts],
                    "entries": entries, "states": dict(states), "stats": stats,
                    "caches": caches}
@@ -142,9 +156,13 @@ class JoinFeed:
 
 
 class _Parts:
-    """What the front holds of one worker."""
+    """What the front holds of one worker. A worker started again (another process)
+    reads its runs again without counting their lines again: what the one before it
+    counted stays (``base``), so the counters go on."""
 
     def __init__(self) -> None:
+        self.pid: int | None = None
+        self.base = EvaluatorStats()
         self.texts: dict[int, tuple[bytes, ...]] = {}
         self.runs: list = []
         self.entries: dict[str, tuple[list, FleetEntry]] = {}
@@ -156,6 +174,10 @@ class _Parts:
     def take(self, m: dict[str, Any]) -> None:
         if m["full"]:   # a worker started (again), or this front: nothing of before holds
             self.texts, self.entries = {}, {}
+            if self.pid is not None and m["pid"] != self.pid and self.stats is not None:
+                self.base.add(self.stats)
+                self.base.backlog_bytes = 0   # a gauge: its successor's own
+            self.pid = m["pid"]
         self.texts.update((n, tuple(t.encode("utf-8") for t in text)) for n, text in m["texts"])
         self.runs = m["runs"]
         used = {r[0] for r in self.runs}
@@ -198,6 +220,11 @@ class Joined:
             self._parts[worker].take(message)
             self._version += 1
 
+    def counted(self) -> None:
+        """The front's own counters moved: the next scrape is made again."""
+        with self._lock:
+            self._version += 1
+
     def has(self, om: bool) -> bool:
         """Every worker has sent its parts (once: a worker started again has old ones)."""
         return all(p.stats is not None for p in self._parts)
@@ -224,17 +251,16 @@ class Joined:
         states: Counter = Counter()
         for p in parts:
             states.update(p.states)
-        runs = [(r[1], r[2], r[3], w, r[0]) for w, p in enumerate(parts) for r in p.runs]
+        # [text, order, finished, finished_at, worker]; the newest of all
+        runs = [[*r, w] for w, p in enumerate(parts) for r in p.runs]
         limit = self.per_run_series
         dropped: Counter = Counter()
         if states["active"] + states["finished"] > limit:
-            # the newest of all, as ``exporter.newest_first`` ranks one watcher's runs
-            runs.sort(key=lambda r: (r[1], -r[2], r[0]))
-            runs = runs[:limit]
+            runs = newest(runs, limit)
             for state in ("active", "finished"):
-                dropped[state] = states[state] - sum(1 for r in runs if r[1] == (state == "finished"))
-        runs.sort(key=lambda r: r[0])
-        texts = [parts[w].texts[n] for _o, _f, _t, w, n in runs]
+                dropped[state] = states[state] - sum(1 for r in runs if r[2] == (state == "finished"))
+        runs.sort(key=lambda r: r[1])
+        texts = [parts[r[4]].texts[r[0]] for r in runs]
         out: list[bytes] = []
         for header, family in zip(self._headers[om], zip(*texts) if texts else
                                   [()] * len(RUN_FAMILIES)):
@@ -247,6 +273,7 @@ class Joined:
         stats = EvaluatorStats()
         caches: dict[str, list[float]] = {}
         for p in parts:
+            stats.add(p.base.message())
             if p.stats is not None:
                 stats.add(p.stats)
             for name, hits, misses in p.caches:
