@@ -219,6 +219,9 @@ class Supervisor:
             return
         if "ready" in m:
             return
+        if "started" in m and worker.plan.again:
+            log.info("worker %d started again has read its checkpoint and its traces; it "
+                     "scores its runs from where they were", worker.plan.index)
         for index, answer in self.arbiter.handle(worker.plan.index, m):
             to = self.workers.get(index)
             try:

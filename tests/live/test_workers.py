@@ -1,0 +1,198 @@
+"""``watch --workers 2``: two scoring processes, the front, and their supervisor
+(live/workers.py), through the real command line.
+
+A worker killed with SIGKILL mid-run is started again with its runs: every record is
+the replayed one, none is written twice, and ``/metrics`` never holds a run twice; a
+worker stopped with SIGSTOP leaves ``/metrics`` answered with its numbers' age; the page
+lists the runs of both workers and opens each; the children die with the supervisor;
+a worker that keeps dying stops the watch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+from claude_run import APP, UTIL, Claude, append, make_setup, owner, wait_until, watch_process, worker_pids
+
+from streameval.runs.evaluate import evaluate_trace
+from streameval.runs.resources import load_resources
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+
+RUNS = 6
+
+
+def _runs(runs: Path, s) -> list[tuple[Path, Claude]]:
+    """Six runs, each a call read so far, their traces' owners both workers."""
+    out = []
+    for i in range(RUNS):
+        d = runs / f"r{i}"
+        d.mkdir(parents=True)
+        (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": f"r{i}",
+                                                 "agent": "claude-code", "model": f"m{i % 2}"}))
+        c = Claude()
+        append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 10 + i))
+        out.append((d / "trace.jsonl", c))
+    assert {owner(t) for t, _c in out} == {0, 1}, "rename the runs: one worker holds them all"
+    return out
+
+
+def _scrape(port: int, path: str = "/metrics") -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        return r.read()
+
+
+def _run_ids(body: bytes) -> list[str]:
+    return re.findall(r'^streameval_run_info\{[^}]*run_id="([^"]*)"', body.decode(), re.M)
+
+
+def _start(tmp_path: Path, s, runs: Path, *more: str):
+    return watch_process([str(runs), "--gold", str(s.gold), "--repo", str(s.repo), "--port", "0",
+                          "--workers", "2", "--out", str(tmp_path / "out.jsonl"),
+                          "--checkpoint-interval", "0.1", "--idle-timeout", "3600",
+                          "--patch-grace", "0", *more], tmp_path / "watch.log")
+
+
+def test_a_killed_worker_is_started_again_with_its_runs(tmp_path):
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    traces = _runs(runs, s)
+    proc, port = _start(tmp_path, s, runs)
+    try:
+        wait_until(lambda: sorted(_run_ids(_scrape(port))) == [f"r{i}" for i in range(RUNS)],
+                   what="every run in /metrics")
+        pids = worker_pids(proc.pid)
+        victim = owner(traces[0][0])
+        part = Path(f"{tmp_path / 'out.jsonl'}.checkpoint.json.w{victim}")
+        wait_until(lambda: part.exists() and len(orjson.loads(part.read_bytes())["files"]) ==
+                   sum(owner(t) == victim for t, _c in traces), what="its checkpoint")
+        os.kill(pids[victim], signal.SIGKILL)
+        for trace, c in traces:   # the rest of every run, while one worker is down
+            append(trace, *c.read("src/util.py", UTIL, 1, 5), c.result())
+        out = tmp_path / "out.jsonl"
+        wait_until(lambda: out.exists() and out.read_bytes().count(b"\n") >= RUNS, 60,
+                   "every record")
+        again = worker_pids(proc.pid)
+        assert again[victim] != pids[victim] and again[1 - victim] == pids[1 - victim]
+        body = _scrape(port)
+        assert sorted(_run_ids(body)) == [f"r{i}" for i in range(RUNS)]   # each once
+        assert b'streameval_fleet_runs{agent="claude-code",experiment="",model="m0",state="finished"} 3.0' in body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    said = (tmp_path / "watch.log").read_text()
+    assert f"worker {victim} stopped (exit -9); starting it again" in said
+    records = out.read_bytes().splitlines()
+    assert len(records) == RUNS, said[-3000:]   # nothing twice
+    res = load_resources(str(s.gold), None, str(s.repo))
+    assert sorted(records) == sorted(orjson.dumps(evaluate_trace(t, res, root=runs)[0])
+                                     for t, _c in traces)
+    assert proc.returncode == 0
+    assert "records written: " in said and "runs: " in said   # the summary, added up
+
+
+def test_a_stopped_worker_leaves_metrics_answered_with_their_age(tmp_path):
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    _runs(runs, s)
+    proc, port = _start(tmp_path, s, runs)
+    try:
+        wait_until(lambda: len(_run_ids(_scrape(port))) == RUNS, what="every run in /metrics")
+        stopped = worker_pids(proc.pid)[0]
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            def age() -> float:
+                return float(re.search(rb"^streameval_metrics_age_seconds (\S+)$", _scrape(port),
+                                       re.M).group(1))
+
+            first = age()
+            wait_until(lambda: age() > first + 1.0, what="the age to grow")
+            assert len(_run_ids(_scrape(port))) == RUNS   # the stopped worker's, as last sent
+        finally:
+            os.kill(stopped, signal.SIGCONT)
+        wait_until(lambda: age() < 1.0, what="fresh numbers")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+def test_the_page_lists_both_workers_runs_and_opens_each(tmp_path):
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    _runs(runs, s)
+    proc, port = _start(tmp_path, s, runs)
+    try:
+        wait_until(lambda: len(json.loads(_scrape(port, "/api/runs"))["runs"]) == RUNS,
+                   what="every run on the page")
+        fleet = json.loads(_scrape(port, "/api/runs"))
+        assert fleet["full"] and sorted(r["id"] for r in fleet["runs"]) == [f"r{i}" for i in range(RUNS)]
+        # nothing changed since: no rows, and the same generation (a 304 with its ETag)
+        since = json.loads(_scrape(port, f"/api/runs?since={fleet['gen']}"))
+        assert not since["full"] and since["runs"] == [] and since["gen"] == fleet["gen"]
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/api/runs",
+                                     headers={"If-None-Match": f'"{fleet["gen"]}"'})
+        with pytest.raises(urllib.error.HTTPError) as not_modified:
+            urllib.request.urlopen(req, timeout=10)
+        assert not_modified.value.code == 304
+        not_modified.value.close()
+        for i in range(RUNS):   # each from the worker that has it
+            assert json.loads(_scrape(port, f"/api/run?id=r{i}"))["run"]["id"] == f"r{i}"
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            _scrape(port, "/api/run?id=nobody")
+        assert missing.value.code == 404
+        missing.value.close()
+        assert b"<html" in _scrape(port, "/").lower()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+def test_the_workers_and_the_front_die_with_the_supervisor(tmp_path):
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    proc, port = _start(tmp_path, s, runs)
+    children = list(worker_pids(proc.pid).values())
+    assert len(children) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+
+    def gone(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    wait_until(lambda: all(gone(pid) for pid in children), what="the workers to end")
+
+
+def test_a_worker_that_keeps_dying_stops_the_watch(tmp_path):
+    from streameval.live.workers import Supervisor
+
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    proc, _port = _start(tmp_path, s, runs)
+    try:
+        for _ in range(Supervisor.MAX_STARTS):   # counting its first start
+            wait_until(lambda: 1 in worker_pids(proc.pid), what="worker 1")
+            pid = worker_pids(proc.pid)[1]
+            os.kill(pid, signal.SIGKILL)
+            wait_until(lambda pid=pid: worker_pids(proc.pid).get(1) != pid
+                       or proc.poll() is not None, what="worker 1 to go")
+        assert proc.wait(60) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "worker 1 stopped (exit -9) for the 5(th) time" in (tmp_path / "watch.log").read_text()
