@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
         res = resources(args)
         w = Watcher(cfg, res, shard=Shard(plan.index, plan.count, control),
                     foreign=[Path(p) for p in plan.foreign])
-        engine = _abort_engine(args, w)
+        engine = _said_once(plan.index, _abort_engine, args, w)
         emitter = otlp_options.emitter(args)
         if emitter is not None:
             attach_otel(w, emitter, args.otlp_live, engine)
@@ -83,6 +83,22 @@ def main(argv: list[str]) -> int:
         otlp_options.close(emitter, "watch")
     control.tell({"summary": vars(w.narration.counts(w))})
     return 0
+
+
+def _said_once(index: int, make, *args):
+    """``make(*args)``, what it says at INFO said by the first worker only (the abort
+    policies read: every worker reads the same file)."""
+    import logging
+
+    if index == 0:
+        return make(*args)
+    quiet = logging.getLogger("streameval.live.abort")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        return make(*args)
+    finally:
+        quiet.setLevel(level)
 
 
 if __name__ == "__main__":

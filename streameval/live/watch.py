@@ -140,7 +140,9 @@ class Watcher:
             claims_path(cfg.checkpoint) if cfg.checkpoint else None, *self.foreign) if p is not None}
         #: when ``start`` was done: runs met later are listed after those met in it (``join``)
         self.started_through = float("inf")
-        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links)
+        #: what every worker meets under the root is said by the first
+        self.says_walk = shard is None or shard.index == 0
+        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links, self.says_walk)
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):

@@ -139,15 +139,12 @@ class Supervisor:
         self._front_thread.start()
         for plan in self.plans:
             self._spawn(plan)
-        line = None
-        for index in sorted(self.workers):
-            first = self._first(self.workers[index])
+        firsts = {index: self._first(self.workers[index]) for index in sorted(self.workers)}
+        for first in firsts.values():
             if "error" in first:
                 self.stop()
                 raise WorkerError(first["error"], first.get("code", 2))
-            if index == 0:
-                line = first.get("ready")
-        return line
+        return firsts[0].get("ready")
 
     def _spawn(self, plan: Plan) -> None:
         mine, theirs = socket.socketpair()
@@ -209,7 +206,9 @@ class Supervisor:
                 if not worker.ready:   # a worker started again: its first message
                     worker.ready = True
                     if "error" in m:
-                        log.error("worker %d could not start again: %s", worker.plan.index, m["error"])
+                        if not self.stopping:
+                            log.error("worker %d could not start again: %s", worker.plan.index,
+                                      m["error"])
                         continue
                 self._answer(worker, m)
 
@@ -312,6 +311,8 @@ class Supervisor:
         self.front.close()
         if self._front_thread is not None:
             self._front_thread.join(5)
+        if sock is not None:
+            sock.close()
         tally = None
         for index in sorted(self.workers):
             t = self.workers[index].tally
