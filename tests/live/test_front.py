@@ -6,7 +6,8 @@ the spooled trace; the session's next PreToolUse is denied once a policy stopped
 run (the watcher tells the front what it scored, across processes); /metrics (joined
 in the front from the watcher's pieces) and the page (passed on to the watcher) carry
 the front's counters; a front killed with SIGKILL is started again on the same port,
-its counters going on; and the front dies with the watcher.
+its counters going on; and the front dies with the watcher. With one worker and with
+two (``--workers 2``: the front and the workers are the supervisor's children).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ POLICY = '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "
 
 class Watch:
     def __init__(self, tmp_path, extra: tuple[str, ...] = ("--ingest-token-file", "token"),
-                 env: dict | None = None):
+                 env: dict | None = None, workers: int = 1):
         self.s = s = make_setup(tmp_path)
         self.runs = tmp_path / "runs"
         self.runs.mkdir()
@@ -43,7 +44,7 @@ class Watch:
         cmd = [sys.executable, "-m", "streameval", "watch", str(self.runs), "--gold", str(s.gold),
                "--repo", str(s.repo), "--port", "0", "--out", str(self.out), "--ingest",
                "--abort-config", str(policy), "--idle-timeout", "30",
-               "--patch-grace", "0", *extra]
+               "--patch-grace", "0", "--workers", str(workers), *extra]
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
@@ -106,9 +107,10 @@ class Watch:
             self.proc.wait(30)
 
 
-@pytest.fixture
-def watch(tmp_path):
-    w = Watch(tmp_path)
+@pytest.fixture(params=[1, 2], ids=["one-worker", "two-workers"])
+def watch(tmp_path, request):
+    """A watch of one worker (its front its child), and of two (the supervisor's)."""
+    w = Watch(tmp_path, workers=request.param)
     yield w
     w.stop()
 

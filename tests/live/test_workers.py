@@ -196,3 +196,44 @@ def test_a_worker_that_keeps_dying_stops_the_watch(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert "worker 1 stopped (exit -9) for the 5(th) time" in (tmp_path / "watch.log").read_text()
+
+
+def test_pushed_runs_on_both_workers_are_steered_and_lose_nothing_to_a_killed_worker(tmp_path):
+    """Hooks of six sessions: each session's spool file is followed by the worker its
+    inode hashes to, and the front answers its PreToolUse from that worker's scored
+    bytes (the deny of the policy its first call trips). The worker of one session is
+    killed: what was acknowledged is scored again by its successor, one record each."""
+    from test_front import Watch
+
+    from streameval.live.ingest import SPOOL_NAME
+    from streameval.scoring.record import record_line
+
+    watch = Watch(tmp_path, workers=2)
+    sessions = [f"s{i}" for i in range(RUNS)]
+    spool = watch.runs / SPOOL_NAME / "claude-hooks"
+    try:
+        for session in sessions:
+            assert watch.read_call("t1", session=session) == {}
+        assert {owner(spool / s / "trace.jsonl") for s in sessions} == {0, 1}
+        # scored (a PreToolUse waits at most 2 s: not timed on workers still starting)
+        wait_until(lambda: sorted(_run_ids(_scrape(watch.port))) == sessions, what="every run")
+        for session in sessions:
+            answer = watch.hook("PreToolUse", "t2", session=session)["hookSpecificOutput"]
+            assert answer["permissionDecision"] == "deny", session
+        victim = owner(spool / "s0" / "trace.jsonl")
+        pid = worker_pids(watch.proc.pid)[victim]
+        os.kill(pid, signal.SIGKILL)
+        assert watch.read_call("t2", session="s0") == {}   # acknowledged: stored
+        wait_until(lambda: worker_pids(watch.proc.pid).get(victim) not in (None, pid),
+                   what="the worker started again")
+        for session in sessions:
+            assert watch.hook("SessionEnd", "end", session=session) == {}
+        wait_until(lambda: watch.out.exists() and watch.out.read_bytes().count(b"\n") >= RUNS,
+                   60, "every record")
+    finally:
+        watch.stop()
+    res = load_resources(str(watch.s.gold), None, str(watch.s.repo))
+    records = sorted(watch.out.read_bytes().splitlines(keepends=True))
+    assert records == sorted(record_line(evaluate_trace(spool / s / "trace.jsonl", res,
+                                                        root=watch.runs)[0]) for s in sessions)
+    assert b'"tool_calls":2' in next(r for r in records if b'"run_id":"s0"' in r)
