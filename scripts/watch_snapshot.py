@@ -55,9 +55,12 @@ PROCESS = ("streameval_metrics_age_seconds", "streameval_lag_seconds", "streamev
 OPENMETRICS = "application/openmetrics-text;version=1.0.0"
 
 
+SCRATCH = Path(tempfile.gettempdir()) / "streameval-watch-snapshot"
+
+
 def scratch(group: str) -> Path:
     """The group's folder: the same every time, emptied."""
-    root = Path(tempfile.gettempdir()) / "streameval-watch-snapshot" / group
+    root = SCRATCH / group
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     return root
@@ -71,7 +74,7 @@ def example_group() -> tuple[Path, list[str]]:
 
 def repos_of(mirrors: Path | None) -> list[str]:
     """``--repos``: a folder of links ``owner__name`` to the mirrors' repositories."""
-    folder = Path(tempfile.gettempdir()) / "streameval-watch-snapshot" / "repos"
+    folder = SCRATCH / "repos"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for repo in sorted(mirrors.glob("*+*/repo")) if mirrors else []:
@@ -171,6 +174,7 @@ def watch(root: Path, resources: list[str], workers: int, out: Path, timeout: fl
 
 
 def main() -> int:
+    global SCRATCH
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--workers", type=int, default=1)
@@ -180,7 +184,10 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=40)
     ap.add_argument("--groups", default="example,real,corpus")
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--scratch", type=Path, default=None,
+                    help="where the traces are copied (the same for the runs compared)")
     args = ap.parse_args()
+    SCRATCH = args.scratch or SCRATCH
     groups = args.groups.split(",")
     if "example" in groups:
         watch(*example_group(), args.workers, args.out / "example", args.timeout)
