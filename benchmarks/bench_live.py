@@ -43,6 +43,7 @@ one trace line (one JSON event); tool calls/s is half that.
     python benchmarks/bench_live.py                 # all phases, default sizes
     python benchmarks/bench_live.py --quick         # small sizes, a smoke run
     python benchmarks/bench_live.py --phases single,many --lines 200000 --traces 500
+    python benchmarks/bench_live.py --phases single,many --workers 1,2   # watch --workers N (watchproc.py)
 
 No pytest: wall-clock numbers belong here, not in tests.
 """
@@ -662,6 +663,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="(c) let prometheus_client render /metrics (the exporter's old path)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    p.add_argument("--workers", help="(a, b) comma list of worker counts: the phases run "
+                                     "through `streameval watch --workers N` (watchproc.py)")
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--rate-one", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -682,6 +685,9 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", ", ".join(f"{k}={v}" for k, v in m.items()), flush=True)
     wanted = [x.strip() for x in args.phases.split(",") if x.strip()]
     results: dict = {"machine": m}
+    if args.workers:
+        results["workers"] = by_workers(args, wanted)
+        wanted = [x for x in wanted if x not in ("single", "many")]
     if "single" in wanted:
         r = results["single"] = child(passthrough, "single")
         report_throughput("(a) one trace", r)
@@ -703,6 +709,27 @@ def main(argv: list[str] | None = None) -> int:
         report_exposition(r)
     print("json:", json.dumps(results))
     return 0
+
+
+def by_workers(args, wanted: list[str]) -> dict:
+    """(a) and (b) through ``watch --workers N`` for each N of ``--workers``."""
+    import watchproc
+
+    counts = [int(n) for n in args.workers.split(",")]
+    out: dict = {}
+    for phase, traces, calls, chunk in (("single", 1, (args.lines - 1) // 2, max(1, args.chunk // 2)),
+                                        ("many", args.traces, args.calls, 1)):
+        if phase not in wanted:
+            continue
+        rows = out[phase] = []
+        for n in counts:
+            work = Path(tempfile.mkdtemp(prefix="bench_live_workers_"))
+            try:
+                rows.append(watchproc.throughput(work, traces, calls, chunk, n, args.timeout))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        watchproc.report("(a) one trace" if phase == "single" else f"(b) {traces} traces", rows)
+    return out
 
 
 def report_throughput(title: str, r: dict) -> None:
