@@ -42,7 +42,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from streameval.live.link import COUNTERS, TICK, die_with_parent, frame, lines, send
+from streameval.live.link import TICK, die_with_parent, frame, lines, send
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,42 @@ def _counts(counters: dict[str, Counter]) -> dict:
             for name, c in counters.items()}
 
 
+def _counter(pairs: list) -> Counter:
+    """A counter of ``_counts``' pairs (a key sent as a list is a tuple again)."""
+    return Counter({tuple(k) if isinstance(k, list) else k: n for k, n in pairs})
+
+
+class _Joined:
+    """The front of several workers (``config["workers"]`` > 1): their links, their
+    pieces joined, the page asked of each; its own counters go on from those of the
+    fronts before it (``counter_base``), as told to the supervisor."""
+
+    def __init__(self, config: dict, app, counters: dict[str, Counter], sel):
+        from streameval.live.join import Joined, join_filtered
+        from streameval.live.upstream import Fanout, Upstream
+
+        base = {name: _counter(pairs) for name, pairs in config.get("counter_base", {}).items()}
+        self.counters = counters
+        #: the counts last told to the supervisor (every TICK)
+        self.reported: dict[str, Counter] = {}
+
+        def own() -> dict[str, Counter]:
+            # a front killed now and started again goes on from the numbers shown
+            return {name: base.get(name, Counter()) + self.reported.get(name, Counter())
+                    for name in counters}
+
+        self.store = Joined(config["workers"], config["per_run_series"], config["fleet_groups"], own)
+        self.workers = _Workers(config["links"], sel, self.store)
+        self.upstream = lambda request: join_filtered(app, self.store, request)
+        self.page = Fanout([Upstream(path) for path in config["upstreams"]])
+
+    def told(self, counts: dict) -> None:
+        now = {name: _counter(pairs) for name, pairs in counts.items()}
+        if now != self.reported:
+            self.reported.update(now)
+            self.store.counted()
+
+
 def main(argv: list[str]) -> int:
     """The front: ``python -m streameval.live.front PUBLIC_FD LINK_FD``."""
     from streameval.live import heap
@@ -199,7 +235,7 @@ def main(argv: list[str]) -> int:
     from streameval.live.ingest import IngestRoutes
     from streameval.live.mirror import Mirror, MirrorRoute
     from streameval.live.server import HttpServer
-    from streameval.live.upstream import Fanout, Upstream
+    from streameval.live.upstream import Upstream
     from streameval.traces.ingest.spool import Spool
     from streameval.untrusted import log_to_stderr
 
@@ -229,40 +265,20 @@ def main(argv: list[str]) -> int:
                         ingest_duplicates=routes.duplicates)
     sel = selectors.DefaultSelector()
     sel.register(link, selectors.EVENT_READ)
-    workers = None
-    if config.get("workers", 1) > 1:
-        from streameval.live.join import Joined, join_filtered
-
-        base = {name: Counter({tuple(k) if isinstance(k, list) else k: n for k, n in pairs})
-                for name, pairs in config.get("counter_base", {}).items()}
-
-        def own() -> dict[str, Counter]:
-            # what the supervisor was told (every TICK), on what the fronts before counted:
-            # a front killed now and started again goes on from the numbers shown
-            return {name: base.get(name, Counter()) + reported.get(name, Counter())
-                    for name in counters}
-
-        store = Joined(config["workers"], config["per_run_series"], config["fleet_groups"], own)
-        workers = _Workers(config["links"], sel, store)
-        ask, upstream = workers.ask, lambda request: join_filtered(app, store, request)
-        page = Fanout([Upstream(path) for path in config["upstreams"]])
-    else:
-        store = Mirror()
-        page = upstream = Upstream(config["upstream"])
+    joined = _Joined(config, app, counters, sel) if config.get("workers", 1) > 1 else None
     # ready before the server takes its first request, so no message can come first
     send(link, {"ready": True})
     outbox = _Outbox(link)
-    if workers is None:
-        ask = outbox.ask
-    metrics = MirrorRoute(app, store, ask, upstream)
-    app.route("/metrics", metrics)
-    if workers is None:
+    if joined is None:
+        store, page = Mirror(), Upstream(config["upstream"])
+        metrics = MirrorRoute(app, store, outbox.ask, page)
         app.route("/", page, lane=PROTECTED, prefix=True)
     else:
-        page.mount(app)
+        store = joined.store
+        metrics = MirrorRoute(app, store, joined.workers.ask, joined.upstream)
+        joined.page.mount(app)
+    app.route("/metrics", metrics)
     server = HttpServer(app, sock=public)
-    last = time.monotonic()
-    reported: dict[str, Counter] = {}
 
     def take(worker: int | None, messages: list[dict]) -> None:
         for m in messages:
@@ -273,36 +289,41 @@ def main(argv: list[str]) -> int:
                 scored.take(m)
 
     try:
-        while True:
-            events = sel.select(TICK)
-            for key, _mask in events:
-                if key.fileobj is link:
-                    messages = lines(link, buf)
-                    if messages is None:
-                        return 0   # the watcher (the supervisor) stopped
-                    if workers is None:
-                        take(0, messages)
-                elif workers is not None and key.fileobj is workers.listener:
-                    workers.accept()
-                elif workers is not None:
-                    take(*workers.read(key.fileobj))
-            if events and routes is not None and routes.waits is not None:
-                routes.waits.notify()
-            if time.monotonic() - last >= TICK:
-                last = time.monotonic()
-                if routes is not None:
-                    routes.settle()
-                counts = _counts(counters)
-                outbox.counts(counts)
-                now = {name: Counter({tuple(k) if isinstance(k, list) else k: n for k, n in pairs})
-                       for name, pairs in counts.items()}
-                if now != reported and workers is not None:
-                    reported.update(now)
-                    store.counted()
+        return _serve(link, buf, sel, joined, take, routes, outbox, counters)
     except OSError:
         return 0
     finally:
         server.close()
+
+
+def _serve(link: socket.socket, buf: bytearray, sel, joined: _Joined | None, take, routes,
+           outbox: _Outbox, counters: dict[str, Counter]) -> int:
+    """Until the watcher (the supervisor) stops: the watchers' messages as they come
+    (``take``), the counters told every ``TICK``."""
+    last = time.monotonic()
+    while True:
+        events = sel.select(TICK)
+        for key, _mask in events:
+            if key.fileobj is link:
+                messages = lines(link, buf)
+                if messages is None:
+                    return 0
+                if joined is None:
+                    take(0, messages)
+            elif key.fileobj is joined.workers.listener:
+                joined.workers.accept()
+            else:
+                take(*joined.workers.read(key.fileobj))
+        if events and routes is not None and routes.waits is not None:
+            routes.waits.notify()
+        if time.monotonic() - last >= TICK:
+            last = time.monotonic()
+            if routes is not None:
+                routes.settle()
+            counts = _counts(counters)
+            outbox.counts(counts)
+            if joined is not None:
+                joined.told(counts)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ from streameval.live.exporter import (
     RUN_FAMILIES,
     _Families,
     _held,
-    cap_families,
     cache_counts,
+    cap_families,
     process_families,
 )
 from streameval.live.fleet import Fleet, FleetEntry

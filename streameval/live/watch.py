@@ -25,11 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from streameval import sane
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
-from streameval.errors import Reason
 from streameval.fileio import append_whole
 from streameval.live import halt, resume
 from streameval.live.claims import ClaimLog, claims_path
@@ -39,6 +36,7 @@ from streameval.live.narrate import Narration
 from streameval.live.outputs import Digests, SharedDigests
 from streameval.live.passed import Passed, Rescans
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
+from streameval.live.predictions import Predictions
 from streameval.live.shard import Shard
 from streameval.live.table import RunTable
 from streameval.live.watchset import NotTraces, OutsideLinks
@@ -46,7 +44,6 @@ from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
 from streameval.traces.parts import trace_of
-from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +112,8 @@ class Watcher:
         #: files whose runs left memory, while a rescan may come across them
         self.passed = Passed()
         self.rescans = Rescans(cfg.rescan_interval)
-        self.predictions: dict[str, str] = {}
-        self._pred_tail = None
+        self._predictions = Predictions(cfg.predictions)
+        self.predictions = self._predictions.patches
         self._last_checkpoint = 0.0
         self.started_at = time.time()
         #: digests of records in --out (all read at restore, then the recent ones):
@@ -305,16 +302,7 @@ class Watcher:
         now = time.time() if now is None else now
         if self._hidden(path):
             return   # as the walk: a hidden directory's files (a spool's staging) are not traces
-        if path.name in PATCH_NAMES:
-            self._patch_changed(path, now)
-            return
-        if path.name == META_NAME:
-            self._meta_changed(path, now)
-            if notify:
-                self._after_batch()
-            return
-        if self.cfg.predictions is not None and path == self.cfg.predictions:
-            self.poll_predictions()
+        if self._side_file(path, now, notify):
             return
         owner = trace_of(path)
         part = owner != path
@@ -346,6 +334,20 @@ class Watcher:
         f.poll(now)
         if notify:
             self._after_batch()
+
+    def _side_file(self, path: Path, now: float, notify: bool) -> bool:
+        """A patch, a meta.json or the predictions changed: handled (True)."""
+        if path.name in PATCH_NAMES:
+            self._patch_changed(path, now)
+        elif path.name == META_NAME:
+            self._meta_changed(path, now)
+            if notify:
+                self._after_batch()
+        elif self.cfg.predictions is not None and path == self.cfg.predictions:
+            self.poll_predictions()
+        else:
+            return False
+        return True
 
     def _passed_unchanged(self, path: Path) -> bool:
         try:
@@ -437,29 +439,7 @@ class Watcher:
     @_counting_clamps
     def poll_predictions(self) -> None:
         """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
-
-        if self.cfg.predictions is None:
-            return
-        if self._pred_tail is None:
-            self._pred_tail = FileTail(self.cfg.predictions)
-        batch = self._pred_tail.poll()
-        for line, lineno in batch.lines:
-            try:
-                obj = orjson.loads(line)
-                iid, patch = obj["instance_id"], obj.get("model_patch")
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                self.table.stats.bad_lines[Reason.BAD_PREDICTION.value] += 1
-                log.warning("%s:%d: not a prediction record", self.cfg.predictions, lineno)
-                continue
-            if not isinstance(iid, str) or not isinstance(patch, str):
-                continue
-            self.predictions[iid] = patch
-            with self.table.lock:
-                for run in list(self.table.runs.values()):
-                    if run.session.identity.instance_id == iid:
-                        if run.session.set_patch(patch, "predictions"):
-                            self.narration.patch_landed(run.session, run.key, "predictions file")
-                            self.table.stats.events["patch_landed"] += 1
+        self._predictions.poll(self.table, self.narration)
 
     # ------------------------------------------------------------------ ticking
     @_counting_clamps

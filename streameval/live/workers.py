@@ -32,12 +32,10 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from streameval import config

@@ -18,7 +18,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 
 from streameval.live.arbiter import Arbiter
 from streameval.live.exporter import RunsCollector
-from streameval.live.join import JoinFeed, Joined
+from streameval.live.join import Joined, JoinFeed
 from streameval.live.mirror import AGE
 from streameval.live.shard import Shard
 from streameval.live.watch import WatchConfig, Watcher

@@ -26,7 +26,17 @@ from pathlib import Path
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, append, make_setup, owner, trace_in, wait_until, worker_pids
+from claude_run import (
+    APP,
+    UTIL,
+    Claude,
+    append,
+    make_setup,
+    owner,
+    trace_in,
+    wait_until,
+    worker_pids,
+)
 
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
