@@ -106,15 +106,30 @@ SEEN = {"patch-landed": ("patch-landed", 3600, 0), "record-with-patch": ("record
 WHEN = ("before_kill", "while_down", "while_starting")
 
 
-def _case(tmp_path, point: str, when: str | None) -> None:
+def _check(log: Path, out: Path, expected: bytes, before: int) -> None:
+    """The last record is the replayed one, with the patch, after ``before`` others."""
+    said = log.read_text()
+    records = _records(out)
+    assert records[-1] == expected, said[-3000:]
+    assert len(records) == before + 1, said[-3000:]   # nothing twice, nothing without cause
+    assert json.loads(records[-1])["patch_source"] == "file"
+    assert "patches landed: 1" in said
+
+
+def _run(tmp_path):
+    """A run's first calls, before its end: (setup, root, trace, its writer, --out)."""
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
     runs.mkdir()
     trace = trace_in(runs, s, "r1")
-    d = trace.parent
     c = Claude()
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 10), *c.read("src/util.py", UTIL, 1, 3))
-    out = tmp_path / "out.jsonl"
+    return s, runs, trace, c, tmp_path / "out.jsonl"
+
+
+def _case(tmp_path, point: str, when: str | None) -> None:
+    s, runs, trace, c, out = _run(tmp_path)
+    d = trace.parent
     cp = Path(f"{out}.checkpoint.json")
     halt, grace, before = {**POINTS, **SEEN}[point]
     proc, log = _start(tmp_path, runs, s, 0, grace, halt)
@@ -153,37 +168,13 @@ def _case(tmp_path, point: str, when: str | None) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-    said = log.read_text()
-    records = _records(out)
-    assert records[-1] == expected, said[-3000:]
-    assert len(records) == before + 1, said[-3000:]   # nothing twice, nothing without cause
-    assert json.loads(records[-1])["patch_source"] == "file"
-    assert "patches landed: 1" in said
-
-
-@pytest.mark.parametrize("when", WHEN)
-@pytest.mark.parametrize("point", list(POINTS))
-def test_a_kill_between_a_runs_end_and_its_record_keeps_its_patch(tmp_path, point, when):
-    _case(tmp_path, point, when)
-
-
-@pytest.mark.parametrize("point", list(SEEN))
-def test_a_kill_after_the_patch_landed_keeps_it(tmp_path, point):
-    """The patch was seen before the kill: landed (its record not written yet), or in
-    the record appended (the checkpoint does not say so yet): one record, with it."""
-    _case(tmp_path, point, None)
+    _check(log, out, expected, before)
 
 
 def _case_workers(tmp_path, point: str, when: str | None) -> None:
     """``_case`` with two workers: the trace's worker is the one stopped and killed."""
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    trace = trace_in(runs, s, "r1")
+    s, runs, trace, c, out = _run(tmp_path)
     d = trace.parent
-    c = Claude()
-    append(trace, c.init(), *c.read("src/app.py", APP, 1, 10), *c.read("src/util.py", UTIL, 1, 3))
-    out = tmp_path / "out.jsonl"
     index = owner(trace)
     cp = Path(f"{out}.checkpoint.json.w{index}")
     halt, grace, before = {**POINTS, **SEEN}[point]
@@ -231,20 +222,23 @@ def _case_workers(tmp_path, point: str, when: str | None) -> None:
             os.kill(proc.pid, signal.SIGCONT)
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
-    said = log.read_text()
-    records = _records(out)
-    assert records[-1] == expected, said[-3000:]
-    assert len(records) == before + 1, said[-3000:]   # nothing twice, nothing without cause
-    assert json.loads(records[-1])["patch_source"] == "file"
-    assert "patches landed: 1" in said
+    _check(log, out, expected, before)
 
 
+#: one watcher killed and started again, or the worker of the run (its supervisor starts it)
+CASES = {1: _case, 2: _case_workers}
+
+
+@pytest.mark.parametrize("workers", list(CASES))
 @pytest.mark.parametrize("when", WHEN)
 @pytest.mark.parametrize("point", list(POINTS))
-def test_a_worker_killed_between_a_runs_end_and_its_record_keeps_its_patch(tmp_path, point, when):
-    _case_workers(tmp_path, point, when)
+def test_a_kill_between_a_runs_end_and_its_record_keeps_its_patch(tmp_path, point, when, workers):
+    CASES[workers](tmp_path, point, when)
 
 
+@pytest.mark.parametrize("workers", list(CASES))
 @pytest.mark.parametrize("point", list(SEEN))
-def test_a_worker_killed_after_the_patch_landed_keeps_it(tmp_path, point):
-    _case_workers(tmp_path, point, None)
+def test_a_kill_after_the_patch_landed_keeps_it(tmp_path, point, workers):
+    """The patch was seen before the kill: landed (its record not written yet), or in
+    the record appended (the checkpoint does not say so yet): one record, with it."""
+    CASES[workers](tmp_path, point, None)
