@@ -43,7 +43,15 @@ one trace line (one JSON event); tool calls/s is half that.
     python benchmarks/bench_live.py                 # all phases, default sizes
     python benchmarks/bench_live.py --quick         # small sizes, a smoke run
     python benchmarks/bench_live.py --phases single,many --lines 200000 --traces 500
-    python benchmarks/bench_live.py --phases single,many --workers 1,2   # watch --workers N (watchproc.py)
+    python benchmarks/bench_live.py --phases single,many --lines 60000 --traces 400 \\
+        --calls 30 --old f53415f --rounds 3 [--workers 1,2,N] [--json FILE]
+
+``--old REV`` (or a checkout; ``older.py``) runs (a) and (b) in that version too, this
+script's workload and that version's streameval, the versions alternating within each of
+``--rounds``. ``--workers 1,2,N`` (N: the cores) runs (a) and (b) through the real
+command line instead, ``streameval watch --workers N`` (``watchproc.py``), each count in
+turn and, with ``--old``, the older version's one watcher (it has no workers) between
+them, alternating within each round.
 
 No pytest: wall-clock numbers belong here, not in tests.
 """
@@ -59,6 +67,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -69,6 +78,7 @@ import urllib.request
 from pathlib import Path
 
 from machine import machine
+from older import Version, add_arguments, current, head, label, versions
 
 WORKSPACE = "/workspace/bench"
 INSTANCE = "bench__bench-1"
@@ -128,39 +138,84 @@ def _j(obj) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-class CallPool:
-    """Pre-serialized tool calls; ``@ID@`` is replaced per use so ids stay unique."""
+#: the kinds of call a pool can hold; ``mix`` is the live benchmark's share of each
+KINDS = ("read", "grep", "grep_n", "sed", "cat", "edit")
+#: (kind, upper bound of ``rng.random()``) of the mix: 50% Read windows, 20% Grep
+#: content, 15% ``grep -n``, 15% ``sed -n`` (no ``cat``, no edit)
+MIX = (("read", 0.5), ("grep", 0.7), ("grep_n", 0.85), ("sed", 1.0))
+WORDS = ["def ", "return", "self", "class ", "import", "raise", "if "]
 
-    def __init__(self, repo: Path, size: int = 600, seed: int = 7):
+
+class CallPool:
+    """Pre-serialized tool calls; ``@ID@`` is replaced per use so ids stay unique.
+
+    ``kind`` None draws each call's kind from ``MIX``; one of ``KINDS`` makes every call
+    of that kind (the per-kind figures of ``bench_reading.py --kinds``):
+
+    - ``read``: a Claude ``Read`` window of 20-150 lines (numbered output);
+    - ``grep``: Claude ``Grep`` in content mode with ``-n`` over a directory (<= 30 hits);
+    - ``grep_n``: ``grep -n WORD FILE | head -40`` through ``Bash``;
+    - ``sed``: ``sed -n 'a,bp' FILE`` through ``Bash`` (10-80 lines);
+    - ``cat``: ``cat FILE`` through ``Bash`` (the whole file: 1,400-3,500 lines);
+    - ``edit``: a Claude ``Edit`` of one line, and the next call puts it back, so the
+      pool replayed in a loop always finds its text.
+    """
+
+    def __init__(self, repo: Path, size: int = 600, seed: int = 7, kind: str | None = None):
         rng = random.Random(seed)
         self.files = {rel: (repo / rel).read_text().split("\n") for rel in STDLIB_FILES}
-        self.calls: list[tuple[str, str]] = [self._one(rng) for _ in range(size)]
+        if kind == "edit":
+            self.calls = [c for _ in range(size // 2) for c in self._edit_pair(rng)]
+        else:
+            self.calls = [self._one(rng, kind) for _ in range(size)]
 
-    def _one(self, rng: random.Random) -> tuple[str, str]:
+    def _one(self, rng: random.Random, kind: str | None) -> tuple[str, str]:
         rel = rng.choice(list(self.files))
         lines = self.files[rel]
-        kind = rng.random()
-        if kind < 0.5:     # Read of a window, Claude's numbered output
+        if kind is None:
+            x = rng.random()
+            kind = next(k for k, top in MIX if x < top)
+        if kind == "read":     # Read of a window, Claude's numbered output
             start = rng.randint(1, len(lines) - 200)
             limit = rng.randint(20, 150)
             out = "\n".join(f"{n:>6}\u2192{lines[n - 1]}" for n in range(start, start + limit))
             return _use("Read", {"file_path": f"{WORKSPACE}/{rel}", "offset": start,
                                  "limit": limit}), _result(out)
-        word = rng.choice(["def ", "return", "self", "class ", "import", "raise", "if "])
-        if kind < 0.7:     # Grep tool, content mode with line numbers, over a directory
+        if kind == "cat":
+            return _use("Bash", {"command": f"cat {rel}", "description": "show"}), \
+                _result("\n".join(lines).rstrip("\n"))
+        word = rng.choice(WORDS)
+        if kind == "grep":     # Grep tool, content mode with line numbers, over a directory
             hits = [f"{rel}:{n}:{t}" for n, t in enumerate(lines, 1) if word in t]
             hits = hits[rng.randint(0, max(0, len(hits) - 30)):][:30]
             return _use("Grep", {"pattern": word.strip(), "path": "lib", "output_mode": "content",
                                  "-n": True}), _result("\n".join(hits))
-        if kind < 0.85:    # grep -n through Bash on one file
+        if kind == "grep_n":   # grep -n through Bash on one file
             hits = [f"{n}:{t}" for n, t in enumerate(lines, 1) if word in t][:40]
             return _use("Bash", {"command": f"grep -n '{word.strip()}' {rel} | head -40",
                                  "description": "search"}), _result("\n".join(hits))
-        start = rng.randint(1, len(lines) - 100)
-        end = start + rng.randint(10, 80)
-        out = "\n".join(lines[start - 1:end])
-        return _use("Bash", {"command": f"sed -n '{start},{end}p' {rel}",
-                             "description": "show"}), _result(out)
+        if kind == "sed":
+            start = rng.randint(1, len(lines) - 100)
+            end = start + rng.randint(10, 80)
+            out = "\n".join(lines[start - 1:end])
+            return _use("Bash", {"command": f"sed -n '{start},{end}p' {rel}",
+                                 "description": "show"}), _result(out)
+        raise ValueError(f"unknown kind of call {kind!r}: one of {', '.join(KINDS)}")
+
+    def _edit_pair(self, rng: random.Random) -> list[tuple[str, str]]:
+        """An ``Edit`` of a line whose text occurs once in its file, and its undoing."""
+        rel = rng.choice(list(self.files))
+        lines = self.files[rel]
+        while True:
+            text = lines[rng.randrange(len(lines))]
+            if text.strip() and lines.count(text) == 1:
+                break
+        path = f"{WORKSPACE}/{rel}"
+        done = _result(f"The file {path} has been updated successfully.")
+        return [(_use("Edit", {"file_path": path, "old_string": text,
+                               "new_string": text + "  # edited"}), done),
+                (_use("Edit", {"file_path": path, "old_string": text + "  # edited",
+                               "new_string": text}), done)]
 
     def call(self, i: int, uid: str) -> bytes:
         """Both lines of call ``i`` (newline-terminated), ids made unique by ``uid``."""
@@ -639,10 +694,35 @@ def run_phase(args) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def child(argv: list[str], phase: str, extra: list[str] = ()) -> dict:
-    cmd = [sys.executable, __file__, *argv, "--phase", phase, *extra]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+def child(argv: list[str], phase: str, extra: list[str] = (), version: Version | None = None) -> dict:
+    """One phase in a fresh process of ``version`` (default: this checkout): this
+    script's workload, that version's streameval."""
+    version = version or current()
+    out = version.run([__file__, *argv, "--phase", phase, *extra], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{version.name}: phase {phase} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare_throughput(args, passthrough: list[str], wanted: list[str], results: dict) -> None:
+    """(a) and (b) in one watcher of every version, the versions alternating within each
+    round (new, old; then old, new), so both see the same machine state."""
+    vs = versions(args)
+    titles = {"single": "(a) one trace", "many": f"(b) {args.traces} concurrent traces"}
+    for phase in (ph for ph in ("single", "many") if ph in wanted):
+        rows = results.setdefault("compare", {}).setdefault(phase, [])
+        for r in range(args.rounds):
+            order = vs if r % 2 == 0 else vs[::-1]
+            got = {v.name: child(passthrough, phase, version=v) for v in order}
+            rows.append(got)
+            report_round(f"{titles[phase]}, round {r + 1}", got)
+        report_summary(titles[phase], rows)
+
+
+def parse_workers(text: str) -> list[int]:
+    """``1,2,N``: N is the cores this process may use."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [cores or 1 if w.strip().upper() == "N" else int(w) for w in text.split(",") if w.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -663,8 +743,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="(c) let prometheus_client render /metrics (the exporter's old path)")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    p.add_argument("--workers", help="(a, b) comma list of worker counts: the phases run "
-                                     "through `streameval watch --workers N` (watchproc.py)")
+    add_arguments(p)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="(a, b) with --old: rounds of both versions, alternating")
+    p.add_argument("--workers", help="(a, b) comma list of worker counts (N: the cores): the "
+                                     "phases run through `streameval watch --workers N` "
+                                     "(watchproc.py)")
+    p.add_argument("--json", type=Path, help="also write every figure as JSON")
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--rate-one", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -685,9 +770,15 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", ", ".join(f"{k}={v}" for k, v in m.items()), flush=True)
     wanted = [x.strip() for x in args.phases.split(",") if x.strip()]
     results: dict = {"machine": m}
-    if args.workers:
-        results["workers"] = by_workers(args, wanted)
-        wanted = [x for x in wanted if x not in ("single", "many")]
+    if args.workers or args.old or args.rounds > 1:
+        results["old"] = label(args)
+        if args.old:
+            print(f"old: {results['old']}; new: {head()}", flush=True)
+        if args.workers:
+            results["workers"] = by_workers(args, wanted)
+        else:
+            compare_throughput(args, passthrough, wanted, results)
+        wanted = [w for w in wanted if w not in ("single", "many")]
     if "single" in wanted:
         r = results["single"] = child(passthrough, "single")
         report_throughput("(a) one trace", r)
@@ -708,27 +799,38 @@ def main(argv: list[str] | None = None) -> int:
         r = results["exposition"] = child(passthrough, "exposition")
         report_exposition(r)
     print("json:", json.dumps(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     return 0
 
 
 def by_workers(args, wanted: list[str]) -> dict:
-    """(a) and (b) through ``watch --workers N`` for each N of ``--workers``."""
+    """(a) and (b) through ``watch --workers N`` for each N of ``--workers`` and, with
+    ``--old``, the older version's one watcher, in turn within each of ``--rounds`` (the
+    order reversed every other round, so each sees the same machine state)."""
     import watchproc
 
-    counts = [int(n) for n in args.workers.split(",")]
+    vs = versions(args)
+    runs = [(vs[0], n) for n in parse_workers(args.workers)] + [(v, 1) for v in vs[1:]]
     out: dict = {}
     for phase, traces, calls, chunk in (("single", 1, (args.lines - 1) // 2, max(1, args.chunk // 2)),
                                         ("many", args.traces, args.calls, 1)):
         if phase not in wanted:
             continue
-        rows = out[phase] = []
-        for n in counts:
-            work = Path(tempfile.mkdtemp(prefix="bench_live_workers_"))
-            try:
-                rows.append(watchproc.throughput(work, traces, calls, chunk, n, args.timeout))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-        watchproc.report("(a) one trace" if phase == "single" else f"(b) {traces} traces", rows)
+        title = "(a) one trace" if phase == "single" else f"(b) {traces} traces"
+        rounds = out[phase] = []
+        for r in range(args.rounds):
+            rows = []
+            for version, n in (runs if r % 2 == 0 else runs[::-1]):
+                work = Path(tempfile.mkdtemp(prefix="bench_live_workers_"))
+                try:
+                    rows.append(watchproc.throughput(work, traces, calls, chunk, n, args.timeout,
+                                                     version))
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+            rounds.append(rows)
+            watchproc.report(f"{title}, round {r + 1}", rows)
+        watchproc.summary(title, rounds)
     return out
 
 
@@ -744,6 +846,25 @@ def report_throughput(title: str, r: dict) -> None:
     print(f"    plain replay of the same files: {r['replay_events_per_s']:,.0f} events/s "
           f"({r['replay_seconds']:.2f} s); watch/replay = {r['watch_over_replay']:.2f} ({same})",
           flush=True)
+
+
+def report_round(title: str, got: dict[str, dict]) -> None:
+    cells = ", ".join(f"{name} {r['events_per_s']:,.0f} events/s (replay {r['replay_events_per_s']:,.0f})"
+                      for name, r in sorted(got.items(), key=lambda kv: kv[0] != "new"))
+    ratio = (f"; new/old {got['new']['events_per_s'] / got['old']['events_per_s']:.2f}"
+             if "old" in got else "")
+    print(f"{title}: {cells}{ratio}", flush=True)
+
+
+def report_summary(title: str, rows: list[dict[str, dict]]) -> None:
+    for name in sorted(rows[0], key=lambda n: n != "new"):
+        figures = [r[name]["events_per_s"] for r in rows]
+        print(f"    {title}, {name}: median {statistics.median(figures):,.0f} events/s "
+              f"({', '.join(f'{x:,.0f}' for x in figures)})")
+    if "old" in rows[0]:
+        ratios = [r["new"]["events_per_s"] / r["old"]["events_per_s"] for r in rows]
+        print(f"    {title}, new/old: median {statistics.median(ratios):.2f} "
+              f"({', '.join(f'{x:.2f}' for x in ratios)})", flush=True)
 
 
 def report_latency(r: dict) -> None:

@@ -19,6 +19,21 @@ reader (parsing, shell analysis, alignment, edit map), one process.
 ``--corpus`` is the corpus repository's git directory; ``--mirrors`` holds
 ``<owner>+<name>/repo`` git directories (the layout ``fetch`` brings). Base commits come
 from ``benchmarks/data/swebench_verified_base_commits.tsv``.
+
+**Per kind of call** (``--kinds``): what one tool call costs the whole replay (adapter,
+reading, state, session), call kind by call kind, on the live benchmark's repository and
+calls (``bench_live.CallPool``: a Claude ``Read`` window, ``Grep`` content, ``grep -n``
+and ``sed -n`` through ``Bash``, ``cat`` of a whole file, an ``Edit``, and the live mix),
+for this checkout and, with ``--old REV``, an older one, alternating within each round:
+
+    python benchmarks/bench_reading.py --kinds [--calls 1000] [--rounds 3] [--old f53415f]
+    python benchmarks/bench_reading.py --kinds --instructions --old f53415f
+
+Each version replays each kind's trace in a process of its own (``evaluate_trace``, after a
+warm-up trace that fills the caches); the figure is CPU time per call, the best of
+``--repeat``. ``--instructions`` counts instructions instead (``valgrind --tool=cachegrind``,
+a trace of ``--calls`` and one of three times as many, the difference per extra call):
+slow, but the same figure on a busy machine as on a quiet one.
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -200,15 +216,132 @@ def report(r: dict) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- per kind
+
+WARM = 50   # calls of the warm-up trace (caches of the repository, symbols, texts)
+
+
+def kinds_setup(work: Path, calls: list[int]) -> None:
+    """The live benchmark's repository and gold, and a trace per kind and size (and a
+    warm-up trace of each kind), written once for every version to read."""
+    from bench_live import KINDS, CallPool, init_line, make_setup
+
+    repo, _gold = make_setup(work)
+    for kind in ("mix", *KINDS):
+        pool = CallPool(repo, kind=None if kind == "mix" else kind)
+        for n in (WARM, *calls):
+            first = 10_000 if n == WARM else 0   # the warm-up: other calls of the pool
+            (work / f"{kind}-{n}.jsonl").write_bytes(init_line() + b"".join(
+                pool.call(first + k, f"c{k}") for k in range(n)))
+
+
+def kinds_child(work: Path, kinds: list[str], n: int, repeat: int) -> dict[str, float]:
+    """CPU seconds per call of each kind's trace (best of ``repeat``), this process's
+    streameval (run with ``--kinds-child``, in the version under test)."""
+    from bench_live import INSTANCE
+
+    from streameval.runs.evaluate import evaluate_trace
+    from streameval.runs.resources import load_resources
+
+    res = load_resources(str(work / "gold.jsonl"), None, str(work / "repo"))
+    out = {}
+    for kind in kinds:
+        evaluate_trace(work / f"{kind}-{WARM}.jsonl", res, instance=INSTANCE)
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.process_time()
+            records = evaluate_trace(work / f"{kind}-{n}.jsonl", res, instance=INSTANCE)
+            best = min(best, time.process_time() - t0)
+        assert "error" not in records[0], records[0]
+        out[kind] = best / n
+    return out
+
+
+def _instructions(version, work: Path, kind: str, n: int) -> int:
+    """Instructions of a child that replays the warm-up and one trace of ``n`` calls."""
+    args = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+            version.python, str(HERE / "bench_reading.py"), "--kinds-child", str(work),
+            "--only", kind, "--calls", str(n), "--repeat", "1"]
+    done = subprocess.run(args, cwd=version.checkout, env={**version.env, "PYTHONHASHSEED": "0"},
+                          capture_output=True, text=True, check=True)
+    refs = next(ln for ln in done.stderr.splitlines() if "I   refs" in ln)
+    return int(refs.split()[-1].replace(",", ""))
+
+
+def kinds(args: argparse.Namespace) -> dict:
+    """Every kind, every version, alternating within each round."""
+    from bench_live import KINDS
+    from older import head, label, versions
+
+    names = ["mix", *KINDS]
+    work = Path(tempfile.mkdtemp(prefix="bench-kinds-"))
+    big = 3 * args.calls
+    kinds_setup(work, [args.calls, big] if args.instructions else [args.calls])
+    vs = versions(args)
+    result: dict = {"machine": describe(), "calls": args.calls, "new": head(),
+                    "old": label(args), "unit": "instructions" if args.instructions
+                    else "cpu seconds", "rounds": []}
+    for v in vs:   # a first run writes each version's bytecode cache: no compiling is counted
+        v.run([str(HERE / "bench_reading.py"), "--kinds-child", str(work), "--only", "mix",
+               "--calls", str(args.calls), "--repeat", "1"], capture_output=True, check=True)
+    for r in range(1 if args.instructions else args.rounds):
+        got: dict[str, dict[str, float]] = {}
+        for v in (vs if r % 2 == 0 else vs[::-1]):
+            if args.instructions:
+                got[v.name] = {k: (_instructions(v, work, k, big) - _instructions(v, work, k, args.calls))
+                               / (big - args.calls) for k in names}
+            else:
+                out = v.run([str(HERE / "bench_reading.py"), "--kinds-child", str(work),
+                             "--calls", str(args.calls), "--repeat", str(args.repeat)],
+                            capture_output=True, text=True, check=True)
+                got[v.name] = json.loads(out.stdout.strip().splitlines()[-1])
+        result["rounds"].append(got)
+        print(report_kinds(got, args.instructions), flush=True)
+    return result
+
+
+def report_kinds(got: dict[str, dict[str, float]], instructions: bool) -> str:
+    unit = (lambda x: f"{x / 1e3:9.0f} k") if instructions else (lambda x: f"{x * 1e6:8.1f} us")
+    lines = [f"{'kind':8}" + "".join(f"{v:>12}" for v in got) +
+             ("    old/new" if "old" in got else "")]
+    for kind in got["new"]:
+        row = f"{kind:8}" + "".join(f"{unit(got[v][kind]):>12}" for v in got)
+        if "old" in got:
+            row += f"   {got['old'][kind] / got['new'][kind]:8.2f}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
 def main() -> int:
+    from older import add_arguments
+
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--corpus", type=Path, required=True)
-    p.add_argument("--mirrors", type=Path, required=True)
+    p.add_argument("--corpus", type=Path)
+    p.add_argument("--mirrors", type=Path)
     p.add_argument("--limit", type=int, default=0, help="at most N instances")
     p.add_argument("--json", type=Path, help="also write the figures as JSON")
+    p.add_argument("--kinds", action="store_true", help="the cost of a call, kind by kind")
+    p.add_argument("--calls", type=int, default=1000, help="(--kinds) calls per trace")
+    p.add_argument("--rounds", type=int, default=3, help="(--kinds) rounds, versions alternating")
+    p.add_argument("--repeat", type=int, default=3, help="(--kinds) replays of a trace, best taken")
+    p.add_argument("--instructions", action="store_true",
+                   help="(--kinds) count instructions (valgrind) instead of CPU time")
+    add_arguments(p)
+    p.add_argument("--kinds-child", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--only", help=argparse.SUPPRESS)
     args = p.parse_args()
-    r = run(args)
-    print(report(r))
+    if args.kinds_child:
+        from bench_live import KINDS
+        names = [args.only] if args.only else ["mix", *KINDS]
+        print(json.dumps(kinds_child(args.kinds_child, names, args.calls, args.repeat)))
+        return 0
+    if args.kinds:
+        r = kinds(args)
+    else:
+        if not (args.corpus and args.mirrors):
+            p.error("--corpus and --mirrors are needed (or --kinds)")
+        r = run(args)
+        print(report(r))
     if args.json:
         args.json.write_text(json.dumps(r, indent=1))
     return 0

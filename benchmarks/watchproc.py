@@ -28,17 +28,24 @@ ROOT = Path(__file__).resolve().parent.parent
 class WatchProcess:
     """``streameval watch RUNS --workers N`` with a checkpoint in ``work``."""
 
-    def __init__(self, work: Path, runs: Path, gold: Path, repo: Path, workers: int):
+    def __init__(self, work: Path, runs: Path, gold: Path, repo: Path, workers: int,
+                 version=None):
         self.workers = workers
         self.cp = work / f"cp-{workers}.json"
         self.log = work / f"watch-{workers}.log"
         cmd = [sys.executable, "-m", "streameval", "watch", str(runs), "--gold", str(gold),
-               "--repo", str(repo), "--port", "0", "--workers", str(workers), "--quiet",
+               "--repo", str(repo), "--port", "0", "--quiet",
                "--checkpoint", str(self.cp), "--checkpoint-interval", "0.05",
                "--idle-timeout", "3600", "--patch-grace", "3600"]
+        # an older version (``older.Version``) scores in one process and has no --workers
+        cmd += ["--workers", str(workers)] if version is None or version.name == "new" else []
+        where = dict(cwd=ROOT) if version is None else \
+            dict(cwd=version.checkout, env=version.env)
+        if version is not None:
+            cmd[0] = version.python
         with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
-                                         stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, **where)
         deadline = time.monotonic() + 300
         while b"serving metrics on" not in self.log.read_bytes():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -91,7 +98,7 @@ class WatchProcess:
 
 
 def throughput(work: Path, n_traces: int, calls: int, chunk_calls: int, workers: int,
-               timeout: float) -> dict:
+               timeout: float, version=None) -> dict:
     """bench_live's ``single``/``many`` phase, watched by ``watch --workers workers``."""
     from bench_live import init_line, make_run_dirs, make_setup, start_writer
 
@@ -101,7 +108,7 @@ def throughput(work: Path, n_traces: int, calls: int, chunk_calls: int, workers:
     for p in paths:
         p.write_bytes(init_line())
     first = sum(p.stat().st_size for p in paths)
-    w = WatchProcess(work, runs, gold, repo, workers)
+    w = WatchProcess(work, runs, gold, repo, workers, version)
     try:
         deadline = time.monotonic() + timeout
         while w.processed() < first:   # every trace found and its first line read
@@ -124,16 +131,41 @@ def throughput(work: Path, n_traces: int, calls: int, chunk_calls: int, workers:
     lines = n_traces * 2 * calls
     seconds = done - started.value
     cpu = {k: round(after.get(k, 0.0) - before.get(k, 0.0), 2) for k in sorted(after)}
-    return {"workers": workers, "traces": n_traces, "lines": lines, "bytes": total,
+    return {"version": getattr(version, "name", "new"), "workers": workers, "traces": n_traces, "lines": lines, "bytes": total,
             "watch_seconds": seconds, "events_per_s": lines / seconds, "cpu_s": cpu,
             "front_cpu_share": cpu.get("front", 0.0) / max(1e-9, sum(cpu.values()))}
 
 
 def report(title: str, rows: list[dict]) -> None:
-    base = rows[0]["events_per_s"] if rows and rows[0]["workers"] == 1 else None
+    """One round: each run's events/s, its ratio to the new version's one worker, and to
+    the old version where there is one, with each process's CPU seconds."""
+    base = next((r["events_per_s"] for r in rows if r["version"] == "new" and r["workers"] == 1),
+                None)
+    old = next((r["events_per_s"] for r in rows if r["version"] == "old"), None)
     for r in rows:
         scale = f", {r['events_per_s'] / base:.2f}x one worker" if base else ""
+        scale += f", {r['events_per_s'] / old:.2f}x old" if old and r["version"] == "new" else ""
         cpu = ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_s"].items())
-        print(f"{title}, {r['workers']} worker(s): {r['events_per_s']:,.0f} events/s "
-              f"({r['lines']:,} lines in {r['watch_seconds']:.2f} s{scale}); CPU s: {cpu} "
-              f"(front {r['front_cpu_share']:.0%})", flush=True)
+        print(f"{title}, {r['version']}, {r['workers']} worker(s): {r['events_per_s']:,.0f} "
+              f"events/s ({r['lines']:,} lines in {r['watch_seconds']:.2f} s{scale}); CPU s: "
+              f"{cpu} (front {r['front_cpu_share']:.0%})", flush=True)
+
+
+def summary(title: str, rounds: list[list[dict]]) -> None:
+    """Medians over the rounds of each (version, workers), and of the ratios within a round."""
+    import statistics
+
+    keys = sorted({(r["version"], r["workers"]) for rows in rounds for r in rows},
+                  key=lambda k: (k[0] != "new", k[1]))
+    for key in keys:
+        figures = [r["events_per_s"] for rows in rounds for r in rows
+                   if (r["version"], r["workers"]) == key]
+        ratios = []
+        for rows in rounds:
+            by = {(r["version"], r["workers"]): r["events_per_s"] for r in rows}
+            if key[0] == "new" and ("old", 1) in by:
+                ratios.append(by[key] / by[("old", 1)])
+        vs_old = f"; new/old median {statistics.median(ratios):.2f}" if ratios else ""
+        print(f"    {title}, {key[0]} {key[1]} worker(s): median "
+              f"{statistics.median(figures):,.0f} events/s "
+              f"({', '.join(f'{x:,.0f}' for x in figures)}){vs_old}", flush=True)

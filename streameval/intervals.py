@@ -9,22 +9,61 @@ intervals it touches, and ``add`` returning the *newly* covered pieces is what l
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-__all__ = ["IntervalSet", "merge_ranges"]
+__all__ = ["IntervalSet", "canonical", "merge_ranges"]
+
+
+def canonical(ranges: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]] | None:
+    """The starts and ends of ``ranges`` when they already are what ``merge_ranges``
+    makes (sorted, each ``a <= b``, none touching the next), else None. A step's ranges
+    are, as a rule, and the sets of a step are then made without a sort."""
+    if len(ranges) == 1:   # a step's one window of the file (the usual read)
+        a, b = ranges[0]
+        return ([a], [b]) if a <= b else None
+    if not ranges:
+        return None
+    prev = None
+    for a, b in ranges:
+        if a > b or (prev is not None and a <= prev + 1):
+            return None
+        prev = b
+    starts, ends = map(list, zip(*ranges))
+    return starts, ends
 
 
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Sorted, disjoint, non-touching closed ranges covering exactly ``ranges``
     (``a > b`` ranges are empty)."""
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(r for r in ranges if r[0] <= r[1]):
-        if out and a <= out[-1][1] + 1:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
+    starts, ends, _total = _merged(ranges)
+    return list(zip(starts, ends))
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> tuple[list[int], list[int], int]:
+    """``merge_ranges`` as the starts and ends of the merged ranges, and the integers
+    they hold: what an ``IntervalSet`` keeps, made without a tuple per range."""
+    starts: list[int] = []
+    ends: list[int] = []
+    total = 0
+    cur_a = cur_b = 0
+    open_ = False
+    for a, b in sorted(ranges):
+        if a > b:
+            continue
+        if open_ and a <= cur_b + 1:
+            if b > cur_b:
+                cur_b = b
+            continue
+        if open_:
+            starts.append(cur_a)
+            ends.append(cur_b)
+            total += cur_b - cur_a + 1
+        cur_a, cur_b, open_ = a, b, True
+    if open_:
+        starts.append(cur_a)
+        ends.append(cur_b)
+        total += cur_b - cur_a + 1
+    return starts, ends, total
 
 
 class IntervalSet:
@@ -43,14 +82,20 @@ class IntervalSet:
             self.add(a, b)
 
     @classmethod
+    def of_canonical(cls, starts: list[int], ends: list[int]) -> IntervalSet:
+        """The set of ranges ``canonical`` said are merged already (its lists, kept)."""
+        out = cls.__new__(cls)
+        out._starts, out._ends = starts, ends
+        out._total = ends[0] - starts[0] + 1 if len(starts) == 1 else \
+            sum(ends) - sum(starts) + len(starts)
+        return out
+
+    @classmethod
     def from_ranges(cls, ranges: Iterable[tuple[int, int]]) -> IntervalSet:
         """A set built in one pass (sort, then merge): what a step's own ranges need,
         without the bisect-and-splice of ``add`` per range. ``a > b`` ranges are empty."""
         out = cls()
-        merged = merge_ranges(ranges)
-        out._starts = [a for a, _ in merged]
-        out._ends = [b for _, b in merged]
-        out._total = sum(b - a + 1 for a, b in merged)
+        out._starts, out._ends, out._total = _merged(ranges)
         return out
 
     # ------------------------------------------------------------------ queries
@@ -71,6 +116,10 @@ class IntervalSet:
         if not isinstance(other, IntervalSet):
             return NotImplemented
         return self._starts == other._starts and self._ends == other._ends
+
+    def single(self) -> tuple[int, int] | None:
+        """The one interval of a set of one (a step's window of a file), else None."""
+        return (self._starts[0], self._ends[0]) if len(self._starts) == 1 else None
 
     @property
     def total(self) -> int:
@@ -153,6 +202,98 @@ class IntervalSet:
         for a, b in intervals:
             out.extend(self.add(a, b))
         return out
+
+    def add_set(self, other: IntervalSet) -> tuple[list[tuple[int, int]], int]:
+        """Add every interval of ``other``; return the newly covered pieces (sorted,
+        disjoint) and how many integers they hold.
+
+        One pass for a whole step instead of one ``add`` each: a bisect per interval of
+        ``other`` skips the stretch of this set before it, only the intervals it touches
+        are visited, and the lists are spliced once. The set becomes what the ``add`` of
+        each interval would make it, and the pieces hold the same integers.
+        """
+        a_s, a_e = other._starts, other._ends
+        if not a_s:
+            return [], 0
+        starts, ends = self._starts, self._ends
+        lo = bisect_left(ends, a_s[0] - 1)
+        hi = bisect_right(starts, a_e[-1] + 1)
+        if hi == lo + 1 and starts[lo] <= a_s[0] and ends[lo] >= a_e[-1]:
+            return [], 0   # all of ``other`` inside one interval: read again, nothing new
+        if lo == hi:   # nothing of this set touches the span of ``other``: an insert
+            starts[lo:lo] = a_s
+            ends[lo:lo] = a_e
+            self._total += other._total
+            return list(zip(a_s, a_e)), other._total
+        return self._merge(a_s, a_e, lo, hi)
+
+    def _merge(self, a_s: list[int], a_e: list[int], lo: int, hi: int
+               ) -> tuple[list[tuple[int, int]], int]:
+        """``add_set`` where intervals ``lo .. hi-1`` of this set touch those given."""
+        starts, ends = self._starts, self._ends
+        out_s: list[int] = []
+        out_e: list[int] = []
+        new: list[tuple[int, int]] = []
+        added = 0
+        i = lo
+        for a, b in zip(a_s, a_e):
+            j = bisect_left(ends, a - 1, i, hi)
+            if j > i:   # intervals of this set wholly before [a, b], untouched
+                out_s += starts[i:j]
+                out_e += ends[i:j]
+                i = j
+            if out_e and out_e[-1] >= a - 1:
+                # the interval made so far reaches [a, b]: all of it up to there is held
+                ms, me = out_s.pop(), out_e.pop()
+                cursor = me + 1
+                if b > me:
+                    me = b
+            else:
+                ms, me, cursor = a, b, a
+            while i < hi and starts[i] <= b + 1:
+                s, e = starts[i], ends[i]
+                if s > cursor:
+                    new.append((cursor, s - 1))
+                    added += s - cursor
+                if e >= cursor:
+                    cursor = e + 1
+                if s < ms:
+                    ms = s
+                if e > me:
+                    me = e
+                i += 1
+            if cursor <= b:
+                new.append((cursor, b))
+                added += b - cursor + 1
+            out_s.append(ms)
+            out_e.append(me)
+        if i < hi:
+            out_s += starts[i:hi]
+            out_e += ends[i:hi]
+        starts[lo:hi] = out_s
+        ends[lo:hi] = out_e
+        self._total += added
+        return new, added
+
+    def overlap_sorted(self, pieces: Iterable[tuple[int, int]]) -> int:
+        """How many integers of ``pieces`` (sorted, disjoint) are in the set: ``overlap``
+        of each, summed, in one pass."""
+        starts, ends = self._starts, self._ends
+        if not starts:
+            return 0
+        n = len(starts)
+        i = n_in = 0
+        for a, b in pieces:
+            i = bisect_left(ends, a, i)   # the first interval that ends at or after a
+            k = i
+            while k < n and starts[k] <= b:
+                lo = starts[k] if starts[k] > a else a
+                hi = ends[k] if ends[k] < b else b
+                n_in += hi - lo + 1
+                k += 1
+            if i == n:
+                break
+        return n_in
 
     def copy(self) -> IntervalSet:
         c = IntervalSet()

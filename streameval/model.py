@@ -164,7 +164,13 @@ TraceEvent = ToolCall | Usage | RunInfo | RunEnd | StatedContext | BadLine
 OUTPUT_CUT = "[... {n} characters elided ...]"
 
 
-@dataclass(frozen=True, slots=True)
+#: values made for every read of every call: hashable by their fields as frozen ones are,
+#: and never changed once made, but not frozen (a frozen dataclass costs four times as
+#: much to make, on a path that scores the trace at the pace it is written)
+_VALUE = {"slots": True, "unsafe_hash": True}
+
+
+@dataclass(**_VALUE)
 class Shown:
     """The text of one file that a tool result showed, line by line, in output order.
 
@@ -195,7 +201,7 @@ class Shown:
     end_piece: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(**_VALUE)
 class Read:
     """What one tool call showed of one file, in the file's *current* line numbers.
 

@@ -55,6 +55,8 @@ def clamped(reason: str) -> None:
 
 def count(value: Any, reason: str = "count") -> int:
     """A non-negative count (numeric strings accepted); absurd ones clamped, junk 0."""
+    if type(value) is int and 0 <= value <= MAX_COUNT:
+        return value    # the usual count, as it is (not a bool: its type is bool)
     if isinstance(value, bool):
         return 0
     if isinstance(value, float):

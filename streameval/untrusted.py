@@ -21,6 +21,7 @@ import hashlib
 import logging
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 
@@ -89,7 +90,8 @@ class SafeFormatter(logging.Formatter):
     """A formatter that writes one line per record, whatever the record's values hold:
     each argument escaped and cut (``bounded``), then every control character left in
     the message escaped (a message given as a value, a ``__str__`` of an argument).
-    A traceback keeps its own lines; the control characters in it are escaped."""
+    A traceback keeps its own lines; an exception's message is one line, and the
+    control characters in all of it are escaped."""
 
     def format(self, record: logging.LogRecord) -> str:
         safe = logging.makeLogRecord(record.__dict__)
@@ -108,6 +110,16 @@ class SafeFormatter(logging.Formatter):
 
     def formatException(self, ei) -> str:  # noqa: N802 - logging's name
         text = super().formatException(ei)
+        # the lines of a traceback are its own, but an exception's message may hold line
+        # breaks from a value (``ValueError(f"... {value}")``): that message is one line
+        seen: set[int] = set()
+        exc = ei[1]
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            only = "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
+            if "\n" in only:
+                text = text.replace(only, only.replace("\n", "\\n"))
+            exc = exc.__cause__ or exc.__context__
         return "\n".join(_one_line(line) for line in text.split("\n"))
 
     def formatStack(self, stack_info: str) -> str:  # noqa: N802 - logging's name

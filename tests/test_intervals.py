@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streameval.intervals import IntervalSet
+from streameval.intervals import IntervalSet, canonical, merge_ranges
 
 intervals = st.lists(st.tuples(st.integers(-20, 60), st.integers(-20, 60)), max_size=25)
 
@@ -67,3 +67,44 @@ def test_from_ranges_equals_adding_one_by_one(pairs):
         one_by_one.add(a, b)
     built = IntervalSet.from_ranges(pairs)
     assert built == one_by_one and built.total == one_by_one.total
+
+
+@settings(max_examples=600)
+@given(intervals, intervals)
+def test_add_set_equals_adding_one_by_one(have, step):
+    """A step's intervals merged in one pass make the set, and hand back the integers,
+    that one ``add`` per interval would."""
+    one_by_one, batched = IntervalSet(have), IntervalSet(have)
+    before = brute(have)
+    pieces = []
+    for a, b in IntervalSet.from_ranges(step):
+        pieces.extend(one_by_one.add(a, b))
+    got, added = batched.add_set(IntervalSet.from_ranges(step))
+    assert batched == one_by_one and batched.total == one_by_one.total
+    assert brute(got) == brute(pieces) == brute(step) - before
+    assert added == len(brute(got)) == sum(y - x + 1 for x, y in got)
+    assert got == sorted(got)
+    assert all(b1 < a2 for (_a1, b1), (a2, _b2) in zip(got, got[1:]))
+
+
+@settings(max_examples=400)
+@given(intervals, intervals)
+def test_overlap_sorted_sums_the_overlap_of_each_piece(have, pieces):
+    s = IntervalSet(have)
+    sorted_pieces = list(IntervalSet.from_ranges(pieces))
+    assert s.overlap_sorted(sorted_pieces) == sum(s.overlap(a, b) for a, b in sorted_pieces)
+
+
+@settings(max_examples=600)
+@given(intervals)
+def test_canonical_says_when_ranges_are_merged_already(pairs):
+    """``canonical`` gives the ranges' starts and ends exactly when merging them would
+    change nothing, so the sets made from its lists are the merged sets."""
+    merged = canonical(pairs)
+    if merged is None:
+        assert not pairs or merge_ranges(pairs) != [tuple(r) for r in pairs]
+    else:
+        assert list(zip(*merged)) == merge_ranges(pairs) == [tuple(r) for r in pairs]
+        assert IntervalSet.of_canonical(*merged) == IntervalSet.from_ranges(pairs)
+        assert IntervalSet.of_canonical(*merged).total == IntervalSet.from_ranges(pairs).total
+    assert canonical(merge_ranges(pairs)) is not None or not merge_ranges(pairs)

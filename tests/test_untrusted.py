@@ -85,6 +85,26 @@ def test_numbers_and_tracebacks_keep_their_form():
     assert "Traceback" in text and "\x1b" not in text and "ValueError: bad \\x1b[31m" in text
 
 
+def test_an_exception_message_cannot_add_a_line_to_its_traceback():
+    """102ce86 kept a message's line breaks as the traceback's: ``ValueError(f"... {v}")``
+    with a value from a trace or a request wrote lines of its choosing into the log."""
+    import sys
+
+    record = logging.LogRecord("streameval.watch", logging.ERROR, __file__, 1, "failed", (), None)
+    try:
+        try:
+            raise KeyError("inner")
+        except KeyError as inner:
+            raise ValueError("bad value\n2026 INFO streameval.watch: all good") from inner
+    except ValueError:
+        record.exc_info = sys.exc_info()
+    text = SafeFormatter("%(levelname)s %(name)s: %(message)s").format(record)
+    lines = text.split("\n")
+    assert not any(line.startswith("2026 INFO") for line in lines)
+    assert "ValueError: bad value\\n2026 INFO streameval.watch: all good" in lines
+    assert "KeyError: 'inner'" in lines and lines[0] == "ERROR streameval.watch: failed"
+
+
 def test_refused_lines_are_a_few_a_period_and_the_rest_counted(caplog):
     """f53415f wrote a line per refused request: 2,000 requests, 2,000 lines in 0.9 s."""
     now = [0.0]

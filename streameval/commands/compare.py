@@ -9,7 +9,6 @@ and the ``--fail-if-worse`` gates checked (docs/compare.md).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,18 +21,16 @@ from streameval.commands.options import (
     add_sources,
     non_negative_float,
     non_negative_int,
-    outcomes_of,
     positive_int,
     say_outcomes,
-    sources,
 )
+from streameval.commands.records_in import Replayer, load_input
 from streameval.errors import UsageError
 from streameval.report.arms import reduce_arm, split_records
 from streameval.report.compare import MISSING_MARGIN
 from streameval.report.fields import select_metrics
 from streameval.report.gate import GateError, WorseGate, fail_if_worse, parse_worse
 from streameval.report.inference import DEFAULT_FLIPS
-from streameval.scoring.record import is_record
 
 __all__ = ["add_arguments", "run"]
 
@@ -57,7 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="what the intervals and p-values treat as independent: repositories "
                         "(default; a metric with 2 or fewer gets an instance-level interval, "
                         "labelled, never trusted and never gating), or instances (the result "
-                        "then speaks for these repositories' tasks only)")
+                        "then speaks for these repositories' tasks only: never trusted, "
+                        "though gates judge it)")
     p.add_argument("--missing", choices=("drop", "worst"), default="drop",
                    help="instances one arm scored and the other did not: left out (default), "
                         "or scored as the worst value either arm had, for a sensitivity run")
@@ -67,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default %(default)g)")
     p.add_argument("--resamples", type=positive_int, default=DEFAULT_FLIPS, metavar="N",
                    help="random sign flips of the p-value's flip test when a metric has more "
-                        "than 12 units (up to 12, every flip is counted)")
+                        "than 12 units (up to 12, every flip is counted); its p cannot go "
+                        "below 1/(1+N)")
     p.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
                    help="seed of the random flips (the same seed gives the same p-values)")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the report as JSON")
@@ -88,89 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="worker processes when traces are replayed")
 
 
-# --------------------------------------------------------------------------- inputs
+# --------------------------------------------------------------------------- arms
 
 
-def _loads(line: bytes) -> Any:
-    """One JSON line; NaN and Infinity, which Python's json writes, are read too (orjson
-    refuses them), and become no value when a metric is read (``Metric.value``)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
-def is_records_file(path: Path) -> bool:
-    """A JSONL file of records as replay writes them (not traces or predictions): its
-    first line is a record (``scoring.record.is_record``)."""
-    if not path.is_file():
-        return False
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    return is_record(_loads(line))
-    except (OSError, ValueError):
-        return False
-    return False
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    out = []
-    with open(path, "rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = _loads(line)
-            except ValueError as exc:
-                raise UsageError(f"{path}:{n}: not a JSON record ({exc})") from None
-            if isinstance(obj, dict):
-                out.append(obj)
-    return out
-
-
-class _Replayer:
-    """Traces and predictions scored here, with one context for every arm."""
-
-    def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self.context = None
-        #: ``--outcomes``, laid onto records files' runs (replayed runs get it as theirs)
-        self.outcomes = outcomes_of(getattr(args, "outcomes", None))
-
-    def records(self, path: Path) -> list[dict[str, Any]]:
-        from streameval.runs.batch import BatchContext, collect_jobs, evaluate_jobs
-
-        a = self.args
-        if not (a.repos or a.repo):
-            raise UsageError(f"{path} holds traces: give --repos DIR or --repo DIR (and "
-                             "--gold or --gold-from-patch) to score them, or a records file")
-        given = sources(a)   # without gold: gold-free signals only (docs/metrics.md §5b)
-        if self.context is None:
-            self.context = BatchContext.build(*given)
-        jobs = list(collect_jobs([str(path)], a.fmt))
-        return [r for batch in evaluate_jobs(jobs, self.context, given, a.workers)
-                for r in batch]
-
-    def close(self) -> None:
-        if self.context is not None:
-            self.context.repos.close()
-
-
-def _load(path: Path, replayer: _Replayer) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory")
-    if not is_records_file(path):
-        return replayer.records(path)
-    records = read_records(path)
-    if replayer.outcomes is not None:
-        for r in records:
-            replayer.outcomes.join(r)
-    return records
-
-
-def _arms(args: argparse.Namespace, replayer: _Replayer
+def _arms(args: argparse.Namespace, replayer: Replayer
           ) -> tuple[dict[str, list[dict[str, Any]]], int]:
     args.arm = args.arm or []
     if bool(args.arm) == bool(args.by):
@@ -183,11 +103,11 @@ def _arms(args: argparse.Namespace, replayer: _Replayer
             name, sep, path = spec.partition("=")
             if not sep or not name.strip() or not path:
                 raise UsageError(f"--arm wants NAME=PATH, got {spec!r}")
-            arms.setdefault(name.strip(), []).extend(_load(Path(path), replayer))
+            arms.setdefault(name.strip(), []).extend(load_input(Path(path), replayer))
         return arms, 0
     if not args.inputs:
         raise UsageError("--by splits the runs of the input paths: give some")
-    records = [r for p in args.inputs for r in _load(Path(p), replayer)]
+    records = [r for p in args.inputs for r in load_input(Path(p), replayer)]
     try:
         by_arm, unnamed = split_records(records, args.by)
     except ValueError as exc:
@@ -237,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     gates = _gates(args, metrics)
-    replayer = _Replayer(args)
+    replayer = Replayer(args)
     try:
         arms, unnamed = _arms(args, replayer)
     finally:

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("streameval.commands.demo", "play the bundled example run live with metrics served"),
     "abort-backtest": ("streameval.commands.abort_backtest", "replay traces through abort policies and report"),
     "compare": ("streameval.commands.compare", "compare agents or conditions on paired instances, with error bars"),
+    "outcomes": ("streameval.commands.outcomes", "which live signals foretell failure, and how early (needs outcomes)"),
 }
 
 

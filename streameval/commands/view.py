@@ -116,11 +116,11 @@ def _serve(args: argparse.Namespace, pages: RecordsPages) -> int:
     PageRoutes(pages).mount(app)
     # UsageError names a bad host or port
     server = HttpServer(app, args.host, args.port, serving="the page")
-    print(f"streameval view: the page on http://{args.host}:{server.port}/ "
-          f"({_runs(len(pages.ids))}; Ctrl-C stops)", flush=True)
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    try:
+    try:   # from the line that says where the page is, a Ctrl-C is the interrupt it says
+        signal.signal(signal.SIGTERM, lambda *_: done.set())
+        print(f"streameval view: the page on http://{args.host}:{server.port}/ "
+              f"({_runs(len(pages.ids))}; Ctrl-C stops)", flush=True)
         while not done.wait(1.0):
             pass
     except KeyboardInterrupt:

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 PROTECTED = "protected"
 INGEST = "ingest"
+#: bytes of an answer's body handed to the server at a time: it waits until the client
+#: has read the previous ones (below the transport's high-water mark) before the next,
+#: so a client that reads nothing holds a chunk, not a whole 8 MB scrape (``guard``)
+SEND_CHUNK = 256 << 10
 T = TypeVar("T")
 
 
@@ -163,6 +167,21 @@ class Request:
         if got != length:
             raise Refused(400, "body shorter than its Content-Length", "bad_length")
         return buf
+
+
+def read_only(request: Request) -> None:
+    """Refused unless a GET or HEAD without a body (the page: read-only), before a byte of
+    a body is read. A body read on the protected lane, where no per-client limit applies,
+    holds a connection slot as long as its sender dribbles it: one client holding every
+    slot so starved ``/metrics`` (the front read such bodies for the page, 102ce86). A
+    request that declared a body is answered and closed, its body unread."""
+    body = request.headers.get(b"content-length", b"0").strip() not in (b"0", b"") \
+        or b"transfer-encoding" in request.headers
+    if request.method not in ("GET", "HEAD"):
+        raise Refused(405, f"the page is read-only: use GET, not {request.method[:20]}", "method",
+                      [(b"allow", b"GET, HEAD"), *([(b"connection", b"close")] if body else [])])
+    if body:
+        raise Refused(413, "the page takes no request body", "too_large")   # closed (413)
 
 
 class Budget:
@@ -298,6 +317,13 @@ async def _send(send, response: Response | StreamResponse) -> None:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         return
-    headers.append((b"content-length", str(len(response.body)).encode()))
+    body = response.body
+    headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
-    await send({"type": "http.response.body", "body": response.body, "more_body": False})
+    if len(body) > SEND_CHUNK:
+        view = memoryview(body)
+        for at in range(0, len(body), SEND_CHUNK):
+            await send({"type": "http.response.body", "body": bytes(view[at:at + SEND_CHUNK]),
+                        "more_body": at + SEND_CHUNK < len(body)})
+        return
+    await send({"type": "http.response.body", "body": body, "more_body": False})

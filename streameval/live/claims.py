@@ -102,7 +102,7 @@ class ClaimLog:
             try:
                 item = orjson.loads(line)
             except orjson.JSONDecodeError:
-                continue
+                item = None   # a torn line: skipped (the first: no header, so no claims)
             if i == 0:
                 if not isinstance(item, dict) or item.get("root") != self.root:
                     log.warning("%s was written for another root; ignored", self.path)

@@ -29,7 +29,7 @@ from streameval.traces.files import HEAD_LINES, open_tail
 from streameval.traces.formats import adapter_class, detect_format
 from streameval.traces.formats.base import Adapter
 from streameval.traces.identity import identify, patch_beside, trace_name
-from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK
+from streameval.traces.tail import DEFAULT_MAX_LINE, READ_CHUNK, Admit
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,8 @@ class TraceFollower:
     def __init__(self, path: Path, table: RunTable, res: Resources, *, fmt: str | None = None,
                  instance: str | None = None, include_sidechain: bool = False,
                  predictions: dict[str, str] | None = None,
-                 max_line: int = DEFAULT_MAX_LINE, root: Path | None = None):
+                 max_line: int = DEFAULT_MAX_LINE, root: Path | None = None,
+                 admit: Admit | None = None):
         self.path = Path(path)
         #: where the trace was first seen: its runs' keys, name and run ids stay those of
         #: this path when the file is moved (``move``); ``path`` is where it is now
@@ -64,8 +65,9 @@ class TraceFollower:
         self.instance = instance
         self.include_sidechain = include_sidechain
         self.predictions = predictions if predictions is not None else {}
-        # a file, or an SDK conversation directory read event file by event file
-        self.tail = open_tail(self.path, max_line=max_line)
+        # a file, or an SDK conversation directory read event file by event file; each
+        # file a poll opens is first shown to ``admit`` (the watcher's links rule)
+        self.tail = open_tail(self.path, max_line=max_line, admit=admit)
         self.fmt: str | None = None
         self.document = False
         #: the format's every line is one whole run (``Adapter.run_per_line``)

@@ -18,8 +18,16 @@ to the ASGI app; this subclass adds what a service open to agents needs:
   all, so ``/metrics`` and the page keep slots of their own: every local agent, hook
   and Prometheus share 127.0.0.1, and no number of slow pushes from it can starve a
   scrape. When every slot is held, a new connection takes the slot of the connection
-  that has waited longest for its request's headers (a slow or idle client), so slow
-  clients cannot hold the server either;
+  that has waited longest for its request's headers (a slow or idle client), else of
+  the one whose client has read nothing of its answer for longest, so slow clients
+  cannot hold the server either;
+- **unread answers**: a client that reads nothing of an answer (the server's writing
+  paused on it) is cut off after ``Limits.send_timeout`` seconds, and a connection cut
+  off or timed out with bytes still unsent is aborted, those bytes dropped. Closed
+  gently, it kept its socket and its unsent answer (a ``/metrics`` of 8 MB) for as long
+  as its client chose: 64 clients that read nothing held 280 MB of the server's memory
+  after their slots were taken (102ce86). Bodies are handed over a chunk at a time
+  (``asgi.SEND_CHUNK``), so such a client holds a chunk, not the whole answer;
 - every refusal is counted by reason in ``Guard.refused``
   (``streameval_http_refused_total``) and never logged per connection; every answer
   written here carries ``nosniff`` and a Content-Security-Policy, as the app's do.
@@ -57,6 +65,8 @@ class Limits:
     max_connections: int = 4096
     #: of those, slots pushes never take: ``/metrics`` and the page always have them
     protected_connections: int = 256
+    #: seconds a client may leave an answer unread (the server's writing paused on it)
+    send_timeout: float = 30.0
     #: bytes of one request body
     max_body: int = 8 << 20
     #: body bytes held by requests in flight, in all; past it: 503 + Retry-After
@@ -85,17 +95,23 @@ class Guard:
         self.ingest = 0
         #: connections waiting for a request's headers, the longest waiting first
         self.waiting: dict[GuardedProtocol, None] = {}
+        #: connections whose client reads none of its answer, the longest stalled first
+        self.stalled: dict[GuardedProtocol, None] = {}
         #: reason -> refusals (header_timeout, header_too_large, per_client_limit,
-        #: connection_limit, bad_framing; the app adds its own)
+        #: connection_limit, send_timeout, bad_framing; the app adds its own)
         self.refused: Counter = Counter()
 
     def admit(self) -> bool:
         """Whether a new connection may open: a slot is free, or the connection that
-        has waited longest for its headers gives its slot up."""
+        has waited longest for its headers gives its slot up, else the one whose client
+        has read nothing of its answer for longest."""
         if self.connections >= self.limits.max_connections:
-            if not self.waiting:
+            if self.waiting:
+                next(iter(self.waiting)).evict()
+            elif self.stalled:
+                next(iter(self.stalled)).evict()
+            else:
                 return False
-            next(iter(self.waiting)).evict()
         self.connections += 1
         return True
 
@@ -145,6 +161,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         peer = transport.get_extra_info("peername")
         self._peer = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        self._stall_timer: asyncio.TimerHandle | None = None
         self._admitted = self.guard.admit()
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
@@ -179,15 +196,50 @@ class GuardedProtocol(HttpToolsProtocol):
             self._pushing = False
             self.guard.leave_ingest(self._peer)
         self._disarm()
+        self._unstall()
 
     def evict(self) -> None:
         """Give this connection's slot to a new one: it has waited longest for its
-        request's headers. A request begun is answered 503; an idle one closed."""
-        if self._heard or not self._served:
+        request's headers (a request begun is answered 503; an idle one closed), or its
+        client has read nothing of its answer for longest (cut off)."""
+        if self.transport.get_write_buffer_size():
+            self.guard.refused["connection_limit"] += 1
+        elif self._heard or not self._served:
             self.guard.refused["connection_limit"] += 1
             self.transport.write(_REFUSED)
         self._give_up_slot()
-        self.transport.close()
+        self._close()
+
+    def _close(self) -> None:
+        """Closed; aborted when bytes are left unsent: closed gently, a connection whose
+        client reads nothing keeps its socket and those bytes until the client reads."""
+        if self.transport.get_write_buffer_size():
+            self.transport.abort()
+        else:
+            self.transport.close()
+
+    # ------------------------------------------------------------------ answers unread
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._admitted and self._stall_timer is None:
+            self.guard.stalled[self] = None
+            self._stall_timer = self.loop.call_later(self.guard.limits.send_timeout,
+                                                     self._send_timeout)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._unstall()
+
+    def _unstall(self) -> None:
+        self.guard.stalled.pop(self, None)
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _send_timeout(self) -> None:
+        self._stall_timer = None
+        self.guard.refused["send_timeout"] += 1
+        self.transport.abort()   # its slot is given up when the loss is told
 
     # ------------------------------------------------------------------ headers
     def _arm(self) -> None:
@@ -212,7 +264,7 @@ class GuardedProtocol(HttpToolsProtocol):
         if self._heard or not self._served:   # a request not finished in time: a slow client
             self.guard.refused["header_timeout"] += 1
             self.transport.write(_status(408, "Request Timeout", "headers not complete in time"))
-        self.transport.close()   # else an idle keep-alive connection: closed quietly
+        self._close()   # else an idle keep-alive connection: closed quietly
 
     def data_received(self, data: bytes) -> None:
         if not self._admitted or self.parser is None:

@@ -48,10 +48,20 @@ def is_loopback(host: str) -> bool:
 
 
 def host_name(header: str) -> str:
-    """The name of a ``Host`` header, without its port (``[::1]:9108`` -> ``[::1]``)."""
+    """The name of a ``Host`` header, without its port (``[::1]:9108`` -> ``[::1]``). A
+    header that is not a name and a port of digits is given back whole (no loopback
+    name: ``[::1]evil.example`` is not ``[::1]``)."""
     if header.startswith("["):
-        return header[: header.find("]") + 1]
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+        name, bracket, port = header.partition("]")
+        name += bracket
+    elif header.count(":") == 1:
+        name, _, port = header.partition(":")
+        port = ":" + port
+    else:
+        return header
+    digits = port[1:]   # may be empty (RFC 3986)
+    return name if not port or port[:1] == ":" and (not digits or digits.isascii()
+                                                    and digits.isdigit()) else header
 
 
 class HostRule:

@@ -165,7 +165,15 @@ def read_checkpoint(path: Path, root: Path) -> Checkpoint:
         log.warning("checkpoint %s unusable (%s); starting afresh", path, problem)
         return Checkpoint()
     real_root = os.path.realpath(root)
-    out = Checkpoint(journals=data.get("journals") if isinstance(data.get("journals"), dict) else {})
+    journals = data.get("journals") if isinstance(data.get("journals"), dict) else {}
+    written_for = data.get("root")
+    if journals and not (isinstance(written_for, str) and os.path.realpath(written_for) == real_root):
+        # the run ids given and the abort decisions taken name the runs of that root (its
+        # relative paths): as the claims file of another root, not taken
+        log.warning("checkpoint %s was written for %s, not %s; the run ids and decisions "
+                    "it keeps are not taken", path, written_for, root)
+        journals = {}
+    out = Checkpoint(journals=journals)
     for name, pos in data["files"].items():
         written = pos.get("written")
         if not isinstance(pos.get("inode"), int) or not isinstance(written, dict) or not all(

@@ -71,23 +71,38 @@ def _from_file(path: Path) -> PushToken:
     path = Path(os.path.abspath(path.expanduser()))   # said as a path that works anywhere
     made = False
     try:
-        text = _read(path)
+        text, st = _read(path)
     except FileNotFoundError:
-        text, made = _make(path), True
+        (text, st), made = _make(path), True
     value = text.strip().splitlines()[0].strip() if text.strip() else ""
     if not value:
         raise UsageError(f"{path}: no token in it (one line of text; delete the file and a "
                          "new one is made)")
-    warning = None
-    mode = os.stat(path).st_mode
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        warning = f"{path} may be read by other users (chmod 600 {path})"
-    return PushToken(value, f"{path}" + (" (made now)" if made else ""), warning)
+    _only_yours(path, st)
+    return PushToken(value, f"{path}" + (" (made now)" if made else ""))
 
 
-def _read(path: Path) -> str:
-    """The file's text; opened without blocking (a FIFO named as the file must not hang
-    the start) and taken only when it is a regular file of at most ``MAX_FILE``."""
+def _only_yours(path: Path, st: os.stat_result) -> None:
+    """UsageError unless the file read (whatever link led to it) is this user's and no
+    one else may read or change it. Else another user knows the token, or sets it: one
+    who planted the file (``--ingest-token-file /tmp/tok`` made by someone else first), a
+    link to a file whose first line everyone knows (``~/.bashrc``), a file left
+    group-readable. 102ce86 took all of these, with a warning for the last two."""
+    if not hasattr(os, "geteuid"):
+        return   # no owners and modes to go by (Windows)
+    if st.st_uid != os.geteuid():
+        raise UsageError(f"{path}: belongs to another user (uid {st.st_uid}), who knows or "
+                         "can change the token; use a file of yours (or delete it and a new "
+                         "one is made)")
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise UsageError(f"{path}: other users may read or change it, so they may know the "
+                         f"token: chmod 600 {path}")
+
+
+def _read(path: Path) -> tuple[str, os.stat_result]:
+    """The file's text and its stat (of the file opened, a link followed); opened without
+    blocking (a FIFO named as the file must not hang the start) and taken only when it is
+    a regular file of at most ``MAX_FILE``."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -95,7 +110,8 @@ def _read(path: Path) -> str:
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the ingest token ({exc.strerror or exc})") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"{path}: not a regular file (--ingest-token-file)")
         data = os.read(fd, MAX_FILE + 1)
     finally:
@@ -103,12 +119,12 @@ def _read(path: Path) -> str:
     if len(data) > MAX_FILE:
         raise UsageError(f"{path}: over {MAX_FILE} bytes; not a token file")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), st
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8 text; not a token file") from None
 
 
-def _make(path: Path) -> str:
+def _make(path: Path) -> tuple[str, os.stat_result]:
     """A new token in a new file only its user may read, made whole or not at all (two
     watchers starting at once both end with the one that was linked first)."""
     token = secrets.token_urlsafe(TOKEN_BYTES)
@@ -128,7 +144,7 @@ def _make(path: Path) -> str:
             return _read(path)
         finally:
             os.unlink(temp)
+        return _read(path)   # the file linked, as any other is checked
     except OSError as exc:
         raise UsageError(f"{path}: cannot make the ingest token file "
                          f"({exc.strerror or exc}); pass --ingest-token-file FILE") from None
-    return token

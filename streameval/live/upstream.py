@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from streameval.live.asgi import PROTECTED, App, Refused, Request, Response
+from streameval.live.asgi import PROTECTED, App, Refused, Request, Response, read_only
 
 #: connections the front keeps open to a watcher's server at once
 UPSTREAM_CONNECTIONS = 8
@@ -32,14 +32,12 @@ class Upstream:
         self._slots: asyncio.Semaphore | None = None
 
     async def __call__(self, request: Request) -> Response:
-        body = b""
-        if b"content-length" in request.headers:
-            body = bytes(await request.body(request.content_length(request.app.limits.max_body)))
+        read_only(request)   # before a byte of a body is read
         scope = request.scope
         target = scope.get("raw_path") or request.path.encode()
         if scope.get("query_string"):
             target += b"?" + scope["query_string"]
-        return await self.send(request.method, target, scope["headers"], body)
+        return await self.send(request.method, target, scope["headers"])
 
     async def send(self, method: str, target: bytes, headers: list[tuple[bytes, bytes]],
                    body: bytes = b"") -> Response:

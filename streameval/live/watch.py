@@ -218,7 +218,8 @@ class Watcher:
             return self._move(known, path)
         f = TraceFollower(path, self.table, self.res, fmt=self.cfg.fmt,
                           include_sidechain=self.cfg.include_sidechain,
-                          predictions=self.predictions, root=self.cfg.root)
+                          predictions=self.predictions, root=self.cfg.root,
+                          admit=self.links.opened)
         if named is not None and Path(named) != path:
             self._note_move(f, path, named)
         f.lag_since = self.started_at

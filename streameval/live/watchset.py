@@ -44,9 +44,27 @@ class OutsideLinks:
         self._said: dict[str, None] = {}
 
     def allowed(self, path: Path) -> bool:
+        """Whether a trace found at ``path`` is followed (checked when it is found)."""
         if self.allow or not os.path.islink(path):
             return True
-        target = os.path.realpath(path)
+        return self._inside(path, os.path.realpath(path))
+
+    def opened(self, fd: int, path: str) -> bool:
+        """Whether the file a poll opened as ``fd`` (at ``path``) may be read: what
+        ``allowed`` said when the trace was found no longer holds once the file, or a
+        folder on its path, is replaced by a link out of the root, and a poll opens what
+        the path leads to now (102ce86 read it). So the file really opened is asked
+        about: Linux names it (``/proc/self/fd``); elsewhere the path is resolved again."""
+        if self.allow:
+            return True
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = os.path.realpath(path)
+        return self._inside(path, target)
+
+    def _inside(self, path: Path | str, target: str) -> bool:
+        """Whether ``target`` (where ``path`` leads) is under the root; said once when not."""
         if target == self.root or target.startswith(self.root.rstrip(os.sep) + os.sep):
             return True
         key = str(path)
@@ -55,7 +73,7 @@ class OutsideLinks:
                 self._said.pop(next(iter(self._said)))
             self._said[key] = None
             log.log(logging.WARNING if self.say else logging.DEBUG,
-                    "watch: %s is a link to %s, outside %s; not followed "
+                    "watch: %s leads to %s, outside %s (a link); not followed "
                     "(--follow-outside-links follows it)", path, target, self.root)
         return False
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["Credit", "Creditor"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Credit:
-    """What one read credits: base ranges, and its shown lines by outcome."""
+    """What one read credits: base ranges, and its shown lines by outcome. (Not frozen:
+    made for every read and read once; a frozen dataclass costs three times as much
+    to make.)"""
 
     #: the window(s) proposed, in current numbers: one range, or the runs of printed
     #: numbers (grep hits); empty when the text alone says where
@@ -63,28 +66,40 @@ class Creditor:
         self.window_only = False
 
     # ------------------------------------------------------------------ entry
-    def credit(self, read: Read, repo: str, n: int, printed: bool,
+    def credit(self, read: Read, repo: str, lengths: dict[str, int], printed: bool,
                problems: list[tuple[Reason, str]]) -> Credit | None:
-        """``n``: the file's current length as the map has it; ``printed``: the call
+        """``lengths``: the call's files' current lengths as the map has them, looked up
+        here when a read needs one (most reads of text do not); ``printed``: the call
         printed something. None when the read showed nothing of the file."""
         if read.shown is not None and read.shown.end_piece:
-            read = _end_piece(read, n if self.view is not None else None)
+            read = _end_piece(read, self._length(repo, lengths) if self.view is not None else None)
         shown = read.shown
         base = self.texts.get(self.view, repo) if (
             shown is not None and self.view is not None and not self.window_only) else None
         if shown is None or base is None:
-            return self._window(read, repo, n, printed, problems)
-        return self._aligned(read, shown, repo, base, n)
+            return self._window(read, repo, self._length(repo, lengths), printed, problems)
+        return self._aligned(read, shown, repo, base, lengths)
+
+    def _length(self, repo: str, lengths: dict[str, int]) -> int:
+        n = lengths.get(repo)
+        if n is None:
+            n = lengths[repo] = self.edits.num_lines(repo) or 0
+        return n
 
     # ------------------------------------------------------------------ by text
     def _aligned(self, read: Read, shown: Shown, repo: str, base: BaseText,
-                 n: int) -> Credit | None:
+                 lengths: dict[str, int]) -> Credit | None:
+        if self.audit is None:
+            usual = self._as_printed(shown, repo, base) if shown.numbers is not None else \
+                self._as_window(read, shown, repo, base)
+            if usual is not None:
+                return usual
         lines = list(shown.lines)
         if not lines:
             # an empty output: a file of no lines was shown; any other showed nothing
             return Credit([], [], nothing=len(base) > 0, by_text=True)
         numbers = list(shown.numbers) if shown.numbers is not None else None
-        first = self._first_line(read, shown, n, len(lines))
+        first = self._first_line(read, shown, repo, lengths)
         # the text the lines are aligned with: the file as the edits made it (positions
         # are current numbers, each with its base line), or the base text itself
         ref, ref_ids = base, None
@@ -131,7 +146,53 @@ class Creditor:
         return Credit(current, ranges, aligned=aligned, agent=agent, change=changed,
                       by_text=True)
 
-    def _first_line(self, read: Read, shown: Shown, n: int, k: int) -> int | None:
+    def _as_printed(self, shown: Shown, repo: str, base: BaseText) -> Credit | None:
+        """The usual numbered read, or None: printed numbers of a file that no edit and
+        no read has moved, every line the base text's own at its number (a window, or
+        grep's hits). It credits what the path below would (every line where expected,
+        remembered by the map as agreeing), without its copies of the lines, in C
+        where it can; most of a live trace's calls."""
+        numbers, lines = shown.numbers, shown.lines
+        k = len(lines)
+        if not k or numbers is None or len(numbers) != k or shown.loose or shown.gaps \
+                or shown.base or self.edits.is_mapped(repo):
+            return None
+        first = numbers[0]
+        last = first + k - 1
+        raw = base.raw_lines
+        if numbers[-1] == last and (k == 1 or numbers == tuple(range(first, last + 1))):
+            if first < 1 or last > len(raw) or raw[first - 1:last] != list(lines):
+                return None
+            self.edits.observe_numbered(repo, numbers, numbers, lines)
+            return Credit([(first, last)], [(first, last)], aligned=k, by_text=True)
+        if min(numbers) < 1 or max(numbers) > len(raw) or \
+                itemgetter(*[b - 1 for b in numbers])(raw) != tuple(lines):
+            return None
+        self.edits.observe_numbered(repo, numbers, numbers, lines)
+        runs = numbered_runs(numbers)
+        return Credit(runs, list(runs), aligned=len(set(numbers)), by_text=True)
+
+    def _as_window(self, read: Read, shown: Shown, repo: str, base: BaseText) -> Credit | None:
+        """The usual unnumbered read, or None: a run of lines from a known first line
+        (``sed -n a,bp``, ``head``), of a file that no edit and no read has moved, every
+        line the base text's own. It credits what the path below would, without its
+        copies. (Not a whole file: there the map takes the read in whole.)"""
+        lines = shown.lines
+        k = len(lines)
+        start = read.start
+        if not k or shown.gaps or shown.loose or shown.base or shown.cut_head or \
+                shown.cut_tail or (start is None and read.end is None) or \
+                (start is not None and start < 1) or self.edits.is_mapped(repo):
+            return None
+        first = 1 if start is None else start
+        last = first + k - 1
+        if last > len(base.raw_lines) or base.raw_lines[first - 1:last] != list(lines):
+            return None
+        self.edits.observe(repo, first, list(range(first, last + 1)), list(lines))
+        return Credit([(first, last)], [(first, last)], aligned=k, by_text=True)
+
+    def _first_line(self, read: Read, shown: Shown, repo: str,
+                    lengths: dict[str, int]) -> int | None:
         """Current number of the first shown line of a run of lines, when known (not
         for a text other output may be mixed into: it says nothing of where it starts)."""
         if shown.numbers is not None or shown.gaps or (shown.loose and read.start is None):
@@ -140,6 +201,7 @@ class Creditor:
         if start is None:
             return None if shown.cut_head else 1
         if start < 0:
+            n = self._length(repo, lengths)
             return max(1, n + start + 1) if n else None
         return start
 

@@ -107,6 +107,11 @@ class EditMap:
         runs = [[len(base), 1]] if base else []
         return LineMap(base=base, lines=list(base), runs=runs)
 
+    def is_mapped(self, path: str) -> bool:
+        """Does the map hold the file (edited, or loaded by an edit or a read that
+        disagreed)? A file it does not hold is at its base lines, none of it loaded."""
+        return path in self._files
+
     def is_edited(self, path: str) -> bool:
         """Has the map moved this file away from the base (its numbers are not base
         numbers)?"""

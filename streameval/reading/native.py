@@ -222,11 +222,13 @@ _NUMBER_FIRST = re.compile(r"\d+[:-]")
 def _single_file(lines: list[str], path: str) -> bool:
     """Did Grep search one file (its lines carry no path)? The majority of lines decides;
     a named single path wins ties."""
+    if "." not in path.rsplit("/", 1)[-1]:
+        return False    # a directory (as a rule): no line needs looking at
     numbered = [_NUMBER_FIRST.match(ln) is not None for ln in lines]
     single = sum(numbered)
     multi = sum(1 for ln, num in zip(lines, numbered)
                 if not num and grep_out.looks_like_hit(ln, False))
-    return single >= multi and "." in path.rsplit("/", 1)[-1]
+    return single >= multi
 
 
 def claude_glob(call: ToolCall) -> NativeResult:

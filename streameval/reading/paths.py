@@ -260,6 +260,12 @@ def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
             cache[p] = view.resolve(p)
         return cache[p]
 
+    if step.symbols is None and len(set(step.files)) == len(step.files):
+        for p in (*step.spans, *step.files):
+            if (cache[p] if p in cache else resolve(p)) != p:
+                break
+        else:
+            return step   # every path a repository path already (as a rule): nothing to do
     files = tuple(dict.fromkeys(r for r in map(resolve, step.files) if r is not None))
     spans: dict[str, list[tuple[int, int]]] = {}
     for path, ranges in step.spans.items():

@@ -24,6 +24,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from streameval.errors import Reason
@@ -46,10 +47,11 @@ log = logging.getLogger(__name__)
 __all__ = ["CallOutcome", "ResolvedRead", "StepBuilder"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ResolvedRead:
     """One read as ``inspect`` prints it: trace path, repo path, the window proposed (in
-    current lines), the base lines credited, and the shown lines by outcome."""
+    current lines), the base lines credited, and the shown lines by outcome. (Not frozen,
+    as ``Credit``: one per read, and a frozen one costs three times as much to make.)"""
 
     trace_path: str
     repo_path: str | None
@@ -140,32 +142,37 @@ class StepBuilder:
                 f"call {call.call_id} ({call.tool}): {type(exc).__name__}: {exc}"[:300])])
 
     def _consume(self, call: ToolCall) -> CallOutcome:
-        if call.cwd_persists and self._shell_cwd:
+        if call.cwd_persists and self._shell_cwd and call.cwd != self._shell_cwd:
             # a `cd` in an earlier call still holds in the agent's shell
             call = replace(call, cwd=self._shell_cwd)
         if call.cwd:
             self._cwd = call.cwd
         cwd = call.cwd or self._cwd
         inf = infer(call, self.state, self.tools)
-        self._bound_scripts()
+        if self.state.scripts:
+            self._bound_scripts()
         if call.cwd_persists and inf.cwd_after and inf.cwd_after.startswith("/"):
             self._shell_cwd = inf.cwd_after
         out = CallOutcome(category=inf.category, problems=list(inf.problems))
-        self._apply_changes(inf, cwd, out)
+        if inf.edits or inf.changes:
+            self._apply_changes(inf, cwd, out)
         files: dict[str, list[tuple[int, int]]] = {}
-        # a search call shows many lines of the same few files: their length is
-        # looked up once per call (edits of this call are already applied)
+        # a file's length, looked up when a read needs it, once per call (edits of this
+        # call are already applied)
         lengths: dict[str, int] = {}
         # with no output (or an empty one) lines past the end were not shown at all; a
         # non-empty output that our file is too short for means our copy is off
-        printed = isinstance(call.output, str) and bool(call.output.strip())
-        reads = list(inf.reads)
+        output = call.output
+        printed = isinstance(output, str) and bool(output) and not output.isspace()
+        reads = inf.reads
         if inf.pending:   # outputs several printers shared: split now the edits are in
+            reads = list(reads)
             lookup = self._current_lines(cwd)
             for printout in inf.pending:
                 reads.extend(settle(printout, lookup))
-        for read, snippet in [*((r, True) for r in inf.snippets),
-                              *((r, False) for r in reads)]:
+        pairs = zip(reads, repeat(False)) if not inf.snippets else \
+            [*((r, True) for r in inf.snippets), *((r, False) for r in reads)]
+        for read, snippet in pairs:
             resolved = self._resolve_read(read, cwd, out, lengths, printed, snippet)
             if resolved is None:
                 continue   # nothing of the file was shown
@@ -291,10 +298,7 @@ class StepBuilder:
             return ResolvedRead(read.path, None, [], [], read.listing, directory=directory)
         if read.listing:
             return ResolvedRead(read.path, repo, [], [], True)
-        n = lengths.get(repo)
-        if n is None:
-            n = lengths[repo] = self.edits.num_lines(repo) or 0
-        credit = self.creditor.credit(read, repo, n, printed, out.problems)
+        credit = self.creditor.credit(read, repo, lengths, printed, out.problems)
         if credit is None or credit.nothing:
             return None
         if credit.change:

@@ -3,9 +3,12 @@
 A comparison asks whether arm B does better than arm A *on the same instances*. So the
 records of each arm are first reduced to one row per instance: the mean of each metric
 over the instance's scored runs (repeated runs are averaged first, so an instance run
-five times weighs as much as one run once), and the mean per-step coverage curve. Then
-the instances both arms scored are the pairs; the others are listed, never silently
-dropped (docs/compare.md).
+five times weighs as much as one run once), and the mean per-step coverage curve. A
+metric a run that could not be scored has too (``Metric.of_error_records``: whether it
+solved its task) is the mean over the error records as well, so an instance whose every
+run failed to score still has its outcome. Then the instances both arms scored are the
+pairs (for such a metric, the instances both have it for); the others are listed, never
+silently dropped (docs/compare.md).
 """
 
 from __future__ import annotations
@@ -78,13 +81,15 @@ def split_records(records: Iterable[dict[str, Any]], by: str
 
 @dataclass(slots=True)
 class InstanceRow:
-    """One instance of one arm: its metrics averaged over its scored runs."""
+    """One instance of one arm: its metrics averaged over its scored runs (those of
+    error records too, for a metric they have: ``Metric.of_error_records``)."""
 
     key: str
     instance_id: str
     cluster: str | None
     #: where the repository was read (``CLUSTER_SOURCES``)
     cluster_from: str
+    #: its scored runs; 0: none could be scored, the row holds what error records have
     runs: int
     values: dict[str, float | None]
     #: per granularity, the mean per-step coverage of its runs (a run that stopped
@@ -102,6 +107,11 @@ class ArmInstances:
     runs: int
     errors: int
     errors_only: list[str]
+
+    @property
+    def scored(self) -> set[str]:
+        """The instances it scored (a row of the others holds only their outcome)."""
+        return {k for k, r in self.rows.items() if r.runs}
 
 
 def _curve(records: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
@@ -122,26 +132,34 @@ def _curve(records: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
 def reduce_arm(name: str, records: Iterable[dict[str, Any]], metrics: Sequence[Metric],
                curves: bool = True) -> ArmInstances:
     """One row per instance: each metric is the mean over the instance's scored runs
-    that have it (None when none has)."""
+    that have it, and its error records too for a metric they may have
+    (``Metric.of_error_records``); None when none has. An instance no run of which was
+    scored has a row when its error records have such a metric (``runs`` 0), and is
+    still in ``errors_only``."""
     scored: dict[str, list[dict[str, Any]]] = {}
-    errored: dict[str, int] = {}
+    errored: dict[str, list[dict[str, Any]]] = {}
     runs = errors = 0
     for rec in records:
         runs += 1
         key = instance_key(rec)
         if "error" in rec:
             errors += 1
-            errored[key] = errored.get(key, 0) + 1
+            errored.setdefault(key, []).append(rec)
         else:
             scored.setdefault(key, []).append(rec)
     rows: dict[str, InstanceRow] = {}
-    for key, recs in scored.items():
+    for key in [*scored, *(k for k in errored if k not in scored)]:
+        recs = scored.get(key, [])
+        every = recs + errored.get(key, [])
         values: dict[str, float | None] = {}
         for m in metrics:
-            vs = [v for v in (m.value(r) for r in recs) if v is not None]
+            vs = [v for v in (m.value(r) for r in (every if m.of_error_records else recs))
+                  if v is not None]
             values[m.name] = sum(vs) / len(vs) if vs else None
-        rows[key] = InstanceRow(key, str(recs[0].get("instance_id")), *cluster_of(recs[0]),
-                                len(recs), values, _curve(recs) if curves else {})
+        if recs or any(v is not None for v in values.values()):
+            rows[key] = InstanceRow(key, str(every[0].get("instance_id")),
+                                    *cluster_of(every[0]), len(recs), values,
+                                    _curve(recs) if curves and recs else {})
     return ArmInstances(name, rows, runs, errors,
                         sorted(k for k in errored if k not in scored))
 
@@ -151,7 +169,8 @@ class Pairing:
     """Two arms on their paired instances: per pair, its repository and each arm's
     values (pairs x metrics, NaN where an arm lacks the metric); the instances one arm
     scored alone; each arm's losses, the instances of the comparison (either arm ran
-    them) it has no score for; and how many pairs ``--missing worst`` made up."""
+    them) it has no score for; how many pairs ``--missing worst`` made up; and the
+    pairs made only by what error records have (``outcome_only``: their outcome)."""
 
     keys: list[str]
     clusters: list[str | None]
@@ -165,6 +184,7 @@ class Pairing:
     instances: int
     imputed_a: int = 0
     imputed_b: int = 0
+    outcome_only: list[str] = field(default_factory=list)
 
 
 def _pair_cluster(a: InstanceRow | None, b: InstanceRow | None) -> tuple[str | None, str]:
@@ -184,30 +204,38 @@ def _worst(arms: Sequence[ArmInstances], m: Metric) -> float:
 
 def pair_arms(a: ArmInstances, b: ArmInstances, metrics: Sequence[Metric],
               missing: str = "drop") -> Pairing:
-    """The pairs of ``a`` and ``b``. ``missing="worst"``: an instance one arm scored and
-    the other did not (it failed, or did not run it) is paired too, the arm that lacks it
-    taking, per metric, the worst value either arm scored."""
+    """The pairs of ``a`` and ``b``: the instances both scored, and those both have a
+    row for (a metric of error records: the outcome of a run that could not be scored).
+    ``missing="worst"``: an instance one arm scored and the other did not (it failed, or
+    did not run it) is paired too, the arm that lacks it taking, per metric it has no
+    value for, the worst value either arm scored."""
     import numpy as np
 
     if missing not in ("drop", "worst"):
         raise ValueError(f"missing must be drop or worst, got {missing!r}")
     instances = set(a.rows) | set(b.rows) | set(a.errors_only) | set(b.errors_only)
-    both = set(a.rows) & set(b.rows)
-    keys = sorted(set(a.rows) | set(b.rows) if missing == "worst" else both)
+    sa, sb = a.scored, b.scored
+    made_up = (sa | sb) - (sa & sb) if missing == "worst" else set()
+    keys = sorted((set(a.rows) & set(b.rows)) | made_up)
     worst = [_worst((a, b), m) for m in metrics]
 
-    def matrix(arm: ArmInstances) -> Any:
-        out = np.array([[worst[j] if k not in arm.rows else
-                         _nan(arm.rows[k].values[m.name]) for j, m in enumerate(metrics)]
-                        for k in keys], dtype=np.float64)
+    def matrix(arm: ArmInstances, scored: set[str]) -> Any:
+        def value(k: str, j: int, m: Metric) -> float:
+            row = arm.rows.get(k)
+            v = row.values[m.name] if row is not None else None
+            return worst[j] if v is None and k in made_up and k not in scored else _nan(v)
+
+        out = np.array([[value(k, j, m) for j, m in enumerate(metrics)] for k in keys],
+                       dtype=np.float64)
         return out.reshape(len(keys), len(metrics))
 
     where = [_pair_cluster(a.rows.get(k), b.rows.get(k)) for k in keys]
-    return Pairing(keys, [c for c, _ in where], [s for _, s in where], matrix(a), matrix(b),
-                   sorted(set(a.rows) - set(b.rows)), sorted(set(b.rows) - set(a.rows)),
-                   sorted(instances - set(a.rows)), sorted(instances - set(b.rows)),
-                   len(instances), sum(k not in a.rows for k in keys),
-                   sum(k not in b.rows for k in keys))
+    return Pairing(keys, [c for c, _ in where], [s for _, s in where], matrix(a, sa),
+                   matrix(b, sb), sorted(sa - sb), sorted(sb - sa),
+                   sorted(instances - sa), sorted(instances - sb), len(instances),
+                   sum(k in made_up and k not in sa for k in keys),
+                   sum(k in made_up and k not in sb for k in keys),
+                   [k for k in keys if k not in made_up and not (k in sa and k in sb)])
 
 
 def _nan(v: float | None) -> float:

@@ -35,8 +35,8 @@ __all__ = ["KEY_METRICS", "MISSING_MARGIN", "Comparison", "CompareReport", "Curv
 
 #: the metrics a comparison shows first, in this order (the rest by family)
 KEY_METRICS = ("line.f1", "resolved", "tokens", "cost_usd", "steps")
-#: an arm that lost more than this many percentage points more of the instances than the
-#: baseline makes every row untrusted (and fails ``--fail-if-worse``)
+#: arms whose losses (instances without a score) differ by more than this many percentage
+#: points make every row untrusted; B losing the more fails ``--fail-if-worse``
 MISSING_MARGIN = 5.0
 #: curves are drawn up to the longest run, at most this many steps
 MAX_CURVE_STEPS = 250
@@ -88,7 +88,10 @@ class Comparison:
 
     @property
     def pairs(self) -> list[str]:
-        return self.pairing.keys
+        """The paired instances both arms scored (or ``--missing worst`` made up); the
+        pairs of their outcome alone (``Pairing.outcome_only``) are not among them."""
+        alone = set(self.pairing.outcome_only)
+        return [k for k in self.pairing.keys if k not in alone]
 
     @property
     def clusters(self) -> int:
@@ -224,7 +227,10 @@ def compare_arms(arms: Sequence[ArmInstances], metrics: Sequence[Metric], *,
     for row, p in zip(flat, holm([row.inference.p for row in flat])):
         row.p_holm = p
     paired = sorted(set().union(*(c.pairs for c in comparisons)))
-    curves = {arm.name: _curves(arm, [k for k in paired if k in arm.rows], unit) for arm in arms}
+    curves = {}
+    for arm in arms:
+        scored = arm.scored
+        curves[arm.name] = _curves(arm, [k for k in paired if k in scored], unit)
     return CompareReport(list(arms), comparisons, unit, missing, missing_margin, flips, seed,
                          curves, unnamed)
 
@@ -276,13 +282,13 @@ def report_json(report: CompareReport) -> dict[str, Any]:
         "min_repositories": MIN_REPOSITORIES,
         "records_without_arm": report.unnamed,
         "arms": [{"name": a.name, "runs": a.runs, "errors": a.errors,
-                  "instances": len(a.rows), "instances_with_errors_only": a.errors_only}
+                  "instances": len(a.scored), "instances_with_errors_only": a.errors_only}
                  for a in report.arms],
         "comparisons": [{
             "a": c.a, "b": c.b, "pairs": len(c.pairs), "clusters": c.clusters,
             "clusters_from": {s: c.pairing.sources.count(s) for s in ("repo", "id", "none")},
             "without_repository": c.unnamed,
-            "only_a": c.only_a, "only_b": c.only_b,
+            "outcome_only": c.pairing.outcome_only, "only_a": c.only_a, "only_b": c.only_b,
             "instances": c.pairing.instances, "lost_a": c.pairing.lost_a,
             "lost_b": c.pairing.lost_b, "imputed_a": c.pairing.imputed_a,
             "imputed_b": c.pairing.imputed_b,

@@ -129,7 +129,7 @@ def format_html(report: CompareReport) -> str:
               "<span>* significant at 5% after Holm's correction</span></p>")
     body = [f"<h1>streameval compare: baseline {escape(report.baseline)}</h1>",
             '<p class="note">' + escape("; ".join(
-                f"{a.name}: {a.runs} run(s), {a.errors} not scored, {len(a.rows)} instance(s)"
+                f"{a.name}: {a.runs} run(s), {a.errors} not scored, {len(a.scored)} instance(s)"
                 for a in report.arms)) + "</p>", legend]
     for c in report.comparisons:
         body += _comparison(report, c)

@@ -65,6 +65,9 @@ def describe(report: CompareReport, c: Comparison) -> list[str]:
     lines = [f"pairs: {_plural(len(c.pairs), 'instance', 'instances')} in "
              f"{_plural(c.clusters, 'repository', 'repositories')}; unpaired: "
              f"{len(c.only_a)} only in A, {len(c.only_b)} only in B"]
+    if p.outcome_only:
+        lines[0] += (f"; {len(p.outcome_only)} more paired on their outcome alone (resolved "
+                     "counts runs that could not be scored)")
     named = {s: p.sources.count(s) for s in ("repo", "id")}
     how = (f"repositories from the records' repo field ({named['repo']} pairs) and from "
            f"SWE-bench style ids ({named['id']})")
@@ -105,7 +108,7 @@ def reasons(rows: Sequence[MetricRow], shared: Sequence[str] = ()) -> list[tuple
 
 
 def _arms_line(report: CompareReport) -> str:
-    parts = [f"{a.name}: {a.runs} run(s), {a.errors} not scored, {len(a.rows)} instance(s)"
+    parts = [f"{a.name}: {a.runs} run(s), {a.errors} not scored, {len(a.scored)} instance(s)"
              for a in report.arms]
     line = "arms: " + "; ".join(parts)
     if report.unnamed:

@@ -47,6 +47,11 @@ class Metric:
     scale: str = "share"
     #: its values are 0 or 1 (a paired test of them is McNemar's)
     binary: bool = False
+    #: a run that could not be scored has it too (whether it solved its task does not
+    #: depend on whether its context could be scored): ``compare`` and ``replay
+    #: --fail-under`` take it from error records as well, the others from scored runs
+    #: only
+    of_error_records: bool = False
 
     def value(self, record: dict[str, Any]) -> float | None:
         """The number, or None when the record does not have it (NaN and infinities,
@@ -175,7 +180,8 @@ def _metrics() -> tuple[Metric, ...]:
                about="tokens to full file coverage", family="to gold", scale="tokens"),
         Metric("resolved", "resolved", _resolved, 1, integer=True, binary=True,
                about="solved by the benchmark's tests (1) or not (0), where the record's "
-                     "outcome is known: averaged, the solve rate", family="outcome"),
+                     "outcome is known (error records too): averaged, the solve rate",
+               family="outcome", of_error_records=True),
     ]
     # the gold-free signals (docs/outcomes.md §2) the record's other fields do not hold
     out += [Metric(name, name, _signal(name), better, integer=integer, about=about,

@@ -7,7 +7,7 @@ file.f1:0.02`` when arm B is worse than the baseline beyond the margin (a one-si
 at 2.5%, Holm-corrected over the gates), or lost more of the instances than the baseline.
 A gate on a metric that nothing has (no patch for ``editloc.*``, no usage for
 ``tokens``) fails too: a gate that cannot be checked must not pass in silence; a gate
-that cannot fail (too few repositories) passes, and says so.
+that cannot fail (too few repositories, ids that name none) passes, and says so.
 """
 
 from __future__ import annotations
@@ -59,11 +59,15 @@ def parse_thresholds(text: str) -> list[Threshold]:
 
 def fail_under(records: Iterable[dict[str, Any]], thresholds: list[Threshold]) -> list[str]:
     """One line per failed threshold (empty: the gate passes). The mean is over the
-    scored runs that have the metric, each run once (macro), as the summary table."""
-    records = [r for r in records if "error" not in r]
+    scored runs that have the metric, each run once (macro), as the summary table; for
+    a metric error records have too (``Metric.of_error_records``: the outcome), over
+    every run that has it."""
+    records = list(records)
+    scored = [r for r in records if "error" not in r]
     failures: list[str] = []
     for t in thresholds:
-        values = [v for v in (t.metric.value(r) for r in records) if v is not None]
+        runs = records if t.metric.of_error_records else scored
+        values = [v for v in (t.metric.value(r) for r in runs) if v is not None]
         mean = left_mean(values)
         if mean is None:
             failures.append(f"{t.metric.name}: no scored run has it, so the gate "
@@ -143,10 +147,15 @@ def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
     pair has the metric (a gate that cannot be checked does not pass).
 
     A metric with 2 repositories or fewer has no repository-level test: the gate is not
-    judged (a note says so) unless the report's unit is ``instance``."""
+    judged (a note says so) unless the report's unit is ``instance``; nor is one whose
+    units include ids that name no repository (each a unit of its own): it cannot fail,
+    and a note says why. A gate whose test
+    cannot go below 2.5% (its ``Floor``: few repositories, few random flips), or gates
+    of which Holm's correction leaves none a chance, pass with a note saying so."""
     failures: list[str] = []
     notes: list[str] = []
     tests: list[tuple[str, Any, Any, float, float]] = []
+    floors: list[float] = []      # each test's smallest one-sided p
     for c in report.comparisons:
         ra, rb = c.lost_points
         if gates and rb - ra > report.missing_margin:
@@ -165,16 +174,33 @@ def fail_if_worse(report: Any, gates: list[WorseGate]) -> GateVerdict:
                 notes.append(f"{g.name}: {c.b} vs {c.a}: not judged ({inf.reason}); "
                              "--unit instance judges these repositories' instances")
                 continue
+            if inf.unit == "repository" and inf.unnamed:
+                # each id with no repository is a unit of its own: the test would be
+                # over units that need not be independent, not over repositories
+                some = ("1 pair names" if inf.unnamed == 1 else
+                        f"{inf.unnamed} pairs name")
+                notes.append(f"{g.name}: {c.b} vs {c.a}: {some} no repository and count as "
+                             f"one each, so its {inf.units} units are not all repositories: "
+                             "this gate cannot fail (--unit instance judges the instances; "
+                             "a repo field in the records lets repositories be judged)")
+                continue
             if p is None:
                 failures.append(f"{g.name}: {c.b} vs {c.a}: no test is possible "
                                 f"({inf.reason}); the gate cannot pass")
                 continue
-            floor = 1 / 2 ** inf.units
-            if floor > GATE_ALPHA:
-                notes.append(f"{g.name}: {c.b} vs {c.a}: with {inf.units_text} this "
-                             f"gate cannot fail (the exact test's smallest one-sided p is "
-                             f"{floor:.3g}, above {GATE_ALPHA})")
+            floor = inf.floor
+            if floor is not None and floor.one_sided > GATE_ALPHA:
+                notes.append(f"{g.name}: {c.b} vs {c.a}: {floor.given} this gate cannot "
+                             f"fail ({floor.test}'s smallest one-sided p is "
+                             f"{floor.one_sided:.3g}, above {GATE_ALPHA})")
             tests.append((g.name, c, row, g.margin, p))
+            floors.append(floor.one_sided if floor is not None else 0.0)
+    # Holm rejects nothing unless the smallest p is below alpha / m: when no test can go
+    # that low, no gate can fail, though each alone could
+    if len(tests) > 1 and min(floors) * len(tests) >= GATE_ALPHA >= min(floors):
+        notes.append(f"with {len(tests)} gate tests Holm's correction asks the first for a "
+                     f"one-sided p below {GATE_ALPHA / len(tests):.3g}; none of them can go "
+                     f"below {min(floors):.3g}: no gate can fail")
     adjusted = holm([t[4] for t in tests])
     for (name, c, row, margin, p), p_holm in zip(tests, adjusted):
         if p_holm is not None and p_holm < GATE_ALPHA:

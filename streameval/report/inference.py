@@ -21,11 +21,13 @@ truth 82% of the time). What is done instead was chosen by a calibration study
   valid; the flip test needs only that a cluster's mean difference is as likely to be
   positive as negative, the t-test that it is near normal. Over C clusters the flip
   test cannot go below 2 / 2^C (0.0625 at 5): with 5 repositories or fewer nothing is
-  significant at 0.05, and the reason says so;
+  significant at 0.05, and the reason says so; nor can B random flips go below
+  1 / (1 + B), nor McNemar's test over d discordant pairs below 2 / 2^d (``Floor``);
 - **one pair, one unit**: two clusters at least are needed for an interval. With 2
   repositories or fewer the repository-level interval is not given: the instance-level
   one is (each pair its own unit, labelled ``instance``), which speaks for these
-  repositories' tasks only; with 0/1 outcomes its p-value is McNemar's exact test;
+  repositories' tasks only, and so is never trusted (``level_reasons``), asked for or
+  not; with 0/1 outcomes its p-value is McNemar's exact test;
 - **no spread** (every unit's mean the same): no interval, and the flip test alone;
 - **Holm's correction** makes several p-values safe to read together: sorted ascending,
   the i-th of m is multiplied by (m - i + 1), and each adjusted value is at least the
@@ -46,8 +48,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["DEFAULT_FLIPS", "EXACT_UNITS", "FEW_REPOSITORIES", "LEVEL", "MIN_PAIRS",
-           "MIN_REPOSITORIES", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
-           "clustered_mean", "cr2", "flip_pvalues", "holm", "mcnemar", "mean_band"]
+           "MIN_REPOSITORIES", "Floor", "MeanInference", "bm_df", "cluster_index", "cluster_sums",
+           "clustered_mean", "cr2", "flip_pvalues", "holm", "level_of", "level_reasons",
+           "mcnemar", "mean_band", "repositories", "repository_reasons"]
 
 #: the interval's coverage
 LEVEL = 0.95
@@ -65,6 +68,22 @@ DEFAULT_FLIPS = 10_000
 _BLOCK = 4_000_000
 #: a spread below this share of the values' size is none (rounding)
 _TINY = 1e-9
+#: random flips' variance by the expanded square below this share of Σ w S² is none: the
+#: expansion's cancellation leaves a residue of about 1e-16 of it
+_ROUNDING = 1e-12
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The smallest p-values the test behind ``p`` can give, whatever the data: the exact
+    flip test's 2/2^C (one-sided 1/2^C), random flips' 1/(1+B), McNemar's 2/2^d over d
+    discordant pairs. ``given`` and ``test`` name them for a sentence ("with 5
+    repositories" "the exact test")."""
+
+    two_sided: float
+    one_sided: float
+    given: str
+    test: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +112,8 @@ class MeanInference:
     units: int
     unnamed: int
     reasons: tuple[str, ...] = ()
+    #: the smallest p the test can give (None without a test)
+    floor: Floor | None = None
 
     @property
     def trusted(self) -> bool:
@@ -177,14 +198,17 @@ def flip_pvalues(sums: np.ndarray, sizes: np.ndarray, null: float = 0.0,
         """flips x K: the studentised mean of each flip. The data and every flip of an
         exact test are computed from their residuals (the expanded square below loses a
         spread-free sample's exact zero to rounding); random flips, many and over many
-        units, by two matrix products."""
+        units, by two matrix products, a variance within rounding of 0 being 0 (else the
+        flips that tie a spread-free sample's infinite statistic, all signs alike, would
+        be finite and never count)."""
         num = v @ shifted                                  # N times the mean
         if direct:
             resid = v[:, :, None] * shifted[None] - sizes[None, :, None] * (num / total)[:, None, :]
             var = (resid ** 2 * w[None, :, None]).sum(axis=1)
         else:
             m = num / total
-            var = np.maximum(c0 - 2 * m * (v @ weighted) + m ** 2 * c2, 0.0)
+            var = c0 - 2 * m * (v @ weighted) + m ** 2 * c2
+            var = np.where(var > _ROUNDING * c0, var, 0.0)
         se = np.sqrt(var)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(se > tol, num / np.where(se > tol, se, 1.0),
@@ -241,40 +265,79 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def repositories(labels: Sequence[Hashable | None]) -> tuple[list[int], int]:
+    """Each value's repository as 0..C-1 and C: a value that names none (None) is a
+    repository of its own."""
+    return cluster_index([("", i) if c is None else ("r", c) for i, c in enumerate(labels)])
+
+
+def level_of(labels: Sequence[Hashable | None], unit: str = "repository") -> str:
+    """The level an inference over values so labelled is made at: ``unit``, but
+    ``instance`` when no value names its repository or there are 2 repositories or fewer
+    (no repository-level interval)."""
+    if unit not in ("repository", "instance"):
+        raise ValueError(f"unit must be repository or instance, got {unit!r}")
+    if unit == "instance" or all(c is None for c in labels):
+        return "instance"
+    return "instance" if repositories(labels)[1] <= FEW_REPOSITORIES else "repository"
+
+
+def repository_reasons(labels: Sequence[Hashable | None], noun: str = "pair") -> list[str]:
+    """Why an inference made over repositories is not to be trusted, each value a
+    ``noun``: values that name no repository (each one of its own), fewer than
+    ``MIN_REPOSITORIES`` repositories, one repository holding more than half."""
+    import numpy as np
+
+    index, n_clusters = repositories(labels)
+    unnamed = sum(1 for c in labels if c is None)
+    out = []
+    if unnamed:
+        out.append(f"{_plural(unnamed, noun)} name no repository (each counted as one)")
+    if n_clusters < MIN_REPOSITORIES:
+        out.append(f"{n_clusters} repositories (fewer than {MIN_REPOSITORIES})")
+    sizes = np.bincount(index)
+    top = int(sizes.argmax())
+    if sizes[top] > len(labels) / 2:
+        name = next(lab for lab, i in zip(labels, index) if i == top)
+        out.append(f"one repository ({name}) holds {sizes[top] / len(labels):.0%} of the "
+                   f"{noun}s")
+    return out
+
+
+def level_reasons(labels: Sequence[Hashable | None], unit: str = "repository",
+                  noun: str = "pair") -> tuple[str, list[str]]:
+    """The level an inference over values so labelled is made at (``level_of``), and the
+    reasons not to trust it that the level gives, each value a ``noun``. An
+    instance-level inference, asked for or not, speaks for these repositories' tasks,
+    not for others: it is never trusted, and says why. At the repository level, the
+    reasons are ``repository_reasons``."""
+    level = level_of(labels, unit)
+    if level == "repository":
+        return level, repository_reasons(labels, noun)
+    if unit == "instance":
+        why = ("instance-level, as asked: it speaks for these repositories' tasks, not for "
+               "others")
+    elif all(c is None for c in labels):
+        why = f"no {noun} names its repository: each is taken as independent"
+    else:
+        why = (f"{_plural(repositories(labels)[1], 'repository')}: no repository-level "
+               "interval; this one is instance-level and speaks for these repositories' "
+               "tasks, not for others")
+    return level, [why]
+
+
 def _units(labels: list[Hashable | None], unit: str, reasons: list[str]
            ) -> tuple[str, list[int], int, int]:
     """The level the inference is made at, each value's unit (0..U-1), U, and the
     clusters at the repository level (a value with no repository is one); the reasons
     the level gives are appended."""
-    import numpy as np
-
     pairs = len(labels)
-    unnamed = sum(1 for c in labels if c is None)
-    index, n_clusters = cluster_index([("", i) if c is None else ("r", c)
-                                       for i, c in enumerate(labels)])
-    if unit not in ("repository", "instance"):
-        raise ValueError(f"unit must be repository or instance, got {unit!r}")
-    if unit == "repository" and unnamed == pairs:
-        reasons.append("no pair names its repository: instances are taken as independent")
-        unit = "instance"
-    elif unit == "repository" and n_clusters <= FEW_REPOSITORIES:
-        reasons.append(f"{_plural(n_clusters, 'repository')}: no repository-level interval; "
-                       "this one is instance-level and speaks for these repositories' tasks "
-                       "only")
-        unit = "instance"
-    elif unit == "repository":
-        if unnamed:
-            reasons.append(f"{_plural(unnamed, 'pair')} name no repository (each counted as one)")
-        if n_clusters < MIN_REPOSITORIES:
-            reasons.append(f"{n_clusters} repositories (fewer than {MIN_REPOSITORIES})")
-        sizes = np.bincount(index)
-        top = int(sizes.argmax())
-        if sizes[top] > pairs / 2:
-            name = next(lab for lab, i in zip(labels, index) if i == top)
-            reasons.append(f"one repository ({name}) holds {sizes[top] / pairs:.0%} of the pairs")
-    if unit == "instance":
-        return unit, list(range(pairs)), pairs, n_clusters
-    return unit, index, n_clusters, n_clusters
+    index, n_clusters = repositories(labels)
+    level, why = level_reasons(labels, unit)
+    reasons.extend(why)
+    if level == "instance":
+        return level, list(range(pairs)), pairs, n_clusters
+    return level, index, n_clusters, n_clusters
 
 
 def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None], *,
@@ -317,9 +380,18 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None],
     two, below, above, exact = flip_pvalues(sums, sizes, null, flips, seed)
     ps = (float(two[0]), float(below[0]), float(above[0]))
     p_exact = ps[0] if exact else None
-    if 2 / 2 ** n_units > 1 - LEVEL:
-        reasons.append(f"with {_plural(n_units, level)} the exact test cannot go below "
-                       f"p = {2 / 2 ** n_units:.4g}")
+    exact_mcnemar = None
+    if binary and level == "instance" and null == 0 and np.isin(v, (-1.0, 0.0, 1.0)).all():
+        exact_mcnemar = mcnemar(v.tolist())
+        floor = _mcnemar_floor(int(np.count_nonzero(v)))
+    elif exact:
+        floor = Floor(2 / 2 ** n_units, 1 / 2 ** n_units, f"with {_plural(n_units, level)}",
+                      "the exact test")
+    else:
+        floor = Floor(1 / (1 + flips), 1 / (1 + flips),
+                      f"with {_plural(flips, 'random sign flip')}", "the flip test")
+    if floor.two_sided > 1 - LEVEL:
+        reasons.append(f"{floor.given} {floor.test} cannot go below p = {floor.two_sided:.4g}")
     low = high = p_t = None
     if se <= _TINY * (1 + float(np.abs(v).max())):
         reasons.append(f"no spread between the {level} means: no interval")
@@ -332,11 +404,17 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable | None],
         z = (mean - null) / se
         p_t = float(2 * t.sf(abs(z), df))
         ps = tuple(max(a, b) for a, b in zip((p_t, float(t.cdf(z, df)), float(t.sf(z, df))), ps))
-    if binary and level == "instance" and null == 0 and np.isin(v, (-1.0, 0.0, 1.0)).all():
-        ps = mcnemar(v.tolist())
+    if exact_mcnemar is not None:
+        ps = exact_mcnemar
         p_exact = ps[0]
     return MeanInference(mean, low, high, min(1.0, ps[0]), min(1.0, ps[1]), min(1.0, ps[2]),
-                         p_t, p_exact, df, reasons=tuple(reasons), **base)
+                         p_t, p_exact, df, reasons=tuple(reasons), floor=floor, **base)
+
+
+def _mcnemar_floor(discordant: int) -> Floor:
+    one = 1 / 2 ** discordant
+    return Floor(min(1.0, 2 * one), one, f"with {_plural(discordant, 'discordant pair')}",
+                 "McNemar's test")
 
 
 def mean_band(matrix: np.ndarray, clusters: Sequence[Hashable | None], unit: str = "repository"
@@ -344,12 +422,11 @@ def mean_band(matrix: np.ndarray, clusters: Sequence[Hashable | None], unit: str
     """Per column of ``matrix`` (rows x columns, no NaN: a curve's steps), the mean and
     its 95% CR2 band, and the unit (instance-level with 2 repositories or fewer, as
     ``clustered_mean``)."""
-
-    named = [c for c in clusters if c is not None]
-    keyed = [("", i) if c is None else ("r", c) for i, c in enumerate(clusters)]
-    index, n_units = cluster_index(keyed)
-    if unit == "instance" or not named or n_units <= FEW_REPOSITORIES:
-        unit, index, n_units = "instance", list(range(len(clusters))), len(clusters)
+    unit = level_of(clusters, unit)
+    if unit == "instance":
+        index, n_units = list(range(len(clusters))), len(clusters)
+    else:
+        index, n_units = repositories(clusters)
     if n_units < 2:
         mean = matrix.mean(axis=0)
         return mean, mean, mean, unit

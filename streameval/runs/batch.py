@@ -242,10 +242,20 @@ def evaluate_jobs(jobs: list[Job], context: BatchContext,
 
     # spawn, not fork: the parent may hold git subprocess pipes and threads.
     chunk = max(1, min(16, len(jobs) // (workers * 4)))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_init_worker,
-                             initargs=(sources,)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(sources,))
+    try:
         yield from pool.map(_evaluate_in_worker, jobs, chunksize=chunk)
+    except BaseException:
+        # Ctrl-C (or the consumer gone) must reach the caller as itself: a Ctrl-C while the
+        # pool was starting its manager thread made ``with``'s shutdown raise "cannot join
+        # thread before it is started" in its place
+        try:   # waited for: a worker's last words come before the caller's
+            pool.shutdown(cancel_futures=True)
+        except RuntimeError:
+            pass
+        raise
+    pool.shutdown()
 
 
 def evaluate_job(job: Job, context: BatchContext) -> list[Record]:

@@ -70,6 +70,7 @@ class Dormant:
                 state = rest.get("state")
                 if state is not None:
                     state.gold, state.view, state.symbols = d["gold"], d["view"], symbols
-                d.update(rest)
-                self.__dict__ = d
+                # what was set on the settled session is newer than what was kept
+                rest.update(d)
+                self.__dict__ = rest
         return getattr(self, name)

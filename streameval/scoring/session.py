@@ -520,12 +520,20 @@ class RunSession(Dormant):
         ident, gold = self.identity, self.gold
         return {
             "localisation": self.ranking.numbers() if gold is not None else None,
-            "repo": gold.repo if gold is not None else self._repo or repo_named(ident.instance_id),
+            "repo": self.repo,
             "gold_source": gold.source_record() if gold is not None else None,
             "experiment": ident.experiment,
             "labels": dict(ident.run_labels),
             "resolved": ident.resolved,
         }
+
+    @property
+    def repo(self) -> str | None:
+        """The run's repository (compare and the outcome analysis cluster by it): its gold
+        row's; without gold, the one a gold row named when its clone is missing, else the
+        one its instance id names."""
+        gold = self.gold
+        return gold.repo if gold is not None else self._repo or repo_named(self.identity.instance_id)
 
     def agent_model(self) -> tuple[str, str]:
         """meta.json's agent and model, else what the trace says (as labels and records

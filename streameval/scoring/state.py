@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streameval.intervals import IntervalSet
+from streameval.intervals import IntervalSet, canonical
 from streameval.model import GRANULARITIES, Step
-from streameval.sane import line
+from streameval.sane import MAX_LINE, line
 from streameval.scoring.f1 import f1
 from streameval.sources.symbols import Definition
 
@@ -94,12 +94,12 @@ class _Sets:
     symbols: set[Definition] = field(default_factory=set)
 
     def sizes(self) -> dict[str, int]:
-        return {
-            "file": len(self.files),
-            "symbol": len(self.symbols),
-            "span": sum(s.total for s in self.bytes.values()),
-            "line": sum(s.total for s in self.lines.values()),
-        }
+        span = line = 0
+        for s in self.bytes.values():   # (loops, not sum() of a generator: every step)
+            span += s.total
+        for s in self.lines.values():
+            line += s.total
+        return {"file": len(self.files), "symbol": len(self.symbols), "span": span, "line": line}
 
 
 class _Expander:
@@ -109,30 +109,44 @@ class _Expander:
         self.view = view
         self.symbols = symbols
 
-    def byte_set(self, path: str, ranges: Iterable[tuple[int, int]]) -> IntervalSet | None:
-        """docs/metrics.md §3 "Line range -> bytes"; None when ``path`` is not a repo file."""
+    def byte_set(self, path: str, ranges: Iterable[tuple[int, int]],
+                 merged: tuple[list[int], list[int]] | None = None) -> IntervalSet | None:
+        """docs/metrics.md §3 "Line range -> bytes"; None when ``path`` is not a repo file.
+        ``merged``: ``canonical(ranges)``, when the caller has it."""
         index = self.view.line_index(path)
         if index is None:
             return None
-        pieces = (index.byte_range(*_ordered(a, b)) for a, b in ranges)
-        return IntervalSet.from_ranges(p for p in pieces if p is not None)
+        if merged is not None and merged[0][0] > 0:
+            runs = index.byte_runs(*merged)
+            if runs is not None:
+                return IntervalSet.of_canonical(*runs)
+        return IntervalSet.from_ranges(index.byte_ranges(
+            (a, b) if a <= b else (b, a) for a, b in ranges))   # _ordered, inline
 
     @staticmethod
-    def line_set(ranges: Iterable[tuple[int, int]]) -> IntervalSet:
-        """docs/metrics.md §3 "Lines": raw ranges with both ends > 0, never clamped (4b)."""
-        ordered = (_ordered(a, b) for a, b in ranges)
-        # after ordering, a > 0 means both ends are; a line past any file's length is
-        # brought down to sane.MAX_LINE (counted) so no size outgrows a record
-        return IntervalSet.from_ranges((line(a), line(b)) for a, b in ordered if a > 0)
+    def line_set(ranges: Iterable[tuple[int, int]],
+                 merged: tuple[list[int], list[int]] | None = None) -> IntervalSet:
+        """docs/metrics.md §3 "Lines": raw ranges with both ends > 0, never clamped (4b).
+        ``merged``: ``canonical(ranges)``, when the caller has it."""
+        if merged is not None and merged[0][0] > 0 and merged[1][-1] <= MAX_LINE:
+            return IntervalSet.of_canonical(*merged)
+        out: list[tuple[int, int]] = []
+        for a, b in ranges:
+            if a > b:
+                a, b = b, a    # _ordered
+            # after ordering, a > 0 means both ends are; a line past any file's length
+            # is brought down to sane.MAX_LINE (counted) so no size outgrows a record
+            if a > 0:
+                out.append((a, b) if b <= MAX_LINE else (line(a), line(b)))
+        return IntervalSet.from_ranges(out)
 
     def overlapping(self, bytes_by_file: Mapping[str, IntervalSet]) -> set[Definition]:
         """docs/metrics.md §3: definitions sharing at least one byte with the spans."""
         if self.symbols is None:
             return set()
         out: set[Definition] = set()
-        for path, spans in bytes_by_file.items():
-            if spans:
-                out.update(self.symbols.for_file(self.view, path).overlapping(spans))
+        for path, spans in bytes_by_file.items():   # (a set's bytes are never empty ones)
+            out.update(self.symbols.for_file(self.view, path).overlapping(spans))
         return out
 
     def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
@@ -160,13 +174,15 @@ class _Expander:
         the definitions derived from the step's spans (4b).
         """
         sets = _Sets(files=set(step.files))
+        byte_set, line_set, bytes_, lines_ = self.byte_set, self.line_set, sets.bytes, sets.lines
         for path, ranges in step.spans.items():
-            spans = self.byte_set(path, ranges)
+            merged = canonical(ranges)
+            spans = byte_set(path, ranges, merged)
             if spans:
-                sets.bytes[path] = spans
-            lines = self.line_set(ranges)
+                bytes_[path] = spans
+            lines = line_set(ranges, merged)
             if lines:
-                sets.lines[path] = lines
+                lines_[path] = lines
         sets.symbols = self.named(step.symbols) if step.symbols else self.overlapping(sets.bytes)
         return sets
 
@@ -214,16 +230,18 @@ class _Context:
         self.inter = dict.fromkeys(GRANULARITIES, 0)
 
     def merge(self, step: _Sets) -> None:
-        for path in step.files:
-            if path not in self.sets.files:
-                self.sets.files.add(path)
-                self.size["file"] += 1
-                self.inter["file"] += path in self.gold.files
-        for d in step.symbols:
-            if d not in self.sets.symbols:
-                self.sets.symbols.add(d)
-                self.size["symbol"] += 1
-                self.inter["symbol"] += d in self.gold.symbols
+        # the files and definitions the union did not hold, found by set operations
+        # (in C); only their number and their number in the gold are kept
+        new_files = step.files - self.sets.files
+        if new_files:
+            self.sets.files |= new_files
+            self.size["file"] += len(new_files)
+            self.inter["file"] += len(new_files & self.gold.files)
+        new_symbols = step.symbols - self.sets.symbols
+        if new_symbols:
+            self.sets.symbols |= new_symbols
+            self.size["symbol"] += len(new_symbols)
+            self.inter["symbol"] += len(new_symbols & self.gold.symbols)
         self._merge_intervals("span", step.bytes, self.sets.bytes, self.gold.bytes)
         self._merge_intervals("line", step.lines, self.sets.lines, self.gold.lines)
 
@@ -233,12 +251,12 @@ class _Context:
             have = union.get(path)
             if have is None:
                 have = union[path] = IntervalSet()
-            gold_spans = gold.get(path)
-            for a, b in spans:
-                for x, y in have.add(a, b):
-                    self.size[g] += y - x + 1
-                    if gold_spans is not None:
-                        self.inter[g] += gold_spans.overlap(x, y)
+            pieces, added = have.add_set(spans)   # one pass per file and step
+            if added:
+                self.size[g] += added
+                gold_spans = gold.get(path)
+                if gold_spans is not None:
+                    self.inter[g] += gold_spans.overlap_sorted(pieces)
 
     def compact(self) -> None:
         """Keep |P| and |G ∩ P| only (a finished run's numbers): the sets go, and with
@@ -336,13 +354,15 @@ class InstanceState:
         step still counts in ``num_steps`` and in the AUC denominator (4b).
         """
         sets = self._expander.step(step)
+        step_sum = self._step_sum
         for g, n in sets.sizes().items():
-            self._step_sum[g] += n
+            step_sum[g] += n
         self._union.merge(sets)
         coverage = self._trajectory_coverage()
-        for g in GRANULARITIES:
+        sums = self._coverage_sum
+        for g, c in coverage.items():
             # a running sum in step order: the same float as sum(list) over the steps
-            self._coverage_sum[g] += coverage[g]
+            sums[g] += c
         self._trajectory.append(coverage)
         return dict(coverage)
 
@@ -362,8 +382,9 @@ class InstanceState:
 
     # ------------------------------------------------------------------ reading
     def _trajectory_coverage(self) -> dict[str, float]:
-        out = {g: _ratio(self._union.inter[g], self._gold_size[g]) for g in GRANULARITIES}
-        if self._gold_size["line"] == 0:
+        inter, gold = self._union.inter, self._gold_size
+        out = {g: inter[g] / gold[g] if gold[g] else 1.0 for g in GRANULARITIES}  # _ratio
+        if gold["line"] == 0:
             out["line"] = 0.0  # docs/metrics.md §4: the public evaluator's trajectory quirk
         return out
 

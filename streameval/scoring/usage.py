@@ -1,10 +1,10 @@
 """What a run spent, as its trace reports it: per-message usage summed, or a run total.
 
 A format reports usage per message (Claude's ``usage``), as running totals (Codex's
-``token_count``), or once for the whole run (mini-swe-agent). ``TokenSums`` keeps the two
-kinds apart, so a run total is never added up as if it were per message, and so what a
-run had spent at a given step is known only where the trace said it then
-(docs/metrics.md §7).
+``token_count``, mini-swe-agent's sums over its responses), or once for the whole run
+(SWE-agent's ``.traj``). ``TokenSums`` keeps the two kinds apart, so a run total is never
+added up as if it were per message, and so what a run had spent at a given step is known
+only where the trace said it then (docs/metrics.md §7).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ class TokenSums:
 
     def so_far(self) -> int | None:
         """All tokens reported so far (the four kinds); None before the trace reported
-        any usage: a format that states its usage only at the end (mini-swe-agent) does
-        not know what the run had spent at a given step, and 0 would be a wrong number."""
+        any usage: a format that states its usage only at the end (SWE-agent ``.traj``)
+        does not know what the run had spent at a given step, and 0 would be a wrong
+        number."""
         return self.totals()[0].total if self.any_usage else None
 
     def add(self, usage: Usage) -> None:

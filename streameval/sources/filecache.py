@@ -12,7 +12,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from itertools import accumulate, count
 from operator import add
 from typing import Generic, TypeVar
@@ -73,6 +73,37 @@ class LineIndex:
             return None
         last = off[end] - 1 if end < n else self._size - 1
         return (off[start - 1], last)
+
+    def byte_ranges(self, ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``byte_range`` of each ordered line range (start <= end), those that hold a
+        byte of the file: a whole step's ranges in one call."""
+        size = self._size
+        if size == 0:
+            return [(0, 0) for _ in ranges]
+        off = self._off
+        n = len(off)
+        out: list[tuple[int, int]] = []
+        for start, end in ranges:
+            if start < 1:
+                start = 1
+                if end < 1:
+                    end = 1
+            if start > n or off[start - 1] >= size:
+                continue
+            out.append((off[start - 1], off[end] - 1 if end < n else size - 1))
+        return out
+
+    def byte_runs(self, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]] | None:
+        """``byte_ranges`` of line ranges that are sorted, apart (a line between each
+        two) and start at line 1 or later, as the starts and ends of byte ranges that
+        are so too (every line before the last holds its newline); None when the last
+        range reaches past the last line, or the file is empty."""
+        off = self._off
+        if not self._size or ends[-1] >= len(off) or off[starts[-1] - 1] >= self._size:
+            return None
+        if len(starts) == 1:
+            return [off[starts[0] - 1]], [off[ends[0]] - 1]
+        return [off[a - 1] for a in starts], [off[b] - 1 for b in ends]
 
     def line_of(self, byte: int) -> int:
         """1-based line holding ``byte``; bytes before 0 / past the end clamp to the first / last line."""

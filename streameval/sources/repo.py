@@ -115,7 +115,8 @@ class RepoView:
 
     def line_index(self, path: str) -> LineIndex | None:
         """Cached per (repo, commit, path); None when ``path`` is not a regular file."""
-        if not self.is_file(path):
+        listing = self._listing   # is_file, inline: asked for every file of every step
+        if not (path in listing if listing is not None and self.commit else self.is_file(path)):
             return None
         ck = (self.key, path, self._source._version(self.commit, path))
         index = self._cache.lines.get(ck)

@@ -16,8 +16,10 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from streameval.intervals import IntervalSet
 
 __all__ = ["GRAMMAR_SETS", "LANGUAGES", "Definition", "FileSymbols", "SymbolIndex",
            "check_grammars", "default_grammars", "known_kinds", "language_for",
@@ -79,6 +81,7 @@ LANGUAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 
+@lru_cache(maxsize=4096)   # asked for every file of every step
 def language_for(path: str) -> str | None:
     """The symbol language of ``path`` by its extension, or None (no symbols)."""
     base = path.rsplit("/", 1)[-1]
@@ -88,9 +91,12 @@ def language_for(path: str) -> str | None:
     return _EXTENSIONS.get(base[dot:].lower())   # ``X.PY`` too, as the evaluator
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Definition:
-    """A symbol: one definition node. Identity is (file, kind, start, end)."""
+class Definition(NamedTuple):
+    """A symbol: one definition node. Identity is (file, kind, start, end).
+
+    A named tuple, not a dataclass: a step's definitions are hashed into the run's set
+    on every step, and a tuple hashes in C (a frozen dataclass's ``__hash__`` is Python
+    code); ordered field by field, as before."""
 
     file: str
     kind: str
@@ -135,19 +141,53 @@ class FileSymbols:
         Ordered by start byte (outer before inner), each at most once. An interval whose
         start is past its end holds no byte and matches nothing.
         """
-        found: set[int] = set()
         starts, ends, parent = self._starts, self._ends, self._parent
+        if not starts:
+            return []
+        one = intervals.single() if isinstance(intervals, IntervalSet) else None
+        if one is not None:
+            return self._overlapping_one(*one)
+        found: set[int] = set()
+        # definitions whose ancestors were all looked at for an interval starting at or
+        # before this one: those of them that reach this interval were found then (an
+        # ancestor that reaches a later start reached the earlier one), so the climb
+        # stops there; a step's many grep hits in one class climb it once
+        walked: set[int] = set()
+        last = None
         for a, b in intervals:
-            if a > b or not starts:
+            if a > b:
                 continue
+            if last is not None and a < last:
+                walked = set()     # out of order: what was walked says nothing here
+            last = a
             lo = bisect_left(starts, a)
-            found.update(range(lo, bisect_right(starts, b, lo)))
+            hi = bisect_right(starts, b, lo)
+            if hi > lo:
+                found.update(range(lo, hi))
             k = lo - 1  # last definition starting before a; its ancestors may contain a
-            while k >= 0:
+            while k >= 0 and k not in walked:
+                walked.add(k)
                 if ends[k] >= a:
                     found.add(k)
                 k = parent[k]
         return [self.definitions[i] for i in sorted(found)]
+
+    def _overlapping_one(self, a: int, b: int) -> list[Definition]:
+        """``overlapping`` of one interval (a step that read one window of the file):
+        the definitions starting in it, after those that contain its start (its
+        ancestors, outer first)."""
+        starts, ends, parent = self._starts, self._ends, self._parent
+        lo = bisect_left(starts, a)
+        around: list[int] = []
+        k = lo - 1   # last definition starting before a; its ancestors may contain a
+        while k >= 0:
+            if ends[k] >= a:
+                around.append(k)
+            k = parent[k]
+        defs = self.definitions
+        out = [defs[i] for i in reversed(around)] if around else []
+        out += defs[lo:bisect_right(starts, b, lo)]
+        return out
 
     def named(self, name: str) -> list[Definition]:
         """Every definition called ``name`` (docs/metrics.md §3): the whole name first,

@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 
 from streameval.traces.parts import event_files
-from streameval.traces.tail import DEFAULT_MAX_LINE, TailBatch
+from streameval.traces.tail import DEFAULT_MAX_LINE, Admit, TailBatch, read_regular
 
 __all__ = ["DirectoryTail"]
 
@@ -37,9 +37,11 @@ class DirectoryTail:
     """Incremental reader of a conversation directory; same interface as ``FileTail``."""
 
     def __init__(self, path: str | os.PathLike, max_line: int = DEFAULT_MAX_LINE,
-                 watch_rewrites: bool = True):
+                 watch_rewrites: bool = True, admit: Admit | None = None):
         self.path = os.fspath(path)
         self.max_line = max_line
+        #: asked of each event file opened (``tail.Admit``): one refused is passed over
+        self.admit = admit
         self.watch_rewrites = watch_rewrites   # kept for FileTail's signature
         self.inode: int | None = None
         self.offset = 0          # bytes of the event files consumed (a held one included)
@@ -113,9 +115,14 @@ class DirectoryTail:
                 data = None
             else:
                 try:
-                    data = f.read_bytes()
+                    data = read_regular(f, self.admit)
                 except OSError:
                     break   # gone between the listing and the read: the next poll says
+                if data is None:   # not a regular file now, or a link out of the root
+                    self._names.append(f.name)
+                    self.lineno += 1
+                    self.offset += size
+                    continue
             if data is not None and last and not final and not _whole(data):
                 self._held = len(data)   # still being written: its turn comes
                 self.offset += self._held

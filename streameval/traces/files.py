@@ -16,7 +16,7 @@ from streameval.traces.eventdir import DirectoryTail, one_line
 from streameval.traces.formats import adapter_class, detect_format
 from streameval.traces.formats.base import Adapter
 from streameval.traces.parts import event_files, is_conversation
-from streameval.traces.tail import DEFAULT_MAX_LINE, FileTail
+from streameval.traces.tail import DEFAULT_MAX_LINE, Admit, FileTail
 
 HEAD_LINES = 8  # non-empty lines read to detect a trace's format
 
@@ -58,12 +58,13 @@ def _conversation_head(path: Path, n: int, limit: int) -> list[bytes]:
     return head
 
 
-def open_tail(path: Path, max_line: int = DEFAULT_MAX_LINE,
-              watch_rewrites: bool = True) -> FileTail | DirectoryTail:
-    """The tail that reads a trace: a conversation directory's, or a file's."""
+def open_tail(path: Path, max_line: int = DEFAULT_MAX_LINE, watch_rewrites: bool = True,
+              admit: Admit | None = None) -> FileTail | DirectoryTail:
+    """The tail that reads a trace: a conversation directory's, or a file's (``admit``:
+    asked of every file it opens, ``tail.Admit``)."""
     if Path(path).is_dir() and is_conversation(Path(path)):
-        return DirectoryTail(path, max_line=max_line, watch_rewrites=watch_rewrites)
-    return FileTail(path, max_line=max_line, watch_rewrites=watch_rewrites)
+        return DirectoryTail(path, max_line=max_line, watch_rewrites=watch_rewrites, admit=admit)
+    return FileTail(path, max_line=max_line, watch_rewrites=watch_rewrites, admit=admit)
 
 
 def iter_lines(path: Path, max_bytes: int = 1 << 22) -> Iterable[tuple[bytes | None, int]]:

@@ -287,6 +287,12 @@ def instance_candidates(trace: Path) -> list[str]:
     return out
 
 
+#: side files said to be unusable (each once: a watcher looks beside a finished run's
+#: trace at every rescan and file event), the oldest forgotten past ``SAID_MAX``
+_SAID: dict[str, None] = {}
+SAID_MAX = 10_000
+
+
 def patch_beside(trace: Path) -> str | None:
     """The model patch stored beside a trace (``patch.diff`` or ``model.patch``)."""
     for name in PATCH_NAMES:
@@ -296,8 +302,22 @@ def patch_beside(trace: Path) -> str | None:
         except OSError as exc:
             # unreadable, a FIFO, a symlink, too big: a side file must never stop the
             # stream; the next name, or the trace's own patch, may do
-            log.warning("%s: cannot read the patch (%s); ignored", p, exc)
+            _say_once(p, exc)
             continue
         if data is not None:
             return data.decode("utf-8", errors="replace")
     return None
+
+
+def _say_once(path: Path, exc: OSError) -> None:
+    """A side file that cannot be used, said once (whatever the reason, which may change
+    with every byte of a file over the limit): 102ce86 said it at every look, and whoever
+    writes beside a trace could fill the log by touching a link there (a line per file
+    event)."""
+    key = str(path)
+    if key in _SAID:
+        return
+    if len(_SAID) >= SAID_MAX:
+        _SAID.pop(next(iter(_SAID)))
+    _SAID[key] = None
+    log.warning("%s: cannot read the patch (%s); ignored", path, exc)

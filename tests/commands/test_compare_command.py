@@ -68,6 +68,45 @@ def test_one_repository_of_30_pairs_is_not_trusted_and_gates_only_with_unit_inst
     assert code == 1 and row(doc)["unit"] == "instance"
 
 
+def test_unit_instance_rows_are_never_trusted_but_still_gate(tmp_path, capsys):
+    """12 repositories of 10 pairs, B clearly worse: trusted over repositories; asked
+    for instances, every row speaks for these repositories' tasks only and says so (it
+    came out trusted), and the gate still judges it."""
+    rng = np.random.default_rng(4)
+    a = [rec(f"r{i % 12}__p-{i}", 0.5, tokens=1000) for i in range(120)]
+    b = [rec(f"r{i % 12}__p-{i}", 0.4 + rng.normal(0, 0.05), tokens=1000) for i in range(120)]
+    code, doc = run(tmp_path, a, b)
+    assert code == 0 and row(doc)["trusted"] is True and row(doc)["unit"] == "repository"
+    code, doc = run(tmp_path, a, b, "--unit", "instance", "--fail-if-worse", "line.coverage")
+    assert code == 1
+    for name in ("line.coverage", "tokens"):
+        r = row(doc, name)
+        assert (r["unit"], r["units"], r["trusted"]) == ("instance", 120, False)
+        assert r["reason"].startswith("instance-level, as asked: it speaks for these "
+                                      "repositories' tasks, not for others")
+    out, err = capsys.readouterr()
+    assert "line.coverage: new is worse than base" in err
+    assert "instance-level, as asked" in out
+
+
+def test_the_solve_rate_counts_runs_that_could_not_be_scored(tmp_path, capsys):
+    """12 repositories of 10 instances; both arms solve the even ones, and B also the
+    odd ones of its last 60, whose context it could not score (error records with their
+    outcome). The solve rate takes every known outcome: 120 pairs, B +0.25 (it was 60
+    pairs and no difference); coverage keeps to the 60 instances both scored."""
+    a = [rec(f"r{i % 12}__p-{i}", 0.5, resolved=i % 2 == 0) for i in range(120)]
+    b = [rec(f"r{i % 12}__p-{i}", 0.5, resolved=i % 2 == 0) for i in range(60)] + \
+        [error(f"r{i % 12}__p-{i}", resolved=True) for i in range(60, 120)]
+    code, doc = run(tmp_path, a, b, "--metrics", "resolved,line.coverage")
+    r = row(doc, "resolved")
+    assert (r["pairs"], r["mean_a"], r["mean_b"]) == (120, 0.5, 0.75)
+    assert r["difference"] == 0.25
+    assert row(doc)["pairs"] == 60
+    c = doc["comparisons"][0]
+    assert c["pairs"] == 60 and len(c["outcome_only"]) == 60 and len(c["lost_b"]) == 60
+    assert "60 more paired on their outcome alone" in capsys.readouterr().out
+
+
 def test_three_identical_differences_get_no_interval_and_no_small_p(tmp_path):
     a = [rec(f"r{i}__p-{i}", 0.5) for i in range(3)]
     b = [rec(f"r{i}__p-{i}", 0.51) for i in range(3)]

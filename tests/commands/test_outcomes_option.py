@@ -211,4 +211,6 @@ def test_abort_backtest_carries_each_runs_outcome(world, capsys):
     assert {k: runs[k]["resolved"] for k in RUNS} == {"measured": True, "no-repo": False,
                                                       "no-gold": None}
     assert runs["no-gold"]["error"] is None and runs["no-gold"]["coverage"] is None
-    assert "resolved: 1 of 2 with an outcome" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "runs: 3  with an outcome: 2  resolved: 1 (solve rate 0.500)" in out
+    assert "1 run(s) have no outcome" in out

@@ -110,3 +110,28 @@ def test_claims_written_afresh_hold_only_the_ids_held_and_a_watcher_reads_them(t
     assert log2.read_since() == 3
     assert again.claim("x", "b/trace.jsonl", "i") == second
     assert again.claim("x", "a/trace.jsonl", "i") == "x"
+
+
+def test_a_claims_file_whose_first_line_is_no_header_is_another_roots(tmp_path):
+    """102ce86 skipped a first line that did not parse, and with it the root check: the
+    claims after it were taken whatever root they were made for."""
+    ids, log = _log(tmp_path, "/two")
+    claims_path(tmp_path / "cp.json").write_bytes(
+        b'{"root": "/one", torn\n["x", "b/trace.jsonl", "i", "x~given-by-one"]\n')
+    assert log.read_since() == 0
+    assert ids.claim("x", "b/trace.jsonl", "i") == "x"
+
+
+def test_the_checkpoint_of_another_root_gives_no_run_ids(tmp_path):
+    """102ce86 checked the claims file's root but took the checkpoint's journals (its run
+    ids, its abort decisions) whatever root it was written for: a --state-dir shared by
+    two watchers gave one watcher's run ids to the other's runs."""
+    from streameval.live.outputs import checkpoint_bytes, read_checkpoint
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    journal = {"run_ids": [["x", "b/trace.jsonl", "i", "x~given-by-one"]]}
+    cp = tmp_path / "cp.json"
+    cp.write_bytes(checkpoint_bytes(tmp_path / "one", {}, journal))
+    assert read_checkpoint(cp, tmp_path / "one").journals == journal
+    assert read_checkpoint(cp, tmp_path / "two").journals == {}

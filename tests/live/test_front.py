@@ -306,3 +306,51 @@ def test_the_fronts_counts_are_added_to_the_watchers_own():
         last.clear()
     link._count({"ingest_requests": [[["claude", 200], 1]]})
     assert stats.ingest_requests[("claude", 200)] == 8
+
+
+def test_slow_bodies_sent_to_the_page_cannot_starve_metrics(tmp_path):
+    """102ce86 read the body of any request the front passed on to the watcher (the page
+    lane, where no per-client limit applies): one client holding every slot with
+    ``POST /`` and a body that never comes made every scrape a 503. The page is
+    read-only: such requests are answered at once, their bodies unread, and closed."""
+    from streameval.live.asgi import PROTECTED, App
+    from streameval.live.front import Upstream
+    from streameval.live.guard import Limits
+    from streameval.live.server import HttpServer
+
+    app = App(Limits(max_connections=16, protected_connections=4, header_timeout=120,
+                     body_grace=120))   # a hang guard: a body read would be waited for
+    app.route("/metrics", _plain)
+    app.route("/", Upstream(str(tmp_path / "no-watcher.sock")), lane=PROTECTED, prefix=True)
+    server = HttpServer(app, "127.0.0.1", 0)
+    held = []
+    try:
+        for k in range(16):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            method = "POST" if k % 2 else "GET"
+            sock.sendall(f"{method} /runs/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "Content-Length: 1\r\n\r\n".encode())
+            held.append(sock)
+        answers = [_until_closed(sock) for sock in held]
+        assert all(a.startswith(b"HTTP/1.1 405" if k % 2 else b"HTTP/1.1 413")
+                   for k, a in enumerate(answers)), [a[:40] for a in answers]
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=30) as r:
+            assert r.status == 200
+    finally:
+        for sock in held:
+            sock.close()
+        server.close()
+    assert app.refused["method"] == 8 and app.refused["too_large"] == 8
+
+
+async def _plain(_request):
+    from streameval.live.asgi import Response
+
+    return Response(200, b"ok\n", "text/plain")
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    out = b""
+    while chunk := sock.recv(65536):
+        out += chunk
+    return out

@@ -101,3 +101,12 @@ def test_the_port_is_not_part_of_the_name():
     assert host_name("127.0.0.1:9108") == "127.0.0.1"
     assert host_name("[::1]:9108") == "[::1]"
     assert host_name("localhost") == "localhost"
+    assert host_name("localhost:") == "localhost"   # an empty port (RFC 3986)
+
+
+@pytest.mark.parametrize("header", ["[::1]evil.example", "[::1]:evil", "localhost:evil.example",
+                                    "127.0.0.1:\u00b2"])
+def test_a_name_with_more_than_a_port_behind_it_is_no_loopback_name(header):
+    """102ce86 cut ``[::1]evil.example`` to ``[::1]`` (and ``localhost:x`` to
+    ``localhost``): a header no browser sends, but no loopback name either."""
+    assert not is_loopback(host_name(header))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -70,11 +71,36 @@ def test_both_a_literal_and_a_file_is_a_usage_error(tmp_path):
         push_token("lit", tmp_path / "f")
 
 
-def test_a_token_file_others_can_read_warns(tmp_path):
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o620, 0o602])
+def test_a_token_file_others_can_read_or_change_is_refused(tmp_path, mode):
+    """102ce86 warned and took it: whoever reads the file knows the token, whoever
+    writes it sets one."""
     loose = tmp_path / "loose"
     loose.write_text("t\n")
-    loose.chmod(0o644)
-    assert "chmod 600" in push_token(None, loose).warning
+    loose.chmod(mode)
+    with pytest.raises(UsageError, match=f"chmod 600 {loose}"):
+        push_token(None, loose)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="owners are POSIX")
+def test_a_token_file_that_is_not_yours_is_refused_even_through_a_link(tmp_path):
+    """102ce86 took a file another user put where --ingest-token-file points (a shared
+    folder such as /tmp), and a link there to a file everyone can read (the token then
+    the first line of ``~/.bashrc``): that user knew the token."""
+    if os.geteuid() == 0:
+        planted = tmp_path / "planted"
+        planted.write_text("known-to-them\n")
+        planted.chmod(0o600)
+        os.chown(planted, 65534, 65534)    # another user's, though only they read it
+        with pytest.raises(UsageError, match="another user"):
+            push_token(None, planted)
+        theirs = planted
+    else:
+        theirs = next(p for p in map(Path, ("/etc/passwd", "/etc/hostname")) if p.exists())
+    link = tmp_path / "token"
+    link.symlink_to(theirs)
+    with pytest.raises(UsageError, match="another user|chmod 600"):
+        push_token(None, link)
 
 
 def test_a_directory_or_fifo_is_no_token_file(tmp_path):

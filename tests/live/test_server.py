@@ -12,6 +12,7 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -283,3 +284,80 @@ def test_every_answer_carries_nosniff_and_a_policy(w):
         head = answer.split(b"\r\n\r\n", 1)[0].lower()
         assert b"\r\nx-content-type-options: nosniff\r\n" in head + b"\r\n", name
         assert b"\r\ncontent-security-policy: default-src 'none'" in head, name
+
+
+# ---------------------------------------------------------------------- answers unread
+
+BIG = b"x" * (8 << 20)   # what /metrics is at 1,000 runs (benchmarks/README.md)
+
+
+def _big_server(limits: Limits):
+    """A server whose ``/big`` answers 8 MB, and whose ``/metrics`` answers a line."""
+    from streameval.live.asgi import App, Response
+    from streameval.live.server import HttpServer
+
+    async def big(_request):
+        return Response(200, BIG, "text/plain")
+
+    async def metrics(_request):
+        return Response(200, b"streameval_sessions 0\n", "text/plain")
+
+    app = App(limits)
+    app.route("/big", big)
+    app.route("/metrics", metrics)
+    return app, HttpServer(app, "127.0.0.1", 0)
+
+
+def _reads_nothing(port: int, request: bytes) -> socket.socket:
+    sock = socket.socket()
+    sock.settimeout(30)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # before connecting: its window
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(request)
+    return sock
+
+
+def test_clients_that_read_nothing_keep_neither_sockets_nor_answers(w):
+    """102ce86 closed a connection gently when its slot was taken or its keep-alive ran
+    out: one whose client read nothing of an 8 MB answer kept its socket and the unsent
+    megabytes for as long as the client chose (64 such clients: 280 MB, the slots long
+    given to others). Now such a connection is aborted, its bytes dropped; a client
+    that reads still gets every byte (answers are handed over a chunk at a time)."""
+    app, server = _big_server(Limits(max_connections=4, protected_connections=1,
+                                     header_timeout=120, send_timeout=120))
+    live = server._server.server_state.connections   # uvicorn's: every connection not lost
+    held = []
+    try:
+        for _ in range(12):
+            sock = _reads_nothing(server.port, b"GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            held.append(sock)
+            wait_until(lambda sock=sock: _answered(app, live, sock), what="its answer written")
+        wait_until(lambda: len(live) <= 4, what="the connections given up to be gone")
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/big", timeout=30) as r:
+            assert r.read() == BIG
+    finally:
+        for sock in held:
+            sock.close()
+        server.close()
+    assert app.refused["connection_limit"] >= 8
+
+
+def _answered(app, live, sock: socket.socket) -> bool:
+    """The server's end of ``sock`` holds a slot and has its answer written, or waits
+    for its client to read it."""
+    port = sock.getsockname()[1]
+    stalled = getattr(app.guard, "stalled", {})
+    return any(p._admitted and (p._served or p in stalled) for p in list(live)
+               if p.transport.get_extra_info("peername")[1] == port)
+
+
+def test_a_client_that_reads_nothing_is_cut_off(w):
+    app, server = _big_server(Limits(send_timeout=0.5, header_timeout=120))
+    sock = _reads_nothing(server.port, b"GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    try:
+        wait_until(lambda: app.refused["send_timeout"] == 1 and app.guard.connections == 0,
+                   what="the connection cut off")
+        assert not app.guard.stalled
+    finally:
+        sock.close()
+        server.close()

@@ -52,11 +52,16 @@ def _walked() -> tuple[int, int]:
     """What a full garbage collection walks now: tracked objects, and the references it
     follows from them (``gc.get_referents`` is the collector's own traversal)."""
     import gc
+    from types import ModuleType
 
     for _ in range(3):   # a tuple of plain values stops being walked once a pass saw it
         gc.collect()
     objects = gc.get_objects()
-    refs = sum(len(gc.get_referents(o)) for o in objects)
+    # a module's referents are left out: on CPython 3.12.0-3.12.5 and 3.13.0 those of
+    # ``_asyncio`` include its free list of future iterators, memory already freed, and
+    # the next collection loops for ever in C (python/cpython#122695), out of reach of
+    # pytest-timeout's signal; this walk hung CI's Python 3.12.1 run for an hour
+    refs = sum(len(gc.get_referents(o)) for o in objects if not isinstance(o, ModuleType))
     return len(objects), refs
 
 

@@ -450,3 +450,22 @@ def test_document_replaced_by_a_jsonl_trace_is_then_followed_line_by_line(doc_en
     # read as appended lines (counted), not re-read whole as a document (not counted)
     assert w.table.stats.lines_processed == before + 2
     assert w.table.stats.events["replaced"] == 1
+
+
+def test_a_trace_replaced_by_a_directory_does_not_stop_the_watcher(env, tmp_path):
+    """102ce86: the next poll raised IsADirectoryError out of the watcher, which exited
+    (seen with ``streameval watch``: exit 1); the run keeps the lines it had."""
+    s, runs, res = env
+    trace = runs / "r" / "trace.jsonl"
+    trace.parent.mkdir()
+    c = Claude()
+    append(trace, c.init(), *c.read("src/app.py", APP, 1, 5))
+    w = started(runs, res, tmp_path, idle=0.0)
+    trace.unlink()
+    trace.mkdir()
+    (trace / "x").write_text("y\n")
+    w.changed(trace)
+    w.poll_all()
+    w.tick()
+    (run,) = w.table.runs.values()
+    assert run.finished and run.session.num_steps == 1

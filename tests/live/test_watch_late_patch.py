@@ -15,7 +15,7 @@ import time
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, append, make_setup, wait_until
+from claude_run import APP, UTIL, Claude, append, make_setup, wait_until, watcher
 
 PATCH = "--- a/src/app.py\n+++ b/src/app.py\n@@ -7,1 +7,1 @@\n-def f3(x):\n+def f3(y):\n"
 
@@ -140,3 +140,31 @@ def test_a_rescan_finds_a_patch_whose_event_never_came(env, tmp_path):
     assert [r["patch_source"] for r in records] == [None, "file"]
     assert records[-1] == _replayed(trace, res)
     assert w.narration.patches == 1 and w.table.stats.events["patch_landed"] == 1
+
+
+def test_a_patch_that_cannot_be_read_is_said_once_not_at_every_look(env, tmp_path, caplog):
+    """102ce86 said a patch.diff that is a link (a FIFO, one over the limit) at every
+    rescan, tick and file event while its run was kept: 18 lines for five rounds here,
+    and one per event for whoever keeps touching it."""
+    import logging
+
+    s, runs, res = env
+    d = runs / "r"
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r"}))
+    c = Claude()
+    append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1, 5), c.result())
+    (tmp_path / "p.diff").write_text(PATCH)
+    (d / "patch.diff").symlink_to(tmp_path / "p.diff")
+    w = watcher(runs, res, tmp_path)
+    with caplog.at_level(logging.WARNING, "streameval.traces.identity"):
+        w.scan()
+        w.poll_all()
+        for _ in range(5):
+            w.tick()
+            w.poll_all()
+            w.changed(d / "patch.diff")
+    said = [r for r in caplog.records if "cannot read the patch" in r.getMessage()]
+    assert len(said) == 1
+    (run,) = w.table.runs.values()
+    assert run.record_written and run.session.patch is None   # not followed, as before

@@ -85,3 +85,57 @@ def test_a_followed_trace_replaced_by_a_link_out_of_the_root_is_let_go(env, tmp_
     assert d / "trace.jsonl" not in w.followers
     (run,) = w.table.runs.values()
     assert run.finished and run.session.num_steps == 1   # the calls outside were not read
+
+
+def _followed_run(runs, s, steps=1):
+    d = runs / "r"
+    d.mkdir()
+    (d / "meta.json").write_text(json.dumps({"instance_id": s.instance, "run_id": "r"}))
+    c = Claude()
+    append(d / "trace.jsonl", c.init(), *[line for k in range(steps)
+                                          for line in c.read("src/app.py", APP, 1, 5 + k)])
+    return d
+
+
+def _outside_of(tmp_path, steps=3):
+    """A trace of ``steps`` reads outside the root, its folder with a meta.json."""
+    path = tmp_path / "elsewhere" / "trace.jsonl"
+    path.parent.mkdir()
+    c = Claude()
+    append(path, c.init(), *[line for k in range(steps) for line in c.read("src/app.py", APP, 1, 5 + k)])
+    return path
+
+
+def test_a_trace_replaced_by_a_link_out_of_the_root_is_not_read_by_a_rescan(env, tmp_path, caplog):
+    """102ce86 asked about links when a file event came: a rescan's poll (or the tick's
+    last read before an idle end) opened the path and read the file outside."""
+    s, runs, res = env
+    d = _followed_run(runs, s)
+    w = watcher(runs, res, tmp_path)
+    w.scan()
+    w.poll_all()
+    (d / "trace.jsonl").unlink()
+    (d / "trace.jsonl").symlink_to(_outside_of(tmp_path))
+    with caplog.at_level(logging.WARNING, "streameval.live.watchset"):
+        w.poll_all()
+        w.poll_all()
+    (run,) = w.table.runs.values()
+    assert run.session.num_steps == 1   # the three calls outside were not read
+    assert len([r for r in caplog.records if "outside" in r.getMessage()]) == 1
+
+
+def test_a_run_folder_replaced_by_a_link_out_of_the_root_is_not_read(env, tmp_path):
+    """The trace itself no link, a folder on its path one: 102ce86 followed it."""
+    s, runs, res = env
+    d = _followed_run(runs, s)
+    w = watcher(runs, res, tmp_path)
+    w.scan()
+    w.poll_all()
+    outside = _outside_of(tmp_path)
+    (outside.parent / "meta.json").write_text((d / "meta.json").read_text())
+    os.rename(d, runs / ".old")
+    d.symlink_to(outside.parent)
+    w.changed(d / "trace.jsonl")
+    w.poll_all()
+    (run,) = w.table.runs.values()
+    assert run.session.num_steps == 1

@@ -86,6 +86,47 @@ def test_missing_worst_scores_what_an_arm_lacks_as_the_worst_value_either_had():
     assert "o__r-6" not in p.keys
 
 
+OUTCOME = select_metrics(["line.coverage", "resolved"])
+
+
+def test_an_error_record_keeps_its_outcome():
+    """Whether a task was solved does not depend on whether its context could be
+    scored: r-1 has a scored run (unsolved) and an unscorable one (solved), r-2 only an
+    unscorable solved one. The solve rate takes every known outcome (it took only the
+    scored runs'); coverage only the scored runs; r-2 is still an instance the arm has
+    no score for."""
+    arm = reduce_arm("B", [rec("o__r-1", 0.4, resolved=False), error("o__r-1", resolved=True),
+                           error("o__r-2", resolved=True), error("o__r-3")], OUTCOME)
+    assert arm.rows["o__r-1"].values == {"line.coverage": 0.4, "resolved": 0.5}
+    assert arm.rows["o__r-1"].runs == 1
+    r2 = arm.rows["o__r-2"]
+    assert (r2.runs, r2.values, r2.cluster) == (0, {"line.coverage": None, "resolved": 1.0},
+                                                "o/r")
+    assert "o__r-3" not in arm.rows       # no outcome, no score: nothing to pair
+    assert arm.scored == {"o__r-1"}
+    assert (arm.errors, arm.errors_only) == (3, ["o__r-2", "o__r-3"])
+
+
+def test_outcomes_of_error_records_are_paired_and_the_losses_stay():
+    """A scored r-1..r-4; B scored r-1 and r-2, and could not score r-3 (solved) or
+    r-4 (unknown outcome). resolved is paired on r-1..r-3, coverage on r-1 and r-2; B
+    still lost r-3 and r-4. Under --missing worst B's r-3 keeps its known outcome and
+    takes the worst coverage; r-4 takes the worst of both."""
+    a = reduce_arm("A", [rec(f"o__r-{i}", 0.1 * i, resolved=i % 2 == 0) for i in (1, 2, 3, 4)],
+                   OUTCOME)
+    b = reduce_arm("B", [rec("o__r-1", 0.5, resolved=True), rec("o__r-2", 0.5, resolved=True),
+                         error("o__r-3", resolved=True), error("o__r-4")], OUTCOME)
+    p = pair_arms(a, b, OUTCOME)
+    assert p.keys == ["o__r-1", "o__r-2", "o__r-3"] and p.outcome_only == ["o__r-3"]
+    assert (p.only_a, p.lost_b, p.lost_a) == (["o__r-3", "o__r-4"], ["o__r-3", "o__r-4"], [])
+    d = p.b - p.a
+    assert np.isnan(d[2, 0]) and d[:, 1] == pytest.approx([1, 0, 1])
+    worst = pair_arms(a, b, OUTCOME, missing="worst")
+    assert worst.keys == ["o__r-1", "o__r-2", "o__r-3", "o__r-4"] and worst.outcome_only == []
+    assert worst.b[2] == pytest.approx([0.1, 1.0]) and worst.b[3] == pytest.approx([0.1, 0.0])
+    assert (worst.imputed_a, worst.imputed_b) == (0, 2)
+
+
 def test_a_metric_no_arm_has_stays_missing_under_worst():
     a = reduce_arm("A", [rec("o__r-1", 0.5)], LINE)
     b = reduce_arm("B", [rec("o__r-2", 0.5)], LINE)

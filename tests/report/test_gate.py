@@ -39,6 +39,17 @@ def test_mean_over_scored_runs_each_once():
     assert fail_under(records, parse_thresholds("file.f1=0.67"))
 
 
+def test_the_solve_rate_gate_counts_runs_that_could_not_be_scored():
+    """Two scored runs, one solved; two error records, both solved: the solve rate is
+    3/4 (the summary table's), not 1/2."""
+    records = [rec(1.0, 1.0, resolved=True), rec(0.2, 1.0, resolved=False),
+               {"instance_id": "e", "error": "missing_repo: x", "resolved": True},
+               {"instance_id": "f", "error": "missing_repo: x", "resolved": True}]
+    assert fail_under(records, parse_thresholds("resolved=0.75")) == []
+    [why] = fail_under(records, parse_thresholds("resolved=0.76"))
+    assert why.startswith("resolved: mean 0.75 over 4 run(s)")
+
+
 def test_a_metric_no_run_has_fails_the_gate():
     [why] = fail_under([rec(1.0, 1.0)], parse_thresholds("editloc.recall=0.1"))
     assert "no scored run has it" in why
@@ -115,6 +126,28 @@ def test_a_gate_over_two_repositories_is_not_judged_unless_unit_instance():
     assert "new is worse than base" in failure and "30 instances" in failure
 
 
+def test_a_gate_whose_units_include_ids_with_no_repository_cannot_fail():
+    """One named repository of 10 pairs and 12 instances that name none: 13 units, each
+    unnamed instance counted as a repository of its own, and B clearly worse. The gate
+    failed on it; the units are not repositories, so it cannot fail, and says why
+    (--unit instance judges the instances, and fails)."""
+    rng = np.random.default_rng(3)
+    repos = ["o/one"] * 10 + [None] * 12
+    arms, metrics = _arms(-0.2 + rng.normal(0, 0.05, 22), repos)
+    verdict = _gate("line.coverage", arms, metrics)
+    assert verdict.failures == []
+    [note] = verdict.notes
+    assert note.startswith("line.coverage: new vs base: 12 pairs name no repository")
+    assert "this gate cannot fail" in note and "13 units" in note
+    [failure] = _gate("line.coverage", arms, metrics, unit="instance").failures
+    assert "new is worse than base" in failure and "22 instances" in failure
+    # twelve named repositories and 3 unnamed instances: the same
+    many = [f"o/r{k % 12}" for k in range(120)] + [None] * 3
+    arms, metrics = _arms(-0.2 + rng.normal(0, 0.05, 123), many)
+    verdict = _gate("line.coverage", arms, metrics)
+    assert verdict.failures == [] and "3 pairs name no repository" in verdict.notes[0]
+
+
 def test_an_arm_that_lost_more_instances_fails_the_gate_and_says_how_many():
     """B failed on 90 of 100 instances: on the 10 it scored it is no worse, and
     f53415f's gate passed."""
@@ -134,6 +167,35 @@ def test_a_gate_that_cannot_fail_says_so():
     assert verdict.failures == []
     assert "with 5 repositories this gate cannot fail (the exact test's smallest one-sided p is 0.0312" \
         in verdict.notes[0]
+
+
+def test_a_gate_with_too_few_random_flips_says_it_cannot_fail():
+    """20 repositories and B clearly worse, but ``--resamples 10``: the random flip
+    test's p cannot go below 1/11, so the gate cannot fail; it said nothing of it (the
+    note knew only the exact test's floor, 1/2^20 here)."""
+    rng = np.random.default_rng(3)
+    repos = [f"o/r{k % 20}" for k in range(200)]
+    arms, metrics = _arms(-0.3 + rng.normal(0, 0.05, 200), repos)
+    verdict = _gate("line.coverage", arms, metrics, flips=10)
+    assert verdict.failures == []
+    assert "with 10 random sign flips this gate cannot fail (the flip test's smallest " \
+        "one-sided p is 0.0909, above 0.025)" in verdict.notes[0]
+    assert _gate("line.coverage", arms, metrics).failures != []
+
+
+def test_gates_that_holm_leaves_no_chance_say_so():
+    """Six repositories, B 0.3 worse on both gated metrics: each exact one-sided p can
+    reach 1/64 = 0.0156, below 2.5%, so one gate alone fails; but Holm's correction over
+    two gates asks the first for p below 0.0125, which no test over six repositories can
+    give: neither gate can fail, and nothing said so."""
+    rng = np.random.default_rng(6)
+    repos = [f"o/r{k % 6}" for k in range(120)]
+    arms, metrics = _arms(-0.3 + rng.normal(0, 0.05, 120), repos)
+    assert _gate("line.coverage", arms, metrics).failures != []
+    both = _gate("line.coverage,file.coverage", arms, metrics)
+    assert both.failures == []
+    assert ("with 2 gate tests Holm's correction asks the first for a one-sided p below "
+            "0.0125; none of them can go below 0.0156: no gate can fail") in both.notes
 
 
 def test_a_gate_on_a_metric_no_pair_has_fails():

@@ -117,6 +117,45 @@ def test_random_flips_agree_with_every_flip_within_monte_carlo_error():
     assert abs(two[0] - exact_two) < 4 * math.sqrt(exact_two * (1 - exact_two) / 20_000)
 
 
+def test_random_flips_count_the_flips_that_tie_a_spread_free_sample():
+    """14 repositories whose pairs all differ by 0.1: the data's statistic is infinite,
+    and so is that of the all-plus and all-minus flips, 2 of the 16,384; 200,000 random
+    flips meet about 24 of them. The random flips' variance, computed by expanding the
+    square, kept a rounding residue for those flips here (0.01 or 0.3 happened not to),
+    so none of them tied the data and p fell to 1 / (1 + flips)."""
+    sizes = np.arange(2, 16)
+    idx = np.repeat(np.arange(14), sizes)
+    sums, n = cluster_sums(np.full((len(idx), 1), 0.1), idx, 14)
+    two, below, above, exact = flip_pvalues(sums, n, flips=200_000, seed=3)
+    assert not exact
+    for got, truth in ((two[0], 2 / 2 ** 14), (above[0], 1 / 2 ** 14)):
+        assert abs(got - truth) < 4 * math.sqrt(truth / 200_000)
+    assert below[0] == 1.0
+
+
+def test_too_few_random_flips_say_that_nothing_can_be_significant():
+    """20 repositories, every pair 0.2 below with some noise; ``--resamples 10``: the
+    random flip test cannot go below 1/11, so no row can be significant, and the row
+    says why (as it does for the exact test's floor over 5 repositories or fewer)."""
+    rng = np.random.default_rng(7)
+    labels = [f"o/r{i % 20}" for i in range(200)]
+    inf = clustered_mean(-0.2 + rng.normal(0, 0.05, 200), labels, flips=10)
+    assert inf.p_t < 1e-6 and inf.p >= 1 / 11
+    assert "with 10 random sign flips the flip test cannot go below p = 0.09091" in inf.reason
+    assert inf.floor is not None and inf.floor.one_sided == pytest.approx(1 / 11)
+    many = clustered_mean(-0.2 + rng.normal(0, 0.05, 200), labels)
+    assert many.trusted
+
+
+def test_mcnemar_over_few_discordant_pairs_says_its_floor():
+    """40 instances of one repository, 3 solved by B alone: McNemar's exact test cannot
+    go below 2/8 = 0.25 however many instances tie."""
+    inf = clustered_mean([1.0] * 3 + [0.0] * 37, ["o/one"] * 40, binary=True)
+    assert inf.p == pytest.approx(0.25)
+    assert "with 3 discordant pairs McNemar's test cannot go below p = 0.25" in inf.reason
+    assert inf.floor.one_sided == pytest.approx(1 / 8)
+
+
 def test_mcnemar_by_hand():
     # 7 pairs B solved and A did not, 1 the other way, 4 ties:
     # P(X >= 7 | 8, 1/2) = (8 + 1) / 256, two-sided 18 / 256
@@ -183,6 +222,18 @@ def test_twelve_balanced_repositories_are_trusted():
     labels = [f"o/r{i % 12}" for i in range(240)]
     inf = clustered_mean(np.random.default_rng(6).normal(size=240), labels)
     assert inf.trusted and inf.reason is None and inf.df == pytest.approx(11)
+
+
+def test_an_instance_level_inference_asked_for_is_never_trusted():
+    """Twelve balanced repositories are trusted at the repository level; asked for
+    instances (``--unit instance``), the same values speak for these repositories' tasks
+    only, and the row says so instead of passing for trusted (as it did)."""
+    labels = [f"o/r{i % 12}" for i in range(240)]
+    inf = clustered_mean(np.random.default_rng(6).normal(size=240), labels, unit="instance")
+    assert (inf.unit, inf.units, inf.clusters) == ("instance", 240, 12)
+    assert not inf.trusted
+    assert inf.reasons == ("instance-level, as asked: it speaks for these repositories' "
+                           "tasks, not for others",)
 
 
 def test_nan_values_are_left_out_with_their_labels():

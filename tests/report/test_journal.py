@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+from types import ModuleType
 
 from claude_run import APP, UTIL, Claude
 
@@ -32,7 +33,7 @@ def _tracked(journal: RunJournal) -> int:
     seen, todo = set(), [journal]
     while todo:
         o = todo.pop()
-        if id(o) in seen or not gc.is_tracked(o) or isinstance(o, type):
+        if id(o) in seen or not gc.is_tracked(o) or isinstance(o, (type, ModuleType)):
             continue
         seen.add(id(o))
         todo.extend(gc.get_referents(o))

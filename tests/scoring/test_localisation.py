@@ -124,15 +124,11 @@ def test_example_run_by_hand():
     assert loc["files_ranked"] == 6
 
 
-def test_a_format_that_reports_usage_only_at_the_end_has_no_tokens_at_a_step(
-        real_fixtures, gold_parquet):
-    """mini-swe-agent's trajectory states its usage once, for the whole run: what the run
-    had spent when it first read gold is not known, and 0 would be a wrong number. Its
-    step and trace seconds are known (steps are built without a repository too: the
-    session is given the gold row alone, as ``inspect`` makes one; ``make_session`` would
-    measure a run whose repository is missing against no gold, docs/metrics.md §5b)."""
+def _session_of(trace: Path, gold_parquet) -> RunSession:
+    """The session of a mini-swe-agent trajectory, given the gold row alone, as
+    ``inspect`` makes one (``make_session`` would measure a run whose repository is
+    missing against no gold, docs/metrics.md §5b): steps are built without a repository."""
     res = load_resources(str(gold_parquet), None, None)
-    trace = next((real_fixtures / "mini-swe-agent").glob("*django-11603*"))
     name, adapter = open_adapter(trace, None)
     sessions = []
 
@@ -147,8 +143,36 @@ def test_a_format_that_reports_usage_only_at_the_end_has_no_tokens_at_a_step(
         reader.feed_line(line, lineno)
     reader.close()
     [session] = sessions
-    assert session.gold is not None and session.snapshot().tokens.total > 0
+    return session
+
+
+def test_mini_swe_agent_tokens_at_the_first_gold_read_are_the_responses_so_far(
+        real_fixtures, gold_parquet):
+    """mini-swe-agent's trajectory states each model response's usage: what the run had
+    spent when it first read gold is the sum over the responses up to that call."""
+    trace = next((real_fixtures / "mini-swe-agent").glob("*django-11603*"))
+    session = _session_of(trace, gold_parquet)
     # step 2 is `grep -r "class Avg" django && ...`, showing django/db/models/aggregates.py
-    # (the one gold file) 6 s into the run; the usage came with the trajectory's end
+    # (the one gold file) 6 s into the run; the two responses so far: prompt 1371 +
+    # completion 240, prompt 2281 + completion 147 (no cached tokens)
+    assert session.ranking.first_gold == Milestone(2, 6.0, 1371 + 240 + 2281 + 147)
+    assert session.ranking.all_gold == Milestone(2, 6.0, 4039)
+
+
+def test_a_format_that_reports_usage_only_at_the_end_has_no_tokens_at_a_step(
+        real_fixtures, gold_parquet, tmp_path):
+    """A trajectory whose responses state no usage has only the run's total, at its end:
+    what the run had spent when it first read gold is not known, and 0 would be a wrong
+    number. Its step and trace seconds are known."""
+    import json
+
+    real = next((real_fixtures / "mini-swe-agent").glob("*django-11603*"))
+    doc = json.loads(real.read_text())
+    for msg in doc["messages"]:
+        msg.get("extra", {}).get("response", {}).pop("usage", None)
+    trace = tmp_path / real.name
+    trace.write_text(json.dumps(doc, indent=2))
+    session = _session_of(trace, gold_parquet)
+    assert session.gold is not None and session.snapshot().cost_usd > 0
     assert session.ranking.first_gold == Milestone(2, 6.0, None)
     assert session.ranking.all_gold == Milestone(2, 6.0, None)

@@ -87,6 +87,7 @@ def _walked(obj) -> int:
     """Objects a full garbage collection walks for ``obj``'s own state (not the shared
     gold, view and symbols)."""
     import gc
+    from types import ModuleType
 
     state = vars(obj).get("state")
     shared = {id(obj.gold), id(obj.view), id(vars(obj).get("_symbols")),
@@ -94,7 +95,7 @@ def _walked(obj) -> int:
     seen, todo = set(), [obj]
     while todo:
         o = todo.pop()
-        if id(o) in seen or id(o) in shared or not gc.is_tracked(o) or isinstance(o, type):
+        if id(o) in seen or id(o) in shared or not gc.is_tracked(o) or isinstance(o, (type, ModuleType)):
             continue
         seen.add(id(o))
         todo.extend(gc.get_referents(o))
@@ -130,7 +131,8 @@ def test_a_released_session_settles_into_bytes_and_wakes_the_same(env, tmp_path)
     assert session.record() == twin.record() and "editloc" in session.record()
 
 
-def test_a_session_something_was_put_on_stays_awake(env, tmp_path):
+def _released_session(env):
+    """The session of a finished one-read run, released (its record written)."""
     s, runs, res = env
     trace = runs / "r" / "trace.jsonl"
     trace.parent.mkdir()
@@ -138,6 +140,22 @@ def test_a_session_something_was_put_on_stays_awake(env, tmp_path):
     append(trace, c.init(), *c.read("src/app.py", APP, 1, 20), c.result())
     (session,) = _sessions(trace, res)
     session.release_reading()
+    return session
+
+
+def test_a_session_something_was_put_on_stays_awake(env, tmp_path):
+    session = _released_session(env)
     session.observer = lambda: None        # not plain data: it cannot be kept as bytes
     session.settle()
     assert "_dormant" not in vars(session) and session.record()["num_steps"] == 1
+
+
+def test_what_is_set_on_a_settled_session_survives_its_waking(env, tmp_path):
+    """102ce86 woke a settled session with the kept attributes laid over the ones it
+    held: a value set while it slept (not read first, so it did not wake it) was
+    silently replaced by the one from before."""
+    session = _released_session(env)
+    session.settle()
+    session._final_editloc = ("patch", {"set": "while settled"})
+    assert session.extras is not None     # wakes it
+    assert session._final_editloc == ("patch", {"set": "while settled"})

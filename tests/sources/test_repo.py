@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streameval.errors import Reason, RepoError
+from streameval.intervals import merge_ranges
 from streameval.sources.filecache import FileCache, LineIndex
 from streameval.sources.gold import GoldInstance
 from streameval.sources.repo import GitRepo, clean_predicted_path
@@ -73,6 +74,23 @@ def test_empty_file_byte_range() -> None:
     assert li.byte_range(1, 50) == (0, 0)
     assert li.num_lines == 0
     assert li.line_of(0) == 1
+
+
+@given(st.lists(st.sampled_from([b"", b"x", b"long line", b"\t"]), max_size=12),
+       st.booleans(), st.lists(st.tuples(st.integers(-2, 16), st.integers(-2, 16)), max_size=5))
+def test_byte_runs_of_merged_line_ranges_are_their_byte_ranges(lines, newline_at_end, pairs):
+    """The byte ranges of a step's merged line ranges, made in C, are those of
+    ``byte_range`` one range at a time, merged; or None, and the caller asks that way."""
+    data = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"")
+    li = LineIndex(data)
+    merged = merge_ranges(pairs)
+    if not merged or merged[0][0] < 1:
+        return
+    runs = li.byte_runs([a for a, _ in merged], [b for _, b in merged])
+    one_by_one = merge_ranges(r for r in (li.byte_range(a, b) for a, b in merged) if r)
+    if runs is not None:
+        assert list(zip(*runs)) == one_by_one
+    assert li.byte_ranges(merged) == [r for r in (li.byte_range(a, b) for a, b in merged) if r]
 
 
 def test_line_of() -> None:

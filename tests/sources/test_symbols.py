@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streameval.sources.symbols as symbols
+from streameval.intervals import IntervalSet
 from streameval.sources.symbols import (
     LANGUAGES,
     Definition,
@@ -531,8 +532,6 @@ def test_overlap_disjoint_intervals_are_deduplicated_in_order(py_symbols) -> Non
 
 
 def test_overlap_takes_interval_sets() -> None:
-    from streameval.intervals import IntervalSet
-
     fs = parse_definitions("m.py", PY.encode())
     spans = IntervalSet([(PY.index("pass"), PY.index("pass"))])
     assert [d.name for d in fs.overlapping(spans)] == ["h"]
@@ -558,6 +557,9 @@ def test_overlapping_matches_brute_force_on_a_real_file(path: Path) -> None:
     def check(raw: list[tuple[int, int]]) -> None:
         intervals = [(a, a + n) for a, n in raw]
         assert fs.overlapping(intervals) == brute_force(fs, intervals)
+        # a step's bytes come as a set, one window of them (a Read) the usual one
+        merged = IntervalSet(intervals)
+        assert fs.overlapping(merged) == brute_force(fs, list(merged))
 
     check()
 
@@ -568,6 +570,7 @@ def test_overlapping_at_every_definition_boundary_matches_brute_force() -> None:
     for d in fs.definitions:
         for x in (d.start_byte - 1, d.start_byte, d.end_byte, d.end_byte + 1):
             assert fs.overlapping([(x, x)]) == brute_force(fs, [(x, x)])
+            assert fs.overlapping(IntervalSet([(x, x + 40)])) == brute_force(fs, [(x, x + 40)])
 
 
 # ----------------------------------------------------------------- SymbolIndex

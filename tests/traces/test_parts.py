@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -59,3 +60,27 @@ def test_directory_tail_holds_a_half_written_event_and_sees_rewrites(tmp_path: P
     assert [n for _l, n in tail.poll(final=True).lines] == [2]   # given as it is at the end
     (conv / "events" / events[0].name).unlink()
     assert tail.poll().status == "truncated"
+
+
+def test_directory_tail_passes_over_an_event_file_it_may_not_read(tmp_path: Path):
+    """An event file its ``admit`` refuses (the watcher's: a link out of the root) is
+    passed over, and the events after it are read; 102ce86 read every event file the
+    listing named, through any link."""
+    conv = tmp_path / "conv"
+    (conv / "events").mkdir(parents=True)
+    events = sorted((CONVERSATION / "events").glob("event-*.json"))[:3]
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(events[1].read_bytes())
+    for k, e in enumerate(events):
+        if k == 1:
+            (conv / "events" / e.name).symlink_to(outside)
+        else:
+            (conv / "events" / e.name).write_bytes(e.read_bytes())
+    asked = []
+
+    def admit(fd: int, path: str) -> bool:
+        asked.append(path)
+        return not os.path.samestat(os.fstat(fd), os.stat(outside))
+
+    batch = DirectoryTail(conv, admit=admit).poll(final=True)
+    assert [n for _line, n in batch.lines] == [1, 3] and len(asked) == 3

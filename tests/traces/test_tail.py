@@ -115,3 +115,54 @@ def test_backlog_is_what_a_bounded_poll_left_unread(tmp_path):
     while t.poll(max_bytes=1).more:
         pass
     assert t.backlog == 0
+
+
+def test_a_file_replaced_by_a_directory_is_missing_not_an_error(tmp_path):
+    """102ce86 raised IsADirectoryError out of ``poll`` (and out of the watcher, which
+    exited: anyone who writes in the watched folder could stop it so)."""
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"one\ntwo\n")
+    t = FileTail(p)
+    assert len(t.poll().lines) == 2
+    p.unlink()
+    p.mkdir()               # often given the inode the file just freed
+    (p / "x").write_bytes(b"y\n")
+    assert t.poll().status == "missing"
+    t.reset()
+    assert t.poll().status == "missing"
+
+
+def test_read_regular_neither_blocks_on_a_fifo_nor_reads_what_admit_refuses(tmp_path):
+    """A conversation's event file swapped for a FIFO between the listing and the read
+    hung 102ce86's watcher in ``read_bytes`` (a blocking open, waiting for a writer)."""
+    from streameval.traces.tail import read_regular
+
+    fifo = tmp_path / "event-00001-x.json"
+    os.mkfifo(fifo)
+    assert read_regular(fifo) is None
+    plain = tmp_path / "event-00002-y.json"
+    plain.write_bytes(b"{}")
+    assert read_regular(plain) == b"{}"
+    assert read_regular(plain, admit=lambda fd, path: False) is None
+
+
+def test_same_size_save_that_changed_only_the_middle_is_a_rewrite_and_a_touch_is_not(tmp_path):
+    """Past both anchors only the checksum of every byte read tells the two apart."""
+    from streameval.traces.tail import ANCHOR
+
+    p = tmp_path / "t.jsonl"
+    lines = [b"line %05d" % i for i in range(3 * ANCHOR // 10)]
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    t = FileTail(p)
+    assert len(t.poll().lines) == len(lines)
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))   # a touch
+    assert t.poll().status == "ok"
+    middle = len(lines) // 2
+    changed = lines[:middle] + [b"LINE %05d" % middle] + lines[middle + 1:]
+    with open(p, "r+b") as fh:   # saved again in place, same size, new bytes mid-file
+        fh.write(b"\n".join(changed) + b"\n")
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    b = t.poll()
+    assert b.status == "rewritten"
+    assert b.lines[middle] == (b"LINE %05d" % middle, middle + 1)

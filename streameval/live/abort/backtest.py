@@ -6,12 +6,17 @@ live) and once more when the trace ends (live does it after each batch). The eng
 runs dry: nothing is written, posted or signalled.
 
 Per policy the report gives the runs it would have stopped, the step at which
-(median/min/max), what stopping would have saved (the steps after the stop, and the
+(median/min/max), and what stopping would have saved (the steps after the stop, and the
 tokens and cost they spent: measured where the trace reported usage as it went,
-estimated and marked where it did not, ``savings``), and the *wrongful* stops: stopped
-runs that went on to reach high final coverage (``--high-coverage`` at
-``--granularity``) or a correct edit location (final EditLoc recall > 0). A policy is
-worth turning on when it saves a lot and stops few good runs.
+estimated and marked where it did not, ``savings``). Where runs have outcomes
+(``--outcomes``, meta.json) each policy is judged by them (``judged``): resolved runs
+stopped (the loss), unresolved runs stopped, what was saved on each, and the solve rate
+with and without it. A policy that fires only after a run's last tool call (at the
+trace's end: a cost stated only then) stops nothing: such runs are counted apart
+(``Stop.after_last_call``). Without outcomes, a *proxy* stands in, and is labelled one: a
+stopped run that went on to reach high final coverage (``--high-coverage`` at
+``--granularity``) or a correct edit location (final EditLoc recall > 0) is a
+*wrongful* stop.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streameval.errors import StreamevalError
+from streameval.live.abort.judged import judge
 from streameval.live.abort.savings import (
     Saving,
     UsagePoint,
     crossing_point,
+    final_usage,
     reported_before_end,
     saving,
 )
@@ -60,6 +67,17 @@ class RunOutcome:
     document: bool = False
     #: whether the run solved its task (``--outcomes``, meta.json); None: not known
     resolved: bool | None = None
+    #: the run's repository (``RunSession.repo``): what a split and intervals cluster by
+    repo: str | None = None
+
+    @property
+    def tool_calls(self) -> int:
+        return self.end.calls if self.end is not None else 0
+
+    @property
+    def spent(self) -> tuple[int | None, float | None]:
+        """The tokens and cost the run spent in all (None: its trace states none)."""
+        return final_usage(self.end.usage) if self.end is not None else (None, None)
 
     def good(self, high: float) -> bool:
         """The run ended well: high coverage, or a patch that edits a gold location."""
@@ -147,7 +165,7 @@ def _outcome(run, path: Path, stops: dict, granularity: str) -> RunOutcome:
     editloc = snap.editloc.get("recall") if snap.editloc and snap.editloc_final else None
     return RunOutcome(snap.run_id, snap.instance_id, str(path), snap.num_steps,
                       snap.tokens.total, snap.cost_usd, coverage, editloc, error=error,
-                      stops=stops, resolved=snap.identity.resolved)
+                      stops=stops, resolved=snap.identity.resolved, repo=run.session.repo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +177,15 @@ class Stop:
     estimated: bool
     saved_steps: int
     saved: Saving
+    saved_calls: int = 0
+
+    @property
+    def after_last_call(self) -> bool:
+        """The policy fired after the run's last tool call (on that call, or at the
+        trace's end, as a cost a Claude trace states only then): the run had nothing
+        left to do, so the stop would have changed nothing. It is no stop: neither lost
+        nor caught nor saved (docs/outcomes.md §7), and counted apart."""
+        return self.saved_calls == 0
 
 
 def stop_of(o: RunOutcome, policy) -> Stop:
@@ -173,7 +200,8 @@ def stop_of(o: RunOutcome, policy) -> Stop:
         if crossed is not None:
             point, estimated = crossed, True
     step = point.steps if estimated else d.step
-    return Stop(step, estimated, max(0, o.steps - step), saving(point, end))
+    return Stop(step, estimated, max(0, o.steps - step), saving(point, end),
+                max(0, end.calls - point.calls))
 
 
 # ---------------------------------------------------------------------- summarizing
@@ -181,85 +209,65 @@ def stop_of(o: RunOutcome, policy) -> Stop:
 
 def summarize(config, outcomes: list[RunOutcome], high: float = 0.8,
               granularity: str = "line") -> dict:
-    """The numbers of the report, per policy (JSON-ready)."""
+    """The numbers of the report, per policy (JSON-ready). With outcomes (any run's known)
+    each policy is judged by them (``judged``); without, by the proxy (``good``)."""
+    judged = any(o.resolved is not None for o in outcomes)
     policies = []
     for p in config.policies:
-        stopped = [(o, stop_of(o, p)) for o in outcomes if p.name in o.stops]
+        fired = [(o, stop_of(o, p)) for o in outcomes if p.name in o.stops]
+        stopped = [(o, st) for o, st in fired if not st.after_last_call]
+        late = [(o, st) for o, st in fired if st.after_last_call]
         steps = [st.step for _o, st in stopped]
         tokens = [st.saved.tokens for _o, st in stopped if st.saved.tokens is not None]
         costs = [st.saved.cost_usd for _o, st in stopped if st.saved.cost_usd is not None]
-        wrongful = [o for o, _st in stopped if o.error is None and o.good(high)]
-        policies.append({
+        row = {
             "policy": p.name, "kind": p.kind, "action": p.action,
-            "runs": len(outcomes), "stopped": len(stopped),
+            "runs": len(outcomes), "stopped": len(stopped), "after_last_call": len(late),
             "stop_step": ({"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
                           if steps else None),
             "stop_estimated": any(st.estimated for _o, st in stopped),
             "saved": {
                 "steps": sum(st.saved_steps for _o, st in stopped),
+                "tool_calls": sum(st.saved_calls for _o, st in stopped),
                 "tokens": sum(tokens),
                 "tokens_estimated": any(st.saved.tokens_estimated for _o, st in stopped),
                 "cost_usd": sum(costs) if costs else None,
                 "cost_estimated": any(st.saved.cost_estimated for _o, st in stopped),
             },
-            "wrongful": len(wrongful),
-            "wrongful_runs": [o.run_id for o in wrongful],
-            "stopped_runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "step": st.step,
-                              "step_estimated": st.estimated, "final_steps": o.steps,
-                              "saved_tokens": st.saved.tokens,
-                              "saved_tokens_estimated": st.saved.tokens_estimated,
-                              "saved_cost_usd": st.saved.cost_usd,
-                              "saved_cost_estimated": st.saved.cost_estimated,
-                              "reason": o.stops[p.name].reason} for o, st in stopped],
-        })
+        }
+        if judged:
+            by_run = {id(o): st for o, st in fired}
+            row["outcomes"] = judge((o, by_run.get(id(o))) for o in outcomes).to_json()
+        else:
+            wrongful = [o for o, _st in stopped if o.error is None and o.good(high)]
+            row["wrongful_proxy"] = len(wrongful)
+            row["wrongful_proxy_runs"] = [o.run_id for o in wrongful]
+        row["stopped_runs"] = [
+            {"run_id": o.run_id, "instance_id": o.instance_id, "step": st.step,
+             "step_estimated": st.estimated, "final_steps": o.steps, "resolved": o.resolved,
+             "saved_steps": st.saved_steps, "saved_tool_calls": st.saved_calls,
+             "saved_tokens": st.saved.tokens, "saved_tokens_estimated": st.saved.tokens_estimated,
+             "saved_cost_usd": st.saved.cost_usd, "saved_cost_estimated": st.saved.cost_estimated,
+             "reason": o.stops[p.name].reason} for o, st in stopped]
+        row["after_last_call_runs"] = [
+            {"run_id": o.run_id, "instance_id": o.instance_id, "step": st.step,
+             "resolved": o.resolved, "reason": o.stops[p.name].reason} for o, st in late]
+        policies.append(row)
+    known = [o.resolved for o in outcomes if o.resolved is not None]
     return {
         "high_coverage": high, "granularity": granularity,
+        "judged_by": "outcomes" if judged else "proxy",
+        "outcomes": {"runs": len(outcomes), "known": len(known), "resolved": sum(known),
+                     "solve_rate": sum(known) / len(known)} if judged else None,
         "runs": [{"run_id": o.run_id, "instance_id": o.instance_id, "trace": o.trace,
-                  "steps": o.steps, "tool_calls": o.end.calls if o.end else None,
+                  "repo": o.repo, "steps": o.steps, "tool_calls": o.tool_calls,
                   "tokens": o.tokens, "cost_usd": o.cost_usd,
                   "coverage": o.coverage, "editloc_recall": o.editloc_recall,
-                  "error": o.error, "good": o.error is None and o.good(high),
-                  "resolved": o.resolved, "stopped_by": sorted(o.stops)} for o in outcomes],
+                  "error": o.error, "resolved": o.resolved,
+                  **({} if judged else {"good_proxy": o.error is None and o.good(high)}),
+                  "stopped_by": sorted(o.stops)} for o in outcomes],
         "policies": policies,
     }
 
 
-def format_table(summary: dict) -> str:
-    runs = summary["runs"]
-    good = sum(1 for r in runs if r["good"])
-    errors = sum(1 for r in runs if r["error"])
-    known = [r["resolved"] for r in runs if r.get("resolved") is not None]
-    lines = [f"runs: {len(runs)}  good (coverage@{summary['granularity']} >= "
-             f"{summary['high_coverage']:g} or EditLoc recall > 0): {good}  not scored: {errors}"
-             + (f"  resolved: {sum(known)} of {len(known)} with an outcome" if known else ""),
-             "",
-             f"{'policy':<20} {'kind':<11} {'stopped':>7} {'step med/min/max':>17} "
-             f"{'saved steps':>11} {'saved tokens':>12} {'saved $':>8} {'wrongful':>8}"]
-    for p in summary["policies"]:
-        st = p["stop_step"]
-        step = f"{'~' if p['stop_estimated'] else ''}{st['median']:g}/{st['min']}/{st['max']}" \
-            if st else "-"
-        saved = p["saved"]
-        cost = saved["cost_usd"]
-        lines.append(
-            f"{p['policy']:<20} {p['kind']:<11} {p['stopped']:>3}/{p['runs']:<3} {step:>17} "
-            f"{saved['steps']:>11} {saved['tokens']:>11}{'*' if saved['tokens_estimated'] else ' '}"
-            f" {'-' if cost is None else f'{cost:.2f}':>7}{'*' if saved['cost_estimated'] else ' '}"
-            f" {p['wrongful']:>8}")
-    if any(p["saved"]["tokens_estimated"] or p["saved"]["cost_estimated"]
-           for p in summary["policies"]):
-        lines.append("* estimated: the trace reports its usage only as a run total (in "
-                     "proportion to the tool calls after the stop), or its cost only at the "
-                     "end (by the share of tokens spent after the stop)")
-    if any(p["stop_estimated"] for p in summary["policies"]):
-        lines.append("~ stop estimated: a document trace keeps only its total usage; the "
-                     "budget is placed where even spending per tool call crosses it")
-    wrong = [(p["policy"], p["wrongful_runs"]) for p in summary["policies"] if p["wrongful_runs"]]
-    if wrong:
-        lines.append("")
-        lines.extend(f"wrongful stops by {name}: {', '.join(ids)}" for name, ids in wrong)
-    return "\n".join(lines)
-
-
-__all__ = ["RunOutcome", "Stop", "backtest_trace", "find_traces", "format_table", "stop_of",
-           "summarize"]
+__all__ = ["RunOutcome", "Stop", "backtest_trace", "find_traces", "stop_of", "summarize"]

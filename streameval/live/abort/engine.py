@@ -2,7 +2,8 @@
 
 A policy file (TOML, see ``examples/abort.toml``) lists policies; each names a kind
 (step, lines/bytes, token, cost or wall-time budget; stagnation; redundancy or
-precision thresholds) and one action: an ``ABORT`` file beside the trace (the agent
+precision thresholds; and, for fleets without gold, steps without a new file, a call
+repeated, lines seen again) and one action: an ``ABORT`` file beside the trace (the agent
 harness polls for it), a webhook POST, or a signal to the pid ``meta.json`` gives.
 
 Why it is evaluated after every tool call and not per batch: a watcher batch can hold
@@ -33,22 +34,25 @@ from streameval.live.abort.policy import (
     ACTIONS,
     COMMON_KEYS,
     KINDS,
+    SIGNAL_KINDS,
     TIME_KINDS,
     AbortConfig,
     AbortConfigError,
     Decision,
     Policy,
     WebhookConfig,
+    format_policy,
     load_policies,
     parse_policies,
 )
 from streameval.model import GRANULARITIES
+from streameval.scoring.signals import SignalValues
 from streameval.scoring.snapshot import TOKEN_KINDS, RunSnapshot, token_counts
 
-__all__ = ["ABORT_NAME", "ACTIONS", "COMMON_KEYS", "KINDS", "TIME_KINDS", "TOKEN_KINDS",
-           "AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
-           "WebhookConfig", "WebhookSender", "attach", "engine_for", "load_policies",
-           "parse_policies", "send_signal", "trace_path_of", "write_abort_file"]
+__all__ = ["ABORT_NAME", "ACTIONS", "COMMON_KEYS", "KINDS", "SIGNAL_KINDS", "TIME_KINDS",
+           "TOKEN_KINDS", "AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
+           "WebhookConfig", "WebhookSender", "attach", "engine_for", "format_policy",
+           "load_policies", "parse_policies", "send_signal", "trace_path_of", "write_abort_file"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +91,7 @@ class _Measures:
         self.run = run
         self.now = now
         self._run_snap: RunSnapshot | None = None
+        self._signals: SignalValues | None = None
 
     @property
     def run_snap(self) -> RunSnapshot:
@@ -109,6 +114,16 @@ class _Measures:
 
     def cost(self) -> float | None:
         return self.run_snap.cost_usd
+
+    @property
+    def signals(self) -> SignalValues:
+        """The run's gold-free signals now (``scoring.signals``, docs/outcomes.md §2): the
+        session's, without a whole snapshot when no other policy asked for one."""
+        if self._run_snap is not None and self._run_snap.signals is not None:
+            return self._run_snap.signals
+        if self._signals is None:
+            self._signals = self.run.session.signal_values()
+        return self._signals
 
     def elapsed(self) -> float | None:
         """Trace time since the run's first event, else (no timestamps) time since first seen."""
@@ -135,10 +150,30 @@ def _evaluate(p: Policy, m: _Measures, progress: _Progress | None) -> tuple[floa
     if k == "wall_time":
         e = m.elapsed()
         return (e, f"{e:.0f} s elapsed, budget {p.limit:g} s") if e is not None and e >= p.limit else None
+    if k in SIGNAL_KINDS:
+        return _evaluate_signals(p, m.signals)
     snap = m.snap
     if snap is None:  # no gold or repo: coverage-based rules cannot be judged
         return None
     return _evaluate_coverage(p, m.steps, snap, progress)
+
+
+def _evaluate_signals(p: Policy, s: SignalValues) -> tuple[float, str] | None:
+    """The gold-free kinds: what any run has, gold or not (docs/outcomes.md §2)."""
+    k = p.kind
+    if k == "no_new_files":
+        v = float(s.steps_since_new_file)
+        return (v, f"{s.steps_since_new_file} steps without reading a file not read before, "
+                   f"limit {p.limit:g}") if v >= p.limit else None
+    if k == "repeats":
+        v = float(s.max_repeats)
+        return (v, f"the same call made {s.max_repeats} times, limit {p.limit:g}") \
+            if v >= p.limit else None
+    # reread_share: null without the repository (lines need the base text)
+    if s.steps < p.after_steps or s.reread_share is None or s.reread_share <= p.limit:
+        return None
+    return (s.reread_share, f"{s.reread_share:.3f} of the lines shown were shown before, "
+                            f"above {p.limit:g} after {s.steps} steps")
 
 
 def _evaluate_coverage(p: Policy, steps: int, snap, progress: _Progress | None):
@@ -435,8 +470,3 @@ def engine_for(watcher, path: Path | None, dry_run: bool = False) -> AbortEngine
              ", ".join(f"{p.name} ({p.kind} -> {p.action})" for p in engine.config.policies),
              " [dry run]" if engine.dry_run else "")
     return engine
-
-
-__all__ = ["AbortConfig", "AbortConfigError", "AbortEngine", "Decision", "Policy",
-           "WebhookConfig", "WebhookSender", "attach", "engine_for",
-           "load_policies", "parse_policies", "send_signal", "write_abort_file", "ABORT_NAME"]

@@ -6,6 +6,7 @@ the key, so ``streameval watch --abort-config`` refuses a bad file before it sta
 
 from __future__ import annotations
 
+import json
 import re
 import signal as _signal
 from collections import Counter
@@ -31,10 +32,20 @@ KINDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "tokens": (("limit",), {"kinds": list(TOKEN_KINDS)}),
     "cost": (("limit_usd",), {}),
     "wall_time": (("seconds",), {}),
+    # gold-free: what every run has (docs/outcomes.md §2), read from scoring.signals
+    "no_new_files": (("steps",), {}),
+    "repeats": (("times",), {}),
+    "reread_share": (("above",), {"after_steps": 0}),
 }
 COMMON_KEYS = ("name", "kind", "action", "url", "signal", "description")
 #: kinds whose value moves with the clock alone (checked at every watcher tick)
 TIME_KINDS = frozenset({"wall_time"})
+#: kinds that read a run's gold-free signals (``scoring.signals``): any run has them
+SIGNAL_KINDS = frozenset({"no_new_files", "repeats", "reread_share"})
+#: kinds whose threshold is a share (0 to 1)
+RATIO_KINDS = frozenset({"redundancy", "precision", "reread_share"})
+#: kinds whose threshold must be at least this (1 would trip on the first call)
+MINIMUM = {"repeats": 2.0, "no_new_files": 1.0}
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
@@ -184,8 +195,8 @@ def _policy(raw: Any, i: int, where: str, allow_signals: bool, webhook: WebhookC
     kinds = opts.get("kinds", list(TOKEN_KINDS))
     if not isinstance(kinds, list) or not kinds or any(k not in TOKEN_KINDS for k in kinds):
         raise AbortConfigError(f"{what}: kinds must be a non-empty list of {list(TOKEN_KINDS)}")
-    limit = _number(raw[required[0]], f"{what} {required[0]}")
-    if kind in ("redundancy", "precision") and limit > 1:
+    limit = _number(raw[required[0]], f"{what} {required[0]}", minimum=MINIMUM.get(kind, 0.0))
+    if kind in RATIO_KINDS and limit > 1:
         raise AbortConfigError(f"{what}: {required[0]} is a ratio between 0 and 1, got {limit:g}")
     description = raw.get("description", "")
     return Policy(
@@ -194,6 +205,32 @@ def _policy(raw: Any, i: int, where: str, allow_signals: bool, webhook: WebhookC
         granularity=gran, token_kinds=tuple(kinds), url=url,
         signal=_signal_number(raw.get("signal", "SIGTERM"), f"{what} signal"),
         description=description if isinstance(description, str) else "")
+
+
+def format_policy(p: Policy) -> str:
+    """The ``[[policy]]`` table ``parse_policies`` reads back as ``p`` (a tuned policy
+    file is written with it: ``abort-backtest --tune``)."""
+    required, optional = KINDS[p.kind]
+    lines = ["[[policy]]", f"name = {json.dumps(p.name)}", f"kind = {json.dumps(p.kind)}",
+             f"{required[0]} = {_toml_number(p.limit)}"]
+    if "after_steps" in optional:
+        lines.append(f"after_steps = {p.after_steps}")
+    if "granularity" in optional:
+        lines.append(f"granularity = {json.dumps(p.granularity)}")
+    if "kinds" in optional and p.token_kinds != TOKEN_KINDS:
+        lines.append(f"kinds = {json.dumps(list(p.token_kinds))}")
+    lines.append(f"action = {json.dumps(p.action)}")
+    if p.url is not None:
+        lines.append(f"url = {json.dumps(p.url)}")
+    if p.action == "signal":
+        lines.append(f"signal = {p.signal}")
+    if p.description:
+        lines.append(f"description = {json.dumps(p.description)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 # ---------------------------------------------------------------------- decisions

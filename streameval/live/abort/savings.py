@@ -6,19 +6,20 @@ saving is what the run spent *after* that point, and the trace tells it in one o
 ways:
 
 - **Measured.** The trace reported usage as the run went (Claude's per-message usage,
-  Codex's running totals): the saving is the run's final figure minus the figure at the
+  Codex's running totals, mini-swe-agent's per-response usage): the saving is the run's final figure minus the figure at the
   stop, on one basis (run totals with run totals, sums of per-message increments with
   such sums: a cumulative field is never added up as if it were per step).
 - **Cost by token share (estimated).** Tokens were reported as the run went but the cost
   only at the end (Claude's ``total_cost_usd``): the saved cost is the final cost times
   the share of the final tokens spent after the stop.
 - **In proportion to tool calls (estimated).** Nothing was reported before the end
-  (mini-swe-agent's trajectory states one total): the saving is the total times the share
+  (a SWE-agent ``.traj`` states one total): the saving is the total times the share
   of the run's tool calls made after the stop. Later calls usually cost more (the
   context grows), so this tends to understate the saving.
 
 A budget on tokens or cost fires where the run crossed it. In a whole-document trace
-that its agent rewrites after every step (mini-swe-agent, SWE-agent ``.traj``), the live
+that its agent rewrites after every step and that states only its total (SWE-agent
+``.traj``, a mini-swe-agent trajectory whose responses state no usage), the live
 watcher sees the usage grow step by step, but the finished document keeps only the
 total, so a replay would see the budget crossed only at the very end. There the
 crossing is placed at the tool call where a run spending the same at every call would
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 from streameval.scoring.snapshot import UsageSoFar
 
-__all__ = ["Saving", "UsagePoint", "crossing_point", "saving"]
+__all__ = ["Saving", "UsagePoint", "crossing_point", "final_usage", "saving"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ def _cost_on_one_basis(at: UsageSoFar, end: UsageSoFar) -> tuple[float, float] |
     return None
 
 
-def _final(u: UsageSoFar) -> tuple[int | None, float | None]:
+def final_usage(u: UsageSoFar) -> tuple[int | None, float | None]:
     """The run's final tokens and cost (a run total wins over summed increments)."""
     tokens = u.cumulative_tokens if u.cumulative_tokens is not None else u.incremental_tokens
     cost = u.cumulative_cost if u.cumulative_cost is not None else u.incremental_cost
@@ -79,7 +80,7 @@ def _final(u: UsageSoFar) -> tuple[int | None, float | None]:
 def saving(stop: UsagePoint, end: UsagePoint) -> Saving:
     """What the steps after ``stop`` spent, up to ``end`` (the module's three ways)."""
     call_share = (end.calls - stop.calls) / end.calls if end.calls else 0.0
-    final_tokens, final_cost = _final(end.usage)
+    final_tokens, final_cost = final_usage(end.usage)
     measured = _tokens_on_one_basis(stop.usage, end.usage)
     if measured is not None:
         tokens, tokens_est = max(0, measured[1] - measured[0]), False

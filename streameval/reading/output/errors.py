@@ -20,12 +20,28 @@ ERROR_LINE = re.compile(
     r"|Permission denied|Not a directory|not a regular file)")
 
 
+#: words every error line holds one of (each with ": " before them)
+_WORDS = ("No such", "directory", "denied", "regular file")
+
+
 def error_paths(lines: list[str]) -> Counter[str]:
     """Paths named by "No such file"-like lines, with how many times (one per failure)."""
     bad: Counter[str] = Counter()
-    for ln in lines:
-        if ": " in ln and ("No such" in ln or "directory" in ln or "denied" in ln
-                           or "regular file" in ln):
+    text = "\n".join(lines)
+    if ": " not in text:
+        return bad
+    # only the lines that hold one of the words can be error lines: found with C
+    # searches, in order (a long output, a whole file cat'ed, holds few or none)
+    starts: set[int] = set()
+    for word in _WORDS:
+        at = text.find(word)
+        while at >= 0:
+            starts.add(text.rfind("\n", 0, at) + 1)
+            at = text.find(word, at + 1)
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        ln = text[start:end if end >= 0 else len(text)]
+        if ": " in ln:
             m = ERROR_LINE.match(ln)
             if m:
                 bad[m.group("p").strip()] += 1

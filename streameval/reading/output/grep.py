@@ -74,6 +74,15 @@ def is_error_line(line: str, tool: str = "grep") -> bool:
 
 def parse_grep(lines: list[str], shape: GrepShape) -> GrepHits:
     """The lines each file showed (see the module docstring for the shapes)."""
+    if shape.single is not None and shape.numbered and lines:
+        hits = _one_file(lines, shape)
+        if hits is not None:
+            return hits
+    return _by_line(lines, shape)
+
+
+def _by_line(lines: list[str], shape: GrepShape) -> GrepHits:
+    """Every line told apart by the parser (any shape)."""
     parser = _Parser(shape)
     if shape.context:
         parser.hits.runs = {}
@@ -81,6 +90,25 @@ def parse_grep(lines: list[str], shape: GrepShape) -> GrepHits:
         parser.feed(line)
     parser.flush()
     return parser.hits
+
+
+#: every line of one file's numbered output (``N:text``, ``N-text``), at once
+_NUMBERED_ROW = re.compile(r"^(\d+)[:-](.*)$", re.M)
+
+
+def _one_file(lines: list[str], shape: GrepShape) -> GrepHits | None:
+    """One file searched with ``-n`` whose every line is one of its numbered lines (the
+    usual ``grep -n x f``): its hits by one regular expression over the whole output
+    (what the parser makes of them, line by line), or None when any line is something
+    else (a ``--``, a blank, a notice: the parser decides)."""
+    found = _NUMBERED_ROW.findall("\n".join(lines))
+    if len(found) != len(lines):   # (a line starting with a number names no file under it)
+        return None
+    digits, texts = zip(*found)
+    hits = GrepHits({shape.single: list(zip(map(int, digits), texts))})
+    if shape.context:
+        hits.runs = {shape.single: [len(lines)]}
+    return hits
 
 
 class _Parser:
@@ -111,17 +139,20 @@ class _Parser:
 
     def feed(self, ln: str) -> None:
         shape = self.shape
-        if self._special(ln):
-            return
         cur = self.cur
         if cur is not None and ln.startswith(cur) and shape.numbered \
-                and self.heading is None and shape.single is None:
-            # the next line of the file just seen: the usual case, one regex
+                and self.heading is None and shape.single is None \
+                and not ln.startswith("[... "):
+            # the next line of the file just seen: the usual case, one regex (with no
+            # single file, nothing but a cut notice is ``_special``)
             m = _AFTER_PATH.match(ln, len(cur))
             if m is not None:
-                self.flush()
+                if self.pending:
+                    self.flush()
                 self._add(cur, int(m.group(2)), ln[m.end():])
                 return
+        if self._special(ln):
+            return
         if not ln.strip() or ln == "--":
             self.flush()
             self.group = None

@@ -26,7 +26,24 @@ def clean_lines(output: str) -> list[str]:
     if "\x1b" in output:
         output = _ANSI.sub("", output)
     text = output.replace("\r\n", "\n").replace("\r", "\n") if "\r" in output else output
+    if not _has_wrapper_line(text):
+        return text.split("\n")    # as a rule: found by C searches, not line by line
     return [ln for ln in text.split("\n") if not (ln[:1] in ("<", "[") and _WRAPPER.match(ln))]
+
+
+def _has_wrapper_line(text: str) -> bool:
+    """Is a line of ``text`` a wrapper's? Only lines that start with ``<`` or ``[`` can
+    be: those are found with ``str.find`` and matched, not every line."""
+    at = 0 if text[:1] in ("<", "[") else -1
+    while True:
+        if at >= 0:
+            end = text.find("\n", at)
+            if _WRAPPER.match(text[at:end if end >= 0 else len(text)]):
+                return True
+        starts = [i for i in (text.find("\n<", at + 1), text.find("\n[", at + 1)) if i >= 0]
+        if not starts:
+            return False
+        at = min(starts) + 1
 
 
 def output_lines(output: str) -> list[str]:
@@ -47,8 +64,8 @@ def is_cut_line(line: str) -> bool:
 
 def cut_parts(lines: list[str]) -> list[list[str]]:
     """The lines before and after each harness cut (one part when nothing was cut)."""
-    if not any(ln.startswith("[... ") for ln in lines):
-        return [lines]
+    if "[... " not in "\n".join(lines) or not any(ln.startswith("[... ") for ln in lines):
+        return [lines]    # (the text searched at once first: as a rule, nothing was cut)
     parts: list[list[str]] = [[]]
     for ln in lines:
         if is_cut_line(ln):

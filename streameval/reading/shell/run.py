@@ -400,7 +400,10 @@ def _text_of(seg: Seg, lines: list[str]) -> tuple[list[int] | None, list[str]]:
 
 
 def _mostly_numbered(lines: list[str]) -> bool:
-    sample = [ln for ln in lines[:50] if ln.strip()]
+    head = lines[:50]
+    if "".join(head).count("\t") < 2:
+        return False   # fewer tabs than the two numbered lines it takes (counted in C)
+    sample = [ln for ln in head if ln.strip()]
     if not sample:
         return False
     hits = sum(1 for ln in sample if _NUMBERED_LINE.match(ln))

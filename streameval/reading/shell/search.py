@@ -77,6 +77,10 @@ def grep_reads(hits: grep_out.GrepHits, join: Callable[[str], str | None]) -> li
 
 def _hit_reads(path: str, rows: list[tuple[int | None, str]], runs: list[int] | None,
                cut_head: bool, cut_tail: bool) -> list[Read]:
+    if rows:
+        numbers, texts = zip(*rows)
+        if None not in numbers:   # every hit numbered (the usual case): no loop of ours
+            return [numbered_read(path, numbers, texts, cut_head=cut_head, cut_tail=cut_tail)]
     numbered = [(n, t) for n, t in rows if n is not None]
     if numbered:
         return [numbered_read(path, [n for n, _ in numbered], [t for _, t in numbered],

@@ -71,6 +71,9 @@ def _text(node: Any) -> str:
 
 _ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a",
            "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v", "?": "?"}
+#: a backslash and the character it escapes; a ``*`` or ``?`` no backslash escapes
+_ESCAPED = re.compile(r"\\(.)")
+_GLOB = re.compile(r"(?<!\\)[*?]")
 _DYNAMIC = {"simple_expansion", "expansion", "command_substitution", "process_substitution",
             "arithmetic_expansion", "brace_expression"}
 
@@ -82,8 +85,10 @@ def word(node: Any) -> Word:
     if t == "command_name" and node.named_child_count == 1:
         return word(node.named_children[0])
     if t == "word":
-        return Word(re.sub(r"\\(.)", r"\1", raw.replace("\\\n", "")),
-                    glob=bool(re.search(r"(?<!\\)[*?]", raw)))
+        if "\\" not in raw:    # no escape: the word as written (the usual one)
+            return Word(raw, glob="*" in raw or "?" in raw)
+        return Word(_ESCAPED.sub(r"\1", raw.replace("\\\n", "")),
+                    glob=_GLOB.search(raw) is not None)
     if t in ("number", "heredoc_start"):
         return Word(raw)
     if t == "raw_string":

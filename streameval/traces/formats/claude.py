@@ -311,15 +311,20 @@ class ClaudeAdapter(TypedJsonlAdapter):
         counts = (tokens.input_tokens, tokens.output_tokens,
                   tokens.cache_read_tokens, tokens.cache_creation_tokens)
         message_id = as_str(message.get("id"))
+        own = True   # ``counts`` are this line's numbers, which ``tokens`` holds
         if message_id is not None:
-            before = self._usage_seen.pop(message_id, (0, 0, 0, 0))
-            self._usage_seen[message_id] = tuple(map(max, before, counts))  # type: ignore[assignment]
+            before = self._usage_seen.pop(message_id, None)
+            if before is None:   # the message's first line (as a rule, its only one)
+                self._usage_seen[message_id] = counts
+            else:
+                self._usage_seen[message_id] = tuple(map(max, before, counts))  # type: ignore[assignment]
+                counts = tuple(max(now - was, 0) for now, was in zip(counts, before))
+                own = False
             if len(self._usage_seen) > _USAGE_MEMORY:
                 self._usage_seen.popitem(last=False)
-            counts = tuple(max(now - was, 0) for now, was in zip(counts, before))
         if not any(counts):
             return None
-        return Usage(tokens=token_usage(*counts), cumulative=False,
+        return Usage(tokens=tokens if own else token_usage(*counts), cumulative=False,
                      timestamp=parse_timestamp(obj.get("timestamp")), lineno=lineno)
 
 

@@ -80,6 +80,8 @@ def parse_timestamp(value: Any) -> float | None:
     are taken as milliseconds. Anything unusable is None, never an error: a missing
     timestamp only costs the time-based extras.
     """
+    if value is None:
+        return None    # (the usual case of a stream-json line: no time on it)
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
@@ -125,8 +127,9 @@ def as_cost(value: Any) -> float | None:
 
 def token_usage(input_tokens: Any = 0, output_tokens: Any = 0,
                 cache_read: Any = 0, cache_creation: Any = 0) -> TokenUsage:
-    return TokenUsage(as_count(input_tokens), as_count(output_tokens),
-                      as_count(cache_read), as_count(cache_creation))
+    count = sane.count   # as_count, without a call of its own: four per message line
+    return TokenUsage(count(input_tokens, "tokens"), count(output_tokens, "tokens"),
+                      count(cache_read, "tokens"), count(cache_creation, "tokens"))
 
 
 # --------------------------------------------------------------------------- shared by adapters

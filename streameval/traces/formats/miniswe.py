@@ -54,6 +54,7 @@ from streameval.model import (
     RunInfo,
     StatedContext,
     Step,
+    TokenUsage,
     ToolCall,
     TraceEvent,
     Usage,
@@ -269,8 +270,11 @@ class MiniSweAdapter(DocumentAdapter):
     turn's ``StatedContext`` (if it has ``<EXPLORE_CONTEXT>``) then its ``ToolCall``
     (``tool="bash"``, ``input={"command"}``, ``output`` without the tags, ``cwd`` =
     the environment's cwd, ``started_at`` = the model response's ``created`` time);
-    ``StatedContext(final=True)`` for ``<PATCH_CONTEXT>``; one cumulative ``Usage``
-    (``info.model_stats.instance_cost`` and the summed per-response token counts);
+    ``StatedContext(final=True)`` for ``<PATCH_CONTEXT>``; a cumulative ``Usage``
+    before each turn's events whose response states its usage (the tokens and, where
+    the responses state it, the cost summed over the responses so far: what the run had
+    spent when that call was made), and one at the end (``info.model_stats.instance_cost``
+    and the summed per-response token counts);
     ``RunEnd(reason=info.exit_status or "unfinished", patch=info.submission if a diff)``.
     A turn with zero or several bash blocks was rejected by the agent (format error)
     and ran nothing, so it gives no tool call. ``is_error`` follows ``shell_failed``,
@@ -333,6 +337,8 @@ class _Parse:
         self.events: list[TraceEvent] = []
         self.patch_blocks: list[str] = []
         self.tokens = [0, 0, 0]  # input (uncached), output, cache read
+        #: the summed per-response cost (OpenRouter's ``usage.cost``); None: none stated
+        self.cost: float | None = None
 
     def run(self) -> list[TraceEvent]:
         self.events.append(self._run_info())
@@ -369,7 +375,12 @@ class _Parse:
         text = _content_text(msg.get("content"))
         response = as_dict(as_dict(msg.get("extra")).get("response"))
         ts = parse_timestamp(response.get("created"))
-        self._count_tokens(as_dict(response.get("usage")))
+        usage = as_dict(response.get("usage"))
+        if usage:
+            # spent before the turn's action ran: at step k the run had spent this much
+            self._count_tokens(usage)
+            self.events.append(Usage(self._token_usage(), cost_usd=self.cost, cumulative=True,
+                                     timestamp=ts, lineno=self.lineno))
         self.patch_blocks.extend(_PATCH_CTX_RE.findall(text))
         actions, unread = _actions(msg, text)
         self.events.extend(unread_action(self.lineno, f"message {index}: an action without "
@@ -428,18 +439,22 @@ class _Parse:
         return None, None, False
 
     def _count_tokens(self, usage: dict) -> None:
-        if not usage:
-            return
         prompt = as_count(usage.get("prompt_tokens"))
         cached = as_count(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
         self.tokens[0] += max(prompt - cached, 0)
         self.tokens[1] += as_count(usage.get("completion_tokens"))
         self.tokens[2] += min(cached, prompt) if prompt else cached
+        cost = as_cost(usage.get("cost"))
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+
+    def _token_usage(self) -> TokenUsage:
+        return token_usage(self.tokens[0], self.tokens[1], self.tokens[2])
 
     def _usage(self) -> Usage | None:
         stats = self.info.get("model_stats")
         if not isinstance(stats, dict) and not any(self.tokens):
             return None
-        return Usage(token_usage(self.tokens[0], self.tokens[1], self.tokens[2]),
-                     cost_usd=as_cost(as_dict(stats).get("instance_cost")), cumulative=True,
-                     lineno=self.lineno)
+        cost = as_cost(as_dict(stats).get("instance_cost"))
+        return Usage(self._token_usage(), cost_usd=self.cost if cost is None else cost,
+                     cumulative=True, lineno=self.lineno)

@@ -73,13 +73,14 @@ def _ranges(value: Any) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for item in value if isinstance(value, list) else ():
         if isinstance(item, dict):
-            a = item.get("start", item.get("start_line"))
-            b = item.get("end", item.get("end_line"))
+            a = item["start"] if "start" in item else item.get("start_line")
+            b = item["end"] if "end" in item else item.get("end_line")
         elif isinstance(item, (list, tuple)) and len(item) == 2:
             a, b = item
         else:
             continue
-        if not (_is_int(a) and _is_int(b)):
+        # (a plain int first: JSON's integers are, and bool is an int of its own type)
+        if not ((type(a) is int or _is_int(a)) and (type(b) is int or _is_int(b))):
             continue
         out.append((a, b) if a <= b else (b, a))
     return out
@@ -90,7 +91,7 @@ def _is_int(v: Any) -> bool:
 
 
 def _step(files: Any, spans: Any, symbols: Any) -> Step:
-    file_list = tuple(f for f in files if isinstance(f, str)) if isinstance(files, list) else ()
+    file_list = tuple([f for f in files if isinstance(f, str)]) if isinstance(files, list) else ()
     span_map: dict[str, list[tuple[int, int]]] = {}
     if isinstance(spans, dict):
         for path, ranges in spans.items():

@@ -93,7 +93,8 @@ def stagnation_stop(record: dict, n: int, g: str = "line") -> int | None:
 def test_the_three_example_runs_are_found(summary):
     ids = sorted(r["run_id"] for r in summary["runs"])
     assert ids == ["example-run-1", "late-find-1", "runaway-1"]
-    good = {r["run_id"]: r["good"] for r in summary["runs"]}
+    assert summary["judged_by"] == "proxy" and summary["outcomes"] is None
+    good = {r["run_id"]: r["good_proxy"] for r in summary["runs"]}
     assert good == {"example-run-1": True, "late-find-1": True, "runaway-1": False}
 
 
@@ -107,8 +108,8 @@ def test_stagnation_stops_and_its_wrongful_stops(summary, res):
         expected["example-run-1"] = ex_stop
     assert stops(p) == expected
     # late-find-1 goes on to full coverage and a correct fix: stopping it was wrong
-    assert "late-find-1" in p["wrongful_runs"] and "runaway-1" not in p["wrongful_runs"]
-    assert p["wrongful"] == len(p["wrongful_runs"]) == 1 + (ex_stop is not None)
+    assert "late-find-1" in p["wrongful_proxy_runs"] and "runaway-1" not in p["wrongful_proxy_runs"]
+    assert p["wrongful_proxy"] == len(p["wrongful_proxy_runs"]) == 1 + (ex_stop is not None)
     assert p["saved"]["steps"] == (30 - 8) + (12 - 8) + ((example["num_steps"] - ex_stop)
                                                          if ex_stop is not None else 0)
 
@@ -122,7 +123,8 @@ def test_step_budget_saves_steps_tokens_and_estimated_cost(summary):
     # the trace states its cost (0.61) only at the end: the stop's share is by tokens
     assert p["saved"]["cost_estimated"] is True
     assert p["saved"]["cost_usd"] == pytest.approx(0.61 * (1 - tokens_after(20) / tokens_after(30)))
-    assert p["wrongful"] == 0
+    assert p["saved"]["tool_calls"] == 10   # one Read per step
+    assert p["wrongful_proxy"] == 0
 
 
 def test_redundancy_stops_only_the_runaway(summary):
@@ -130,15 +132,20 @@ def test_redundancy_stops_only_the_runaway(summary):
     # at step 10 runaway-1 has read 382 lines, 153 distinct: redundancy 0.6 > 0.5;
     # late-find-1 is at 1 - 153/249 = 0.39 and falls afterwards
     assert stops(p) == {"runaway-1": 10}
-    assert p["saved"]["steps"] == 20 and p["wrongful"] == 0
+    assert p["saved"]["steps"] == 20 and p["wrongful_proxy"] == 0
 
 
-def test_cost_known_only_at_the_end_stops_at_the_last_step(summary):
+def test_cost_known_only_at_the_end_fires_after_the_last_call_and_stops_nothing(summary):
+    """The trace states its cost only at its end: the budget fires there, after the
+    run's last call, where stopping changes nothing. It is counted apart, not as a stop
+    (before, runaway-1 was 'stopped' at step 30 with nothing saved)."""
     p = by_policy(summary, "cost")
-    assert stops(p) == {"runaway-1": 30}
-    assert p["saved"] == {"steps": 0, "tokens": 0, "tokens_estimated": False, "cost_usd": 0.0,
-                          "cost_estimated": False}
-    assert p["stop_estimated"] is False   # a stream: live, the cost too comes only at the end
+    assert stops(p) == {} and p["stopped"] == 0 and p["stop_step"] is None
+    assert p["after_last_call"] == 1
+    assert [(r["run_id"], r["step"]) for r in p["after_last_call_runs"]] == [("runaway-1", 30)]
+    assert p["saved"] == {"steps": 0, "tool_calls": 0, "tokens": 0, "tokens_estimated": False,
+                          "cost_usd": None, "cost_estimated": False}
+    assert p["wrongful_proxy"] == 0
 
 
 def test_backtest_decides_at_the_same_steps_as_the_live_watcher(tmp_path, res):
@@ -166,7 +173,8 @@ def test_command_prints_the_table_and_writes_json(tmp_path, capsys):
                  str(EX / "gold.jsonl"), "--repo", str(EX / "repo"), "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "steps-20" in text and "wrongful stops by stagnation: late-find-1" in text
+    assert "steps-20" in text and "wrongful stops (proxy) by stagnation: late-find-1" in text
+    assert "wrongful (proxy)" in text
     data = json.loads(out.read_text())
     assert by_policy(data, "steps-20")["stopped"] == 1
     assert {r["run_id"] for r in data["runs"]} == {"runaway-1", "late-find-1"}
@@ -194,8 +202,8 @@ def test_runs_without_gold_have_no_coverage_and_are_never_wrongful(tmp_path, res
     (o,) = backtest_trace(d / "trace.jsonl", res, engine)
     assert o.error is None and o.coverage is None and o.editloc_recall is None
     summary = summarize(config, [o])
-    assert summary["runs"][0]["good"] is False
-    assert all(p["wrongful"] == 0 for p in summary["policies"])
+    assert summary["runs"][0]["good_proxy"] is False
+    assert all(p["wrongful_proxy"] == 0 for p in summary["policies"])
     # coverage policies need gold; a cost budget does not
     assert by_policy(summary, "stagnation")["stopped"] == 0
 

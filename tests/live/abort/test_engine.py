@@ -17,9 +17,11 @@ from fixture_paths import ROOT
 
 from streameval.live.abort.engine import (
     ABORT_NAME,
+    KINDS,
     AbortConfigError,
     AbortEngine,
     attach,
+    format_policy,
     load_policies,
     parse_policies,
 )
@@ -138,6 +140,62 @@ def test_token_and_cost_budgets(env):
     assert t.step == 3 and t.value == 45.0  # 10 + 5 tokens per message
     (cost,) = decisions(engine, "cost")  # the cost arrives with the final result line
     assert cost.value == pytest.approx(0.01) and cost.cost_usd == pytest.approx(0.01)
+
+
+#: app.py 1-10, util.py 1-5, app.py 1-10 twice, app.py 11-20, app.py 1-10: six steps
+#: showing 10, 5, 10, 10, 10, 10 lines, 25 of them distinct; the last new file is read at
+#: step 2; the Read of app.py 1-10 is made at calls 1, 3, 4 and 6
+SIGNAL_RUN = (("src/app.py", 1, 10), ("src/util.py", 1, 5), ("src/app.py", 1, 10),
+              ("src/app.py", 1, 10), ("src/app.py", 11, 20), ("src/app.py", 1, 10))
+
+
+def test_no_new_files_counts_steps_since_a_file_was_first_read(env):
+    s, runs, res = env
+    claude_trace(runs, s, *SIGNAL_RUN)
+    w, engine = start(runs, res, policy("stale", "no_new_files", steps=3))
+    run_once(w)
+    (d,) = decisions(engine)
+    assert (d.step, d.value) == (5, 3.0)   # steps 3, 4, 5 read no file not read before
+    assert "3 steps without reading a file not read before" in d.reason
+
+
+def test_repeats_trips_when_one_call_has_been_made_n_times(env):
+    s, runs, res = env
+    claude_trace(runs, s, *SIGNAL_RUN)
+    w, engine = start(runs, res, policy("again", "repeats", times=3))
+    run_once(w)
+    (d,) = decisions(engine)
+    assert (d.step, d.value) == (4, 3.0)   # the third Read of app.py 1-10 is call 4
+
+
+def test_reread_share_waits_for_after_steps(env):
+    """After step k the share is 1 - distinct/shown: 0, 0, 1-15/25, 1-15/35, 1-25/45,
+    1-25/55. Above 0.5 from step 4 (0.571), but not at step 5 (0.444): with
+    after_steps = 5 the policy trips at step 6 (0.545)."""
+    s, runs, res = env
+    claude_trace(runs, s, *SIGNAL_RUN)
+    w, engine = start(runs, res, policy("seen", "reread_share", above=0.5, after_steps=5)
+                      + policy("seen-early", "reread_share", above=0.5))
+    run_once(w)
+    (d,) = decisions(engine, "seen")
+    assert d.step == 6 and d.value == pytest.approx(1 - 25 / 55)
+    (early,) = decisions(engine, "seen-early")
+    assert early.step == 4 and early.value == pytest.approx(1 - 15 / 35)
+
+
+def test_gold_free_kinds_judge_a_run_without_gold(env):
+    """A run no gold row names is a run (docs/metrics.md §5b): steps, files and repeats
+    are counted; reread_share needs the repository's lines and never trips."""
+    s, runs, res = env
+    trace = trace_in(runs, s, instance_id="nobody__nothing-1")
+    c = Claude()
+    append(trace, c.init(), *reads(c, *SIGNAL_RUN))
+    w, engine = start(runs, res, policy("stale", "no_new_files", steps=3)
+                      + policy("again", "repeats", times=3)
+                      + policy("seen", "reread_share", above=0.1))
+    run = run_once(w)
+    assert run.session.gold is None
+    assert {(d.policy, d.step) for d in engine.decisions} == {("stale", 5), ("again", 4)}
 
 
 def test_wall_time_without_trace_timestamps_uses_time_since_first_seen(env):
@@ -304,6 +362,9 @@ def test_dry_run_decides_but_does_not_act(env, webhook_server):
     ('[[policy]]\nname = "a"\nkind = "max_steps"\nlimit = 1\naction = "signal"\n', "allow_signals = true"),
     ('[[policy]]\nname = "a"\nkind = "max_steps"\nlimit = 1\naction = "webhook"\n', "needs a url"),
     ('[[policy]]\nname = "a"\nkind = "precision"\nbelow = 5\n', "ratio between 0 and 1"),
+    ('[[policy]]\nname = "a"\nkind = "reread_share"\nabove = 1.5\n', "ratio between 0 and 1"),
+    ('[[policy]]\nname = "a"\nkind = "repeats"\ntimes = 1\n', "times must be >= 2"),
+    ('[[policy]]\nname = "a"\nkind = "no_new_files"\nsteps = 0\n', "steps must be >= 1"),
     ('[[policy]]\nname = "a"\nkind = "stagnation"\nsteps = 3\ngranularity = "word"\n', "granularity must be"),
     ('[[policy]]\nname = "a"\nkind = "max_steps"\nlimit = 1\n' * 2, "repeated: ['a']"),
     ("allow_signals = true\n", "no policies"),
@@ -322,8 +383,6 @@ def test_missing_config_file_is_a_clear_error(tmp_path):
 
 
 def test_example_config_loads_and_covers_every_kind():
-    from streameval.live.abort.engine import KINDS
-
     cfg = load_policies(ROOT / "examples" / "abort.toml")
     assert {p.kind for p in cfg.policies} == set(KINDS)
     assert cfg.allow_signals is False
@@ -464,3 +523,23 @@ def test_abort_file_appears_while_the_real_watch_loop_runs(env):
         finally:
             portal.call(stop.set)
             future.result(timeout=30)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_written_policy_reads_back_as_itself(kind):
+    """``format_policy`` (what ``abort-backtest --tune`` writes) is ``parse_policies``'s
+    inverse, for every kind, with its optional keys set away from their defaults."""
+    required, optional = KINDS[kind]
+    table = {"name": f"t-{kind}", "kind": kind, required[0]: 0.35 if kind in (
+        "redundancy", "precision", "reread_share") else 12,
+             "description": 'tuned "here"'}
+    if "after_steps" in optional:
+        table["after_steps"] = 20
+    if "granularity" in optional:
+        table["granularity"] = "span"
+    if "kinds" in optional:
+        table["kinds"] = ["input", "output"]
+    text = "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
+    (p,) = parse_policies("[[policy]]\n" + text).policies
+    (again,) = parse_policies(format_policy(p)).policies
+    assert again == p

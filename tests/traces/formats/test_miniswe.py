@@ -126,6 +126,25 @@ def test_observation_text_and_timestamps_of_a_real_turn(real_fixtures: Path):
     assert calls[-1].output is None
 
 
+def test_each_response_states_what_the_run_had_spent_before_its_action(real_fixtures: Path):
+    """Every response's usage is summed as the run goes and stated before the turn's
+    action, so the run's tokens and cost at a step are known (docs/outcomes.md §3); the
+    run's own ``instance_cost`` comes last. django-11603: 21 responses, no cached tokens;
+    after response 3 the run had spent 1371+240 + 2281+147 + 2476+113 = 6,628 tokens and
+    $0.005622 + 0.006326 + 0.006308 = $0.018256."""
+    path = next((real_fixtures / "mini-swe-agent").glob("*django-11603*"))
+    events = run_adapter(MiniSweAdapter(), path.read_bytes())
+    usages = [e for e in events if isinstance(e, Usage)]
+    assert len(usages) == 21 + 1 and all(u.cumulative for u in usages)
+    calls_before = [e for e in events[:events.index(usages[2])] if isinstance(e, ToolCall)]
+    assert len(calls_before) == 2   # stated before call 3 runs
+    assert usages[2].tokens.total == 6628
+    assert usages[2].cost_usd == pytest.approx(0.018256, abs=1e-9)
+    assert usages[2].timestamp is not None
+    assert usages[-1].tokens.total == usages[-2].tokens.total == 181_278
+    assert usages[-1].cost_usd == 0.177621   # info.model_stats.instance_cost
+
+
 def test_long_output_keeps_head_and_tail_with_a_marker(real_fixtures: Path):
     path = next((real_fixtures / "mini-swe-agent").glob("*astropy-13579*"))
     calls = [e for e in run_adapter(MiniSweAdapter(), path.read_bytes()) if isinstance(e, ToolCall)]
