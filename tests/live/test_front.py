@@ -314,9 +314,9 @@ def test_slow_bodies_sent_to_the_page_cannot_starve_metrics(tmp_path):
     ``POST /`` and a body that never comes made every scrape a 503. The page is
     read-only: such requests are answered at once, their bodies unread, and closed."""
     from streameval.live.asgi import PROTECTED, App
-    from streameval.live.front import Upstream
     from streameval.live.guard import Limits
     from streameval.live.server import HttpServer
+    from streameval.live.upstream import Upstream
 
     app = App(Limits(max_connections=16, protected_connections=4, header_timeout=120,
                      body_grace=120))   # a hang guard: a body read would be waited for
