@@ -109,3 +109,45 @@ class Interrupted(Exception):
     words (``193 of 450 records written to out.jsonl``); the command prints
     ``streameval CMD: interrupted: MESSAGE`` on stderr and exits 130, as a shell's
     program killed by SIGINT does."""
+
+
+class Whole:
+    """A Ctrl-C that lands while a record is being written and counted is held until
+    both are done: ``replay --workers 2`` once wrote a 13th record and said "12 of 400
+    records written" (the interrupt came between the write and the count). Outside the
+    block, Ctrl-C raises at once, so a wait on the pool stays interruptible."""
+
+    def __init__(self) -> None:
+        self._inside = False
+        self._pending = False
+        self._before = None
+
+    def __enter__(self) -> Whole:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._before = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._before is not None:
+            signal.signal(signal.SIGINT, self._before)
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self._inside:
+            self._pending = True
+        else:
+            raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        """From here until ``release``, a Ctrl-C waits."""
+        self._inside = True
+
+    def release(self) -> None:
+        self._inside = False
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt

@@ -29,7 +29,7 @@ from streameval.commands.options import (
     say_outcomes,
     sources,
 )
-from streameval.errors import Interrupted
+from streameval.errors import Interrupted, Whole
 from streameval.report import tables as report
 from streameval.report.columns import write_parquet
 from streameval.report.gate import GateError, Threshold, fail_under, parse_thresholds
@@ -180,18 +180,21 @@ def _write_all(args: argparse.Namespace, jobs: list[Job], context: BatchContext,
     ids = RunIds()   # as the watcher hands them out: no two runs share a run id
     done = 0
     try:
-        for records in _engine(args, jobs, context):
-            for record in records:
-                if record.get("run_id"):
-                    record["run_id"] = ids.claim(record["run_id"], record.get("trace"),
-                                                 str(record.get("instance_id")))
-                out.write(record_line(record))
-                if emitter is not None:
-                    emitter.emit(from_record(record))
-                kept.append(_slim(record))
-            done += 1
-            progress.update(sum("error" in r for r in records))
-        out.flush()
+        with Whole() as whole:
+            for records in _engine(args, jobs, context):
+                whole.hold()   # a record written is a record counted
+                for record in records:
+                    if record.get("run_id"):
+                        record["run_id"] = ids.claim(record["run_id"], record.get("trace"),
+                                                     str(record.get("instance_id")))
+                    out.write(record_line(record))
+                    if emitter is not None:
+                        emitter.emit(from_record(record))
+                    kept.append(_slim(record))
+                done += 1
+                whole.release()
+                progress.update(sum("error" in r for r in records))
+            out.flush()
     except KeyboardInterrupt:
         raise Interrupted(_kept(args, len(kept), done, len(jobs))) from None
     finally:
