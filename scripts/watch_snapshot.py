@@ -26,7 +26,7 @@ Groups: the bundled example (its gold and repository); every real trace under
 the runs are followed unscored); with ``--corpus`` (the ``gruckion/mini-swe-agent``
 git directory), its mini-swe-agent trajectories whose repository is mirrored, side by
 side in one folder: every one ``--gold`` has a row for (a parquet file:
-``/work/shared/data/contextbench/verified_test.parquet`` has 50), then others up to
+ContextBench's ``verified_test.parquet`` has 50), then others up to
 ``--limit``.
 """
 

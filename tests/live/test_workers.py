@@ -108,9 +108,12 @@ def test_a_killed_worker_is_started_again_with_its_runs(tmp_path):
                    "every record")
         again = worker_pids(proc.pid)
         assert again[victim] != pids[victim] and again[1 - victim] == pids[1 - victim]
-        body = _scrape(port)
-        assert sorted(_run_ids(body)) == [f"r{i}" for i in range(RUNS)]   # each once
-        assert b'streameval_fleet_runs{agent="claude-code",experiment="",model="m0",state="finished"} 3.0' in body
+        # the worker started again sends its pieces once it has read its runs again (its
+        # records may come first): each run once, and the fleet's count, when they come
+        finished = b'streameval_fleet_runs{agent="claude-code",experiment="",model="m0",state="finished"} 3.0'
+        wait_until(lambda: sorted(_run_ids(body := _scrape(port))) ==
+                   [f"r{i}" for i in range(RUNS)] and finished in body, 60,
+                   "every run once in /metrics")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
