@@ -28,6 +28,7 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
     python benchmarks/bench_ingest.py --impl new --phases hooks --hook-rate 1500
     python benchmarks/bench_ingest.py --impl new,new-thread   # the front's process, or none
     python benchmarks/bench_ingest.py --impl new --phases starve --slow 256 --slow-source 127.0.0.1
+    python benchmarks/bench_ingest.py --workers 1,2 --phases hooks   # watch --workers N, CPU per process
 
 Loopback only; every phase is bounded in time (``--seconds``). No pytest: timings
 belong here. The load generator shares the machine's 2 cores with the watcher.
@@ -38,12 +39,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench_live import INSTANCE, STDLIB_FILES, WORKSPACE, CallPool, init_line, make_setup
-from loadgen import Conn, Outcomes, Pool, Watch, add_impl_options, impls, open_loop
+from loadgen import ROOT, Conn, Impl, Outcomes, Pool, Watch, add_impl_options, impls, open_loop
 from machine import machine
 
 
@@ -197,11 +199,14 @@ def phase_hooks(impl, work: Path, args) -> dict:
         return "POST", path, _read_hook(files, k, 100, event), "application/json"
 
     try:
-        cpu = w.cpu_seconds()
+        cpu, each = w.cpu_seconds(), w.cpu_by_process()
         out = asyncio.run(open_loop(Pool(w.port, [f"127.0.0.{k}" for k in range(10, 20)]),
                                     args.hook_rate, args.seconds, make))
         return {"rate": args.hook_rate, **out.summary(args.seconds),
-                "watcher_cpu_s": round(w.cpu_seconds() - cpu, 1)}
+                "watcher_cpu_s": round(w.cpu_seconds() - cpu, 1),
+                # the front's share beside the workers' (2 workers and the front on 2 cores)
+                "cpu_s_by_process": {k: round(v - each.get(k, 0.0), 1)
+                                     for k, v in sorted(w.cpu_by_process().items())}}
     finally:
         w.stop()
 
@@ -294,6 +299,14 @@ def phase_memory(impl, work: Path, args) -> dict:
     return out
 
 
+def _impls(args) -> list:
+    """``--impl``'s, or this checkout with each ``--workers`` count."""
+    if not args.workers:
+        return impls(args.impl, args.base)
+    return [Impl(f"new-w{n}", sys.executable, ROOT, ("--workers", n))
+            for n in args.workers.split(",")]
+
+
 PHASES = {"starve": phase_starve, "hooks": phase_hooks, "lines": phase_lines, "memory": phase_memory}
 
 
@@ -310,6 +323,9 @@ def main() -> None:
                    help="pre: PreToolUse only, nothing to score (the HTTP front alone)")
     p.add_argument("--line-rate", type=float, default=5000.0)
     p.add_argument("--json", type=Path)
+    p.add_argument("--workers", help="comma list of watch --workers counts (e.g. 1,2): this "
+                                     "checkout once per count (impls new-w1, new-w2...), in "
+                                     "place of --impl")
     args = p.parse_args()
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "phases": {}}
     print(json.dumps(results["machine"]), flush=True)
@@ -317,7 +333,7 @@ def main() -> None:
         work = Path(tmp)
         make_setup(work)
         for phase in args.phases.split(","):
-            for impl in impls(args.impl, args.base):
+            for impl in _impls(args):
                 t = time.monotonic()
                 res = PHASES[phase](impl, work, args)
                 res["wall_s"] = round(time.monotonic() - t, 1)

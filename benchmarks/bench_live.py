@@ -48,8 +48,10 @@ one trace line (one JSON event); tool calls/s is half that.
 
 ``--old REV`` (or a checkout; ``older.py``) runs (a) and (b) in that version too, this
 script's workload and that version's streameval, the versions alternating within each of
-``--rounds``; ``--workers`` (a comma list, N the cores) is handed to the watcher, which
-needs ``WatchConfig.workers`` for any count but 1.
+``--rounds``. ``--workers 1,2,N`` (N: the cores) runs (a) and (b) through the real
+command line instead, ``streameval watch --workers N`` (``watchproc.py``), each count in
+turn and, with ``--old``, the older version's one watcher (it has no workers) between
+them, alternating within each round.
 
 No pytest: wall-clock numbers belong here, not in tests.
 """
@@ -354,12 +356,6 @@ def make_watcher(runs: Path, repo: Path, gold: Path, probe: Probe | None, args=N
         cfg.debounce_ms = args.debounce_ms
     if args is not None and args.step_ms is not None:
         cfg.step_ms = args.step_ms
-    workers = getattr(args, "workers", None)
-    if workers is not None and workers != 1:
-        if not hasattr(cfg, "workers"):   # passed through once ``watch --workers`` exists
-            raise SystemExit(f"--workers {workers}: this version of streameval scores in one "
-                             "process (no WatchConfig.workers)")
-        cfg.workers = workers
     w = Watcher(cfg, res, table=ProbedTable())
     if probe is not None:
         w.listeners.append(probe.after_batch)
@@ -709,20 +705,18 @@ def child(argv: list[str], phase: str, extra: list[str] = (), version: Version |
 
 
 def compare_throughput(args, passthrough: list[str], wanted: list[str], results: dict) -> None:
-    """(a) and (b) for every version and worker count, the versions alternating within
-    each round (new, old; then old, new), so both see the same machine state."""
+    """(a) and (b) in one watcher of every version, the versions alternating within each
+    round (new, old; then old, new), so both see the same machine state."""
     vs = versions(args)
     titles = {"single": "(a) one trace", "many": f"(b) {args.traces} concurrent traces"}
     for phase in (ph for ph in ("single", "many") if ph in wanted):
-        for workers in parse_workers(args.workers):
-            rows = results.setdefault("compare", {}).setdefault(f"{phase}/{workers}", [])
-            for r in range(args.rounds):
-                order = vs if r % 2 == 0 else vs[::-1]
-                got = {v.name: child([*passthrough, f"--workers={workers}"], phase, version=v)
-                       for v in order}
-                rows.append(got)
-                report_round(f"{titles[phase]}, {workers} worker(s), round {r + 1}", got)
-            report_summary(f"{titles[phase]}, {workers} worker(s)", rows)
+        rows = results.setdefault("compare", {}).setdefault(phase, [])
+        for r in range(args.rounds):
+            order = vs if r % 2 == 0 else vs[::-1]
+            got = {v.name: child(passthrough, phase, version=v) for v in order}
+            rows.append(got)
+            report_round(f"{titles[phase]}, round {r + 1}", got)
+        report_summary(titles[phase], rows)
 
 
 def parse_workers(text: str) -> list[int]:
@@ -752,15 +746,13 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)
     p.add_argument("--rounds", type=int, default=1,
                    help="(a, b) with --old: rounds of both versions, alternating")
-    p.add_argument("--workers", default="1",
-                   help="(a, b) scoring processes, a comma list (N: the cores); passed to the "
-                        "watcher, which must have them")
+    p.add_argument("--workers", help="(a, b) comma list of worker counts (N: the cores): the "
+                                     "phases run through `streameval watch --workers N` "
+                                     "(watchproc.py)")
     p.add_argument("--json", type=Path, help="also write every figure as JSON")
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--rate-one", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.phase:
-        args.workers = parse_workers(args.workers)[0]
     if args.quick:
         args.lines, args.traces, args.calls, args.mem_traces = 10_000, 100, 20, 100
         args.rates, args.latency_calls, args.mem_calls = "2000", 5, 20
@@ -778,11 +770,14 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", ", ".join(f"{k}={v}" for k, v in m.items()), flush=True)
     wanted = [x.strip() for x in args.phases.split(",") if x.strip()]
     results: dict = {"machine": m}
-    if args.old or args.rounds > 1 or args.workers != "1":
+    if args.workers or args.old or args.rounds > 1:
         results["old"] = label(args)
         if args.old:
             print(f"old: {results['old']}; new: {head()}", flush=True)
-        compare_throughput(args, passthrough, wanted, results)
+        if args.workers:
+            results["workers"] = by_workers(args, wanted)
+        else:
+            compare_throughput(args, passthrough, wanted, results)
         wanted = [w for w in wanted if w not in ("single", "many")]
     if "single" in wanted:
         r = results["single"] = child(passthrough, "single")
@@ -807,6 +802,36 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
+
+
+def by_workers(args, wanted: list[str]) -> dict:
+    """(a) and (b) through ``watch --workers N`` for each N of ``--workers`` and, with
+    ``--old``, the older version's one watcher, in turn within each of ``--rounds`` (the
+    order reversed every other round, so each sees the same machine state)."""
+    import watchproc
+
+    vs = versions(args)
+    runs = [(vs[0], n) for n in parse_workers(args.workers)] + [(v, 1) for v in vs[1:]]
+    out: dict = {}
+    for phase, traces, calls, chunk in (("single", 1, (args.lines - 1) // 2, max(1, args.chunk // 2)),
+                                        ("many", args.traces, args.calls, 1)):
+        if phase not in wanted:
+            continue
+        title = "(a) one trace" if phase == "single" else f"(b) {traces} traces"
+        rounds = out[phase] = []
+        for r in range(args.rounds):
+            rows = []
+            for version, n in (runs if r % 2 == 0 else runs[::-1]):
+                work = Path(tempfile.mkdtemp(prefix="bench_live_workers_"))
+                try:
+                    rows.append(watchproc.throughput(work, traces, calls, chunk, n, args.timeout,
+                                                     version))
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+            rounds.append(rows)
+            watchproc.report(f"{title}, round {r + 1}", rows)
+        watchproc.summary(title, rounds)
+    return out
 
 
 def report_throughput(title: str, r: dict) -> None:

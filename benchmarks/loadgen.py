@@ -136,6 +136,21 @@ class Watch:
             total += int(fields[11]) + int(fields[12])
         return total / os.sysconf("SC_CLK_TCK")
 
+    def cpu_by_process(self) -> dict[str, float]:
+        """CPU seconds of each process: ``watch`` (the watcher, or with ``--workers N``
+        the supervisor), ``front``, ``worker-I``."""
+        out = {}
+        for pid in self.pids():
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            role = ("front" if b"streameval.live.front" in argv else
+                    next((a.decode() for a in argv if a.startswith(b"worker-")), None) or "watch")
+            out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return out
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

@@ -159,3 +159,31 @@ def halt_at(points: frozenset[str]) -> tuple[str, int] | None:
         raise SystemExit(f"streameval: {HALT_AT_ENV}={raw!r}: expected POINT[:N], POINT one "
                          f"of {', '.join(sorted(points))}")
     return point, int(nth or "1")
+
+
+HALT_AGAIN_ENV = "STREAMEVAL_HALT_AGAIN_AT"
+
+
+def restarted_env() -> dict[str, str]:
+    """The environment of a worker started again (``watch --workers N``, tests only):
+    the halt point of ``STREAMEVAL_HALT_AT`` is the first worker's, a worker started
+    again stops where ``STREAMEVAL_HALT_AGAIN_AT`` says (nowhere when unset)."""
+    env = {k: v for k, v in os.environ.items() if k not in (HALT_AT_ENV, HALT_AGAIN_ENV)}
+    again = os.environ.get(HALT_AGAIN_ENV)
+    if again:
+        env[HALT_AT_ENV] = again
+    return env
+
+
+#: worker processes ``watch`` and ``replay`` use at most by default
+MAX_DEFAULT_WORKERS = 8
+
+
+def default_workers() -> int:
+    """The cores this process may run on (its CPU affinity, as a container or
+    ``taskset`` sets it), at most ``MAX_DEFAULT_WORKERS``: ``--workers``' default."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT_WORKERS))

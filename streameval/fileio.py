@@ -104,19 +104,33 @@ def write_atomic(target: Path, data: bytes) -> None:
         raise
 
 
-def append_whole(path: Path, line: bytes, *, nofollow: bool = False) -> None:
+def append_whole(path: Path, line: bytes, *, nofollow: bool = False, shared: bool = False) -> None:
     """Append ``line`` and fsync; on any failure cut the file back to where it was and
     raise, so no partial record is ever left for the next line to be glued onto. The
     folder is made only when missing (a hot path: each system call gives up the
-    interpreter lock). ``nofollow``: a symlink is refused (OSError ELOOP)."""
+    interpreter lock). ``nofollow``: a symlink is refused (OSError ELOOP).
+
+    ``shared``: other processes append to the file too (the workers of ``watch
+    --workers N``): the append holds the file's lock (``flock``), and a half line one
+    of them left when it was killed is cut off first, not glued onto."""
     flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
              | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0))
+    if shared:
+        flags = flags & ~os.O_WRONLY | os.O_RDWR   # the torn line is read to be cut
     try:
         fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, flags, 0o644)
     try:
+        if shared:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)   # released when the file is closed
+            size = os.fstat(fd).st_size
+            whole = _whole_lines(fd, size)
+            if whole < size:
+                os.ftruncate(fd, whole)
         start = os.fstat(fd).st_size
         try:
             view = memoryview(line)
@@ -133,30 +147,37 @@ def append_whole(path: Path, line: bytes, *, nofollow: bool = False) -> None:
         os.close(fd)
 
 
-def cut_torn_tail(path: Path) -> int:
-    """Cut a last line that has no newline (a crash mid-write); returns bytes cut."""
+def _whole_lines(fd: int, size: int) -> int:
+    """Where the last whole line of the file open at ``fd`` (``size`` bytes) ends."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    pos, step = size, 1 << 16
+    while pos > 0:   # back to the last newline, a block at a time
+        start = max(0, pos - step)
+        nl = os.pread(fd, pos - start, start).rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        pos = start
+    return 0
+
+
+def cut_torn_tail(path: Path, *, shared: bool = False) -> int:
+    """Cut a last line that has no newline (a crash mid-write); returns bytes cut.
+    ``shared``: others append to it too (``append_whole``): cut holding its lock."""
     try:
-        with open(path, "r+b") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            if size == 0:
-                return 0
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return 0
-            pos, step = size, 1 << 16
-            while pos > 0:   # back to the last newline, a block at a time
-                start = max(0, pos - step)
-                fh.seek(start)
-                block = fh.read(pos - start)
-                nl = block.rfind(b"\n")
-                if nl >= 0:
-                    keep = start + nl + 1
-                    break
-                pos = start
-            else:
-                keep = 0
-            fh.truncate(keep)
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if shared:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            keep = _whole_lines(fd, size)
+            if keep < size:
+                os.ftruncate(fd, keep)
             return size - keep
+        finally:
+            os.close(fd)
     except OSError as exc:
         log.warning("cannot check %s for a torn last line: %s", path, exc)
         return 0

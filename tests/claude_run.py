@@ -183,3 +183,38 @@ def reads(c: Claude, *specs: tuple[str, int, int]) -> list[bytes]:
 def policy(name: str, kind: str, action: str = "file", **kw) -> str:
     body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in kw.items())
     return f'[[policy]]\nname = "{name}"\nkind = "{kind}"\naction = "{action}"\n{body}\n'
+
+
+# ---------------------------------------------------------------------- watch --workers N
+
+
+def worker_pids(supervisor: int) -> dict[int, int]:
+    """The live workers of a ``watch --workers N`` process: index -> pid."""
+    import os
+
+    out = {}
+    for task in os.listdir(f"/proc/{supervisor}/task"):
+        try:
+            with open(f"/proc/{supervisor}/task/{task}/children") as fh:
+                children = fh.read().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+                with open(f"/proc/{pid}/stat") as fh:
+                    state = fh.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if b"streameval.commands.watch_worker" in argv and state != "Z":
+                out[int(argv[-2].split(b"-")[1]) if argv[-1] == b"" else
+                    int(argv[-1].split(b"-")[1])] = int(pid)
+    return out
+
+
+def owner(path: Path, workers: int = 2) -> int:
+    """The worker that follows the trace at ``path`` (live/shard.py)."""
+    from streameval.live.shard import owner_of
+
+    return owner_of(path.stat().st_ino, workers)

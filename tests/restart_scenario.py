@@ -122,9 +122,10 @@ def _plan(runs_spec: list[Run], rng: random.Random) -> list[tuple[float, Run, by
 
 
 def play(runs_spec: list[Run], work: Path, seed: int, resources: list[str],
-         checkout: Path | None = None) -> Outcome:
+         checkout: Path | None = None, workers: int = 1) -> Outcome:
     """The scenario for ``seed`` in ``work``; ``resources``: watch's --gold/--repo(s);
-    ``checkout``: another checkout whose streameval to run."""
+    ``checkout``: another checkout whose streameval to run. With ``workers`` > 1 the
+    kill is of one worker (which, the seed says), started again by its supervisor."""
     t0 = time.monotonic()
     rng = random.Random(seed)
     root = work / "runs"
@@ -138,7 +139,8 @@ def play(runs_spec: list[Run], work: Path, seed: int, resources: list[str],
     plan = _plan(runs_spec, rng)
     killed_after = rng.randint(1, len(plan))
     argv = [str(root), *resources, "--port", "0", "--out", str(work / "out.jsonl"),
-            "--abort-config", str(work / "abort.toml")]
+            "--abort-config", str(work / "abort.toml"), "--workers", str(workers)]
+    victim = rng.randrange(workers)
     scraper = _Scraper()
     scraper.start()
     logs = [work / "watch-0.log", work / "watch-1.log"]
@@ -152,7 +154,12 @@ def play(runs_spec: list[Run], work: Path, seed: int, resources: list[str],
             else:
                 with open(root / r.name / "trace.jsonl", "ab") as fh:
                     fh.write(line + b"\n")
-            if i == killed_after:
+            if i == killed_after and workers > 1:
+                from claude_run import worker_pids
+
+                os.kill(worker_pids(proc.pid)[victim], signal.SIGKILL)
+                logs.pop()   # one watch, one log
+            elif i == killed_after:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 scraper.port = None

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
+from streameval import config
 from streameval.commands import otlp_options
 from streameval.commands.options import (
     add_format,
@@ -63,8 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-under", metavar="METRIC=X[,...]", type=_thresholds,
                         help="exit 1 when a metric's mean over the scored runs is below X, "
                              "e.g. line.coverage=0.6,file.f1=0.5 (names: docs/compare.md)")
-    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
-                        help="worker processes (output order stays the input order)")
+    parser.add_argument("--workers", type=positive_int, default=config.default_workers(),
+                        metavar="N",
+                        help="worker processes (default: the cores available, at most "
+                             f"{config.MAX_DEFAULT_WORKERS}: {config.default_workers()} here); "
+                             "the output order stays the input order")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this machine (--workers processes); ray: the Ray "
                              "cluster at --ray-address (streameval[ray]; docs/replay.md)")

@@ -51,6 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"{' '.join(SNIFF_GLOBS)} whose content is a known trace format)")
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="append each finished run's record here (JSONL)")
+    p.add_argument("--workers", type=positive_int, metavar="N",
+                   help="processes scoring runs, each run on one of them for life "
+                        f"(default: the cores available, at most {config.MAX_DEFAULT_WORKERS}: "
+                        f"{config.default_workers()} here); 1: one process scores every "
+                        "run (docs/watch.md, \"Workers\")")
     p.add_argument("--predictions", type=Path, metavar="FILE",
                    help="SWE-bench predictions JSONL to take patches from")
     p.add_argument("--idle-timeout", type=positive_float, default=300.0, metavar="SECONDS",
@@ -128,10 +133,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"streameval watch: {args.dir} is not a directory", file=sys.stderr)
         return 2
     cfg = config_from_args(args)
+    workers = _workers(args)
+    check_repos(args)
+    if workers > 1:
+        return _supervise(args, cfg, workers)
     # the HTTP server's threads (a scrape, a hook's answer) get the interpreter within
     # 1 ms of asking while the watcher scores, not 5 (benchmarks/README.md, ingest)
     sys.setswitchinterval(0.001)
-    check_repos(args)
     res = resources(args)   # UsageError naming the gold or repository that cannot be used
     w = Watcher(cfg, res)
     try:
@@ -178,6 +186,76 @@ def run(args: argparse.Namespace) -> int:
         summary = w.narration.summary(w).replace("\n", "\n  ")
         print(f"streameval watch: stopped; {summary}", flush=True)
     return 0
+
+
+def _workers(args: argparse.Namespace) -> int:
+    """``--workers``, or its default; ``--front thread`` scores in one process."""
+    if args.front == "thread":
+        if args.workers not in (None, 1):
+            raise UsageError("--front thread serves and scores in one process: give "
+                             "--workers 1, or leave --front out")
+        return 1
+    return args.workers or config.default_workers()
+
+
+def _supervise(args: argparse.Namespace, cfg: WatchConfig, count: int) -> int:
+    """``--workers N`` (N > 1): a front and N workers, started and kept going by this
+    process (``live.workers``), which prints what one watcher prints."""
+    import logging
+    import tempfile
+
+    from streameval.live.arbiter import Arbiter
+    from streameval.live.fleet import MAX_GROUPS
+    from streameval.live.guard import Limits
+    from streameval.live.resume import foreign, part
+    from streameval.live.server import backlog, bind
+    from streameval.live.workers import Plan, Supervisor, WorkerError
+
+    token = push_token(args.ingest_token, args.ingest_token_file) if args.ingest else None
+    public = bind(cfg.host, cfg.port, backlog=backlog(Limits()))
+    private = Path(tempfile.mkdtemp(prefix="streameval-watch-"))
+    arbiter = Arbiter(cfg.checkpoint, cfg.root, count)
+    arbiter.restore()
+    links = str(private / "front.sock")
+    plans = [Plan(i, count, links, str(private / f"worker-{i}.sock"),
+                  str(part(cfg.checkpoint, i)) if cfg.checkpoint else None,
+                  [str(p) for p in foreign(cfg.checkpoint, count)] if cfg.checkpoint else [])
+             for i in range(count)]
+    spool = cfg.root / SPOOL_NAME if args.ingest else None
+    settings = {"workers": count, "links": links, "upstreams": [p.upstream for p in plans],
+                "per_run_series": args.per_run_series, "fleet_groups": MAX_GROUPS,
+                "counter_base": {}, "spool": str(spool) if spool is not None else None,
+                "max_runs": args.ingest_max_runs, "idle": cfg.idle_timeout,
+                "token": token.value if token else None, "limits": {},
+                "verbose": logging.getLogger().getEffectiveLevel()}
+    sup = Supervisor([sys.executable, "-m", "streameval.commands.watch_worker"], args, plans,
+                     arbiter, public, settings, save_every=cfg.checkpoint_interval)
+    sup.front.private_dir = private
+    code, tally = 0, None
+    try:
+        try:
+            line = sup.start()
+        except WorkerError as exc:
+            print(f"streameval watch: {exc}", file=sys.stderr)
+            return exc.code
+        except RuntimeError as exc:   # the front did not start
+            raise UsageError(f"{exc}; --front thread serves from this process") from None
+        port = public.getsockname()[1]
+        print(f"streameval watch: serving metrics on http://{cfg.host}:{port}/metrics "
+              f"and the page on http://{cfg.host}:{port}/ (watching {cfg.root})", flush=True)
+        if token is not None:
+            _say_token(token)
+        if not args.quiet and line:
+            print(f"streameval watch: {line}; scoring in {count} worker processes", flush=True)
+        code = sup.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tally = sup.stop()
+    if not args.quiet and tally is not None:
+        summary = tally.text(cfg.out).replace("\n", "\n  ")
+        print(f"streameval watch: stopped; {summary}", flush=True)
+    return code
 
 
 def _freeze_what_lives_on() -> None:
@@ -240,27 +318,27 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher, token: PushToken | N
     """``--front process``: the watcher's server on a private Unix socket, the public
     port served by the front (``live.front``: /metrics from ``mirror``, the pushes with
     ``--ingest``, ``token`` theirs); (server, port, link)."""
+    import logging
     import shutil
-    import socket
-    import tempfile
 
-    from streameval.live import front
     from streameval.live.guard import Limits
+    from streameval.live.link import FrontProcess, Link
     from streameval.live.mirror import Feed
     from streameval.live.server import backlog, bind
 
     public = bind(w.cfg.host, w.cfg.port, backlog=backlog(Limits()))
-    private = Path(tempfile.mkdtemp(prefix="streameval-watch-")) / "watcher.sock"
-    inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    private, inner = private_socket("watcher.sock")
     server = None
+    spool = w.cfg.root / SPOOL_NAME if args.ingest else None
     try:
-        inner.bind(str(private))
-        inner.listen(128)
-        inner.setblocking(False)
         server, _registry, _ = serve(w.table, ingest=None, per_run_series=args.per_run_series,
                                      sock=inner)
-        link = front.Link(w, public, str(private), w.cfg.root / SPOOL_NAME if args.ingest else None,
-                          token=token.value if token else None, max_runs=args.ingest_max_runs, feed=Feed(server.collector))
+        front = FrontProcess(public, {
+            "spool": str(spool) if spool is not None else None, "upstream": str(private),
+            "max_runs": args.ingest_max_runs, "idle": w.cfg.idle_timeout,
+            "token": token.value if token else None, "limits": {},
+            "verbose": logging.getLogger().getEffectiveLevel()})
+        link = Link(w, front, spool, feed=Feed(server.collector))
     except BaseException as exc:
         if server is not None:
             server.close()
@@ -270,5 +348,24 @@ def _serve_with_front(args: argparse.Namespace, w: Watcher, token: PushToken | N
         if isinstance(exc, RuntimeError):   # the front did not start: said, not a traceback
             raise UsageError(f"{exc}; --front thread serves from this process") from None
         raise
-    link.private_dir = private.parent
+    front.private_dir = private.parent
     return server, public.getsockname()[1], link
+
+
+def private_socket(name: str, folder: Path | None = None):
+    """A listening Unix socket ``name`` in a private folder (made now unless given):
+    (its path, the socket)."""
+    import socket
+    import tempfile
+
+    folder = folder or Path(tempfile.mkdtemp(prefix="streameval-watch-"))
+    path = folder / name
+    inner = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        inner.bind(str(path))
+        inner.listen(128)
+    except OSError:
+        inner.close()
+        raise
+    inner.setblocking(False)
+    return path, inner

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from streameval.fileio import read_limited
+from streameval.fileio import read_limited, write_atomic
 from streameval.traces.identity import Claim, RunIds
 
 log = logging.getLogger(__name__)
@@ -141,6 +141,24 @@ class ClaimLog:
             self._open(truncate=True)
         except OSError as exc:
             log.error("cannot start %s afresh (%s); kept", self.path, exc)
+
+    def compact(self) -> None:
+        """The file written afresh with every claim held, for a keeper of claims that
+        has no checkpoint of its own to hold them (the supervisor of several workers,
+        ``live.arbiter``): the claims of runs that left memory go. A watcher of one
+        worker started later reads it as it reads its own (``read_since``)."""
+        if self.path is None:
+            return
+        data = b"".join([orjson.dumps({"root": self.root}) + b"\n",
+                         *(orjson.dumps(entry) + b"\n" for entry in self.journal())])
+        self.close()
+        try:
+            write_atomic(self.path, data)
+        except OSError as exc:
+            self.errors["claims"] += 1
+            log.error("cannot write %s afresh (%s); appended to as it was", self.path, exc)
+            return
+        self._foreign = False
 
     def _open(self, truncate: bool) -> None:
         self.close()

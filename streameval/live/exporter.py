@@ -21,7 +21,7 @@ from typing import Any
 
 from streameval.live import fleet
 from streameval.live.fleet import Fleet, FleetEntry, FleetNumbers, fleet_entry
-from streameval.live.table import LiveRun, RunTable
+from streameval.live.table import EvaluatorStats, LiveRun, RunTable
 from streameval.model import CATEGORIES, GRANULARITIES
 from streameval.scoring.snapshot import RunSnapshot, token_counts
 from streameval.untrusted import bounded
@@ -281,7 +281,7 @@ def newest_first(pairs: list[tuple[LiveRun, Exported]], limit: int
     return kept, dropped
 
 
-def _cap_families(limit: int, dropped: Counter) -> list:
+def cap_families(limit: int, dropped: Counter) -> list:
     from prometheus_client.core import GaugeMetricFamily
 
     name = "streameval_per_run_series_dropped_runs"
@@ -290,6 +290,70 @@ def _cap_families(limit: int, dropped: Counter) -> list:
         fam.add_metric([state], dropped[state])
     return [GaugeMetricFamily("streameval_per_run_series_limit",
                               HELP["streameval_per_run_series_limit"], value=limit), fam]
+
+
+def cache_counts(caches: list[tuple[str, Any]]) -> list[tuple[str, float, float]]:
+    """(name, hits, misses) of each cache (``RunTable.caches``)."""
+    return [(name, float(getattr(cache, "hits", 0)), float(getattr(cache, "misses", 0)))
+            for name, cache in caches]
+
+
+def counter_family(name: str, labels: list[str], counts: Counter):
+    """A counter family of ``counts`` (a label value, or a tuple of them, -> n), its
+    samples in the order of their keys."""
+    from prometheus_client.core import CounterMetricFamily
+
+    fam = CounterMetricFamily(name, HELP[name + "_total"], labels=labels)
+    # copied first: the webhook worker adds abort outcomes from its own thread
+    for key, n in sorted(dict(counts).items()):
+        fam.add_metric([str(k) for k in key] if isinstance(key, tuple) else [str(key)], n)
+    return fam
+
+
+def process_families(st: EvaluatorStats, states: Counter,
+                     caches: list[tuple[str, float, float]]) -> list:
+    """The families about streameval itself, from its statistics ``st``, the runs in
+    memory by state (and ``stale``: served from the previous scrape) and ``caches``
+    (``cache_counts``). The front of several workers makes them from their sums."""
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+    )
+
+    families = [
+        CounterMetricFamily("streameval_lines_processed", HELP["streameval_lines_processed_total"],
+                            value=st.lines_processed),
+        counter_family("streameval_bad_lines", ["reason"], st.bad_lines),
+        counter_family("streameval_watch_events", ["event"], st.events),
+        counter_family("streameval_unscored_runs", ["reason"], st.unscored),
+        counter_family("streameval_clamped_values", ["reason"], st.clamped),
+        counter_family("streameval_output_errors", ["output"], st.output_errors),
+        counter_family("streameval_aborts", ["policy", "action"], st.aborts),
+        counter_family("streameval_abort_actions", ["action", "outcome"], st.abort_outcomes),
+        counter_family("streameval_ingest_requests", ["route", "status"], st.ingest_requests),
+        counter_family("streameval_ingest_rejected", ["route", "reason"], st.ingest_rejected),
+        counter_family("streameval_ingest_duplicates", ["route"], st.ingest_duplicates),
+        counter_family("streameval_http_refused", ["reason"], st.http_refused),
+    ]
+    lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
+    cum, buckets = 0, []
+    for bound, n in zip((*st.LAG_BUCKETS, math.inf), st.lag_counts):
+        cum += n
+        buckets.append(("+Inf" if bound == math.inf else repr(bound), cum))
+    lag.add_metric([], buckets, st.lag_sum)
+    sessions = GaugeMetricFamily("streameval_sessions", HELP["streameval_sessions"], labels=["state"])
+    sessions.add_metric(["active"], states["active"])
+    sessions.add_metric(["finished"], states["finished"])
+    hits = CounterMetricFamily("streameval_cache_hits", HELP["streameval_cache_hits_total"], labels=["cache"])
+    misses = CounterMetricFamily("streameval_cache_misses", HELP["streameval_cache_misses_total"], labels=["cache"])
+    for name, hit, miss in caches:
+        hits.add_metric([name], hit)
+        misses.add_metric([name], miss)
+    return [*families, lag, sessions,
+            GaugeMetricFamily("streameval_stale_runs", HELP["streameval_stale_runs"], value=states["stale"]),
+            GaugeMetricFamily("streameval_backlog_bytes", HELP["streameval_backlog_bytes"], value=st.backlog_bytes),
+            hits, misses]
 
 
 class RunsCollector:
@@ -315,9 +379,9 @@ class RunsCollector:
         fleet_now = self.fleet.numbers(e.fleet for _run, e in pairs)
         # the lock was busy for the runs: the counters are read without waiting again
         with _held(self.table.lock, 0.0 if states["stale"] else LOCK_WAIT):
-            process = self._process_families(states)
+            process = process_families(self.table.stats, states, cache_counts(self.table.caches))
         return kept, fleet_now, [*process, *fleet_now.scalar_families(),
-                                 *_cap_families(self.per_run_series, dropped)]
+                                 *cap_families(self.per_run_series, dropped)]
 
     def _gather_runs(self) -> tuple[list[tuple[LiveRun, Exported]], Counter]:
         """Every run's rows, incrementally: a run whose session has not moved since the
@@ -359,56 +423,6 @@ class RunsCollector:
             if not fresh:
                 wait = 0.0
         return out, states
-
-    def _process_families(self, states: Counter) -> list:
-        from prometheus_client.core import (
-            CounterMetricFamily,
-            GaugeMetricFamily,
-            HistogramMetricFamily,
-        )
-
-        st = self.table.stats
-
-        def by(name: str, labels: list[str], counts: Counter) -> CounterMetricFamily:
-            fam = CounterMetricFamily(name, HELP[name + "_total"], labels=labels)
-            # copied first: the webhook worker adds abort outcomes from its own thread
-            for key, n in sorted(dict(counts).items()):
-                fam.add_metric([str(k) for k in key] if isinstance(key, tuple) else [str(key)], n)
-            return fam
-
-        families = [
-            CounterMetricFamily("streameval_lines_processed", HELP["streameval_lines_processed_total"],
-                                value=st.lines_processed),
-            by("streameval_bad_lines", ["reason"], st.bad_lines),
-            by("streameval_watch_events", ["event"], st.events),
-            by("streameval_unscored_runs", ["reason"], st.unscored),
-            by("streameval_clamped_values", ["reason"], st.clamped),
-            by("streameval_output_errors", ["output"], st.output_errors),
-            by("streameval_aborts", ["policy", "action"], st.aborts),
-            by("streameval_abort_actions", ["action", "outcome"], st.abort_outcomes),
-            by("streameval_ingest_requests", ["route", "status"], st.ingest_requests),
-            by("streameval_ingest_rejected", ["route", "reason"], st.ingest_rejected),
-            by("streameval_ingest_duplicates", ["route"], st.ingest_duplicates),
-            by("streameval_http_refused", ["reason"], st.http_refused),
-        ]
-        lag = HistogramMetricFamily("streameval_lag_seconds", HELP["streameval_lag_seconds"], labels=[])
-        cum, buckets = 0, []
-        for bound, n in zip((*st.LAG_BUCKETS, math.inf), st.lag_counts):
-            cum += n
-            buckets.append(("+Inf" if bound == math.inf else repr(bound), cum))
-        lag.add_metric([], buckets, st.lag_sum)
-        sessions = GaugeMetricFamily("streameval_sessions", HELP["streameval_sessions"], labels=["state"])
-        sessions.add_metric(["active"], states["active"])
-        sessions.add_metric(["finished"], states["finished"])
-        hits = CounterMetricFamily("streameval_cache_hits", HELP["streameval_cache_hits_total"], labels=["cache"])
-        misses = CounterMetricFamily("streameval_cache_misses", HELP["streameval_cache_misses_total"], labels=["cache"])
-        for name, cache in self.table.caches:
-            hits.add_metric([name], float(getattr(cache, "hits", 0)))
-            misses.add_metric([name], float(getattr(cache, "misses", 0)))
-        return [*families, lag, sessions,
-                GaugeMetricFamily("streameval_stale_runs", HELP["streameval_stale_runs"], value=states["stale"]),
-                GaugeMetricFamily("streameval_backlog_bytes", HELP["streameval_backlog_bytes"], value=st.backlog_bytes),
-                hits, misses]
 
     def collect(self) -> Iterator[Any]:
         runs, fleet_now, process = self._gather()

@@ -198,12 +198,18 @@ class FleetNumbers:
 class Fleet:
     """Folds the runs' entries into the fleet's numbers, keeping which label sets are
     exported from one scrape to the next (a label set does not flip in and out of
-    ``other`` while its runs are in memory)."""
+    ``other`` while its runs are in memory).
 
-    def __init__(self, max_groups: int = MAX_GROUPS):
+    Label sets are listed in the order they were admitted, which is the order of their
+    first runs while none leaves. ``in_run_order`` lists them in the order of their first
+    runs among the entries given, always: the front of several workers folds their runs
+    as they come, in no order of their making, and lists them as one watcher would."""
+
+    def __init__(self, max_groups: int = MAX_GROUPS, in_run_order: bool = False):
         if max_groups < 0:
             raise ValueError("max_groups must be >= 0")
         self.max_groups = max_groups
+        self.in_run_order = in_run_order
         #: label sets exported, in the order they were admitted
         self._admitted: dict[Group, None] = {}
         # two scrapes (two formats) may fold at once
@@ -238,7 +244,8 @@ class Fleet:
                 break
             self._admitted.setdefault(g, None)
         admitted = self._admitted
-        sums: dict[Group, _Sums] = {g: _Sums() for g in admitted}
+        order = (g for g in present if g in admitted) if self.in_run_order else admitted
+        sums: dict[Group, _Sums] = {g: _Sums() for g in order}
         folded_runs = 0
         folded: set[Group] = set()
         for e in entries:

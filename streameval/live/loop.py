@@ -57,7 +57,7 @@ async def watch_events(w: Watcher, stop) -> None:
     failures: set[str] = set()
     extra = [w.cfg.predictions.parent] if w.cfg.predictions is not None else []
     while not stop.is_set():
-        ws = await anyio.to_thread.run_sync(watch_set, w.cfg.root, reported)
+        ws = await anyio.to_thread.run_sync(watch_set, w.cfg.root, reported, w.says_walk)
         failed = anyio.Event()
 
         async def watch(paths: list[Path], recursive: bool, failed=failed) -> None:

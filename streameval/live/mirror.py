@@ -98,7 +98,7 @@ class Mirror:
         self._made: dict[bool, tuple[int, bytes]] = {}
         self._version = 0
 
-    def take(self, message: dict[str, Any]) -> None:
+    def take(self, message: dict[str, Any], _worker: int | None = 0) -> None:
         texts = [(number, tuple(t.encode("utf-8") for t in text)) for number, text in message["texts"]]
         pieces = (message["order"], message["fleet"].encode("utf-8"),
                   message["process"].encode("utf-8"), message["at"])
@@ -152,9 +152,12 @@ class MirrorRoute:
     """``/metrics`` in the front: asks the watcher (``ask``), waits at most
     ``DEADLINE``, serves the mirror. Scrapes of a format arriving together share one
     question and one render; a ``name[]`` filter or an unusual encoder goes to the
-    watcher as before (``upstream``)."""
+    watcher as before (``upstream``).
 
-    def __init__(self, app: App, mirror: Mirror, ask: Callable[[dict], None], upstream):
+    With several workers (``join.Joined`` for the mirror), ``ask`` asks each linked
+    worker and returns their numbers: a question is answered once all of them have."""
+
+    def __init__(self, app: App, mirror: Mirror, ask: Callable[[dict], Any], upstream):
         self.app = app
         self.mirror = mirror
         self.ask = ask
@@ -165,18 +168,26 @@ class MirrorRoute:
         self._flights: dict[bool, asyncio.Future] = {}
         self._asked = 0
         self._asked_at: dict[int, float] = {}
+        #: question -> the workers whose answer it waits for
+        self._pending: dict[int, set[int]] = {}
         #: the watcher answered its last question within ``DEADLINE``: worth waiting for
         self._keeping_up = True
 
-    def answered(self, numbers: list[int]) -> None:
-        """Pieces are in the mirror, answering these questions (or none: sent unasked).
-        The front's main thread calls this."""
+    def answered(self, numbers: list[int], worker: int = 0) -> None:
+        """Pieces of ``worker`` are in the mirror, answering these questions (or none:
+        sent unasked). The front's main thread calls this."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._settle, numbers)
+            self._loop.call_soon_threadsafe(self._settle, numbers, worker)
 
-    def _settle(self, numbers: list[int]) -> None:
+    def _settle(self, numbers: list[int], worker: int = 0) -> None:
         now = self._loop.time()
         for n in numbers:
+            pending = self._pending.get(n)
+            if pending is not None:
+                pending.discard(worker)
+                if pending:
+                    continue   # another worker's answer is still to come
+                del self._pending[n]
             fut, _om, _long = self._waiting.pop(n, (None, None, None))
             if fut is not None and not fut.done():
                 fut.set_result(None)
@@ -217,9 +228,13 @@ class MirrorRoute:
         self._waiting[number] = (fut, om, long)
         self._asked_at[number] = loop.time()
         if len(self._asked_at) > 1000:   # questions a stopped watcher never answered
+            self._pending.pop(next(iter(self._asked_at)), None)
             self._asked_at.pop(next(iter(self._asked_at)))
         try:
-            self.ask({"scrape": number, "om": om})   # queued: never blocks on the watcher
+            # queued: never blocks on the watcher
+            asked = self.ask({"scrape": number, "om": om})
+            if asked is not None:
+                self._pending[number] = set(asked)
             if wait:
                 try:
                     await asyncio.wait_for(asyncio.shield(fut), wait)

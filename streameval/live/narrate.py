@@ -19,6 +19,7 @@ import os
 import time
 import weakref
 from collections import Counter
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from streameval.sources.repocache import repo_dir_names
 
 log = logging.getLogger("streameval.watch")
 
-__all__ = ["Narration", "record_figures", "start_line"]
+__all__ = ["Narration", "Tally", "record_figures", "start_line"]
 
 #: file events worth a line: the file is read again from its first byte
 REREAD = {"truncated": "was truncated", "replaced": "was replaced by another file",
@@ -185,22 +186,71 @@ class Narration:
     # ------------------------------------------------------------------ start, stop
     def summary(self, watcher: Any, now: float | None = None) -> str:
         """What the watcher did, in one paragraph (printed when it stops)."""
-        now = time.time() if now is None else now
+        return self.counts(watcher).text(watcher.cfg.out, now)
+
+    def counts(self, watcher: Any) -> Tally:
+        """The exit summary's counts (the workers of ``watch --workers N`` send theirs
+        to the supervisor, which adds them up: ``Tally.add``)."""
         st = watcher.table.stats
         active, finished = watcher.table.counts()
+        return Tally(self.started_at, len(watcher.followers), st.lines_processed,
+                     sum(st.bad_lines.values()), self.lines_restored, self.runs_started,
+                     dict(self.ended), active, finished, dict(st.unscored), self.records,
+                     self.patches, dict(self.gold_missing), list(self.outcomes),
+                     self.not_traces, dict(self.rereads))
+
+
+@dataclass
+class Tally:
+    """What the exit summary says, as numbers that add up over workers."""
+
+    started_at: float
+    followed: int = 0
+    lines: int = 0
+    bad: int = 0
+    restored: int = 0
+    runs_started: int = 0
+    ended: dict[str, int] = field(default_factory=dict)
+    active: int = 0
+    finished: int = 0
+    unscored: dict[str, int] = field(default_factory=dict)
+    records: int = 0
+    patches: int = 0
+    gold_missing: dict[str, int] = field(default_factory=dict)
+    #: records with a known outcome, and those resolved
+    outcomes: list[int] = field(default_factory=lambda: [0, 0])
+    not_traces: int = 0
+    rereads: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Tally) -> None:
+        self.started_at = min(self.started_at, other.started_at)
+        for f in fields(self):
+            if f.name == "started_at":
+                continue
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, dict):
+                for k, n in theirs.items():
+                    mine[k] = mine.get(k, 0) + n
+            elif isinstance(mine, list):
+                setattr(self, f.name, [a + b for a, b in zip(mine, theirs)])
+            else:
+                setattr(self, f.name, mine + theirs)
+
+    def text(self, out: Path | None, now: float | None = None) -> str:
+        """The summary, in one paragraph."""
+        now = time.time() if now is None else now
         ended = f"{sum(self.ended.values())} ended" + (" (" + ", ".join(
             f"{n} {ENDED_BY.get(r, r)}" for r, n in sorted(self.ended.items())) + ")"
             if self.ended else "")
-        unscored = ", ".join(f"{r} {n}" for r, n in sorted(st.unscored.items())) or "none"
-        bad = sum(st.bad_lines.values())
-        again = f"; {self.lines_restored} read again after a restart" if self.lines_restored else ""
-        lines = [f"ran {_duration(now - self.started_at)}: {len(watcher.followers)} trace file(s) "
-                 f"followed, {st.lines_processed + self.lines_restored} lines read "
-                 f"({bad} bad{again})",
-                 f"runs: {self.runs_started} started, {ended}; {active} active and "
-                 f"{finished} finished in memory; not scored: {unscored}",
+        unscored = ", ".join(f"{r} {n}" for r, n in sorted(self.unscored.items())) or "none"
+        again = f"; {self.restored} read again after a restart" if self.restored else ""
+        lines = [f"ran {_duration(now - self.started_at)}: {self.followed} trace file(s) "
+                 f"followed, {self.lines + self.restored} lines read "
+                 f"({self.bad} bad{again})",
+                 f"runs: {self.runs_started} started, {ended}; {self.active} active and "
+                 f"{self.finished} finished in memory; not scored: {unscored}",
                  f"records written: {self.records}"
-                 + (f" to {watcher.cfg.out}" if watcher.cfg.out else " (no --out)")
+                 + (f" to {out}" if out else " (no --out)")
                  + f"; patches landed: {self.patches}"]
         if self.gold_missing:
             lines.append("measured against no gold: " + ", ".join(

@@ -90,6 +90,54 @@ class Digests:
         return len(self._restored) + len(self._recent)
 
 
+class SharedDigests(Digests):
+    """The digests of an ``--out`` several workers append to (``watch --workers N``):
+    a digest not known is looked for among the records the others wrote since (read
+    under the file's lock), so no worker writes a record another one wrote: a trace
+    that changes worker (``--workers`` changed across a restart) is not recorded twice.
+    Records are rare (one per finished run): so are these reads."""
+
+    def __init__(self, keep: int = 10_000):
+        super().__init__(keep)
+        self.out: Path | None = None
+        self._offset = 0
+
+    def read_out(self, out: Path | None) -> None:
+        """Every record ``out`` holds; a half line a killed worker left is cut off under
+        the lock, never one another worker is writing."""
+        self.out = out
+        if out is None or not out.exists():
+            return
+        cut = cut_torn_tail(out, shared=True)
+        if cut:
+            log.warning("%s ended in %d bytes of a half-written record (a crash or a full "
+                        "disk); cut off, that record is written again", out, cut)
+        self._catch_up(self.restored)
+
+    def _catch_up(self, add) -> None:
+        import fcntl
+
+        try:
+            with open(self.out, "rb") as fh:
+                fcntl.flock(fh, fcntl.LOCK_SH)   # no line half written meanwhile
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:
+            return
+        whole = data[: data.rfind(b"\n") + 1]
+        self._offset += len(whole)
+        for line in whole.splitlines(keepends=True):
+            add(record_digest_of_line(line))
+
+    def __contains__(self, digest: object) -> bool:
+        if super().__contains__(digest):
+            return True
+        if self.out is None:
+            return False
+        self._catch_up(self.add)
+        return super().__contains__(digest)
+
+
 def checkpoint_bytes(root: Path, files: dict[str, dict], journals: dict[str, Any]) -> bytes:
     """What ``read_checkpoint`` reads: each trace followed (its position, the bytes
     written as records), and the journals other parts keep there."""

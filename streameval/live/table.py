@@ -76,6 +76,33 @@ class EvaluatorStats:
         self.lag_count = 0
         self.backlog_bytes = 0   # written, not yet processed (summed at every tick)
 
+    #: the counters by label (all but the lag histogram and the two plain numbers)
+    LABELLED = ("bad_lines", "events", "aborts", "abort_outcomes", "unscored", "clamped",
+                "output_errors", "ingest_requests", "http_refused", "ingest_rejected",
+                "ingest_duplicates")
+
+    def message(self) -> dict:
+        """The counters as JSON values (a tuple key as a list), for the front of several
+        workers to add up (``add``)."""
+        return {"lines_processed": self.lines_processed, "backlog_bytes": self.backlog_bytes,
+                "lag": [self.lag_counts, self.lag_sum, self.lag_count],
+                **{name: [[list(k) if isinstance(k, tuple) else k, n]
+                           for k, n in dict(getattr(self, name)).items()]
+                   for name in self.LABELLED}}
+
+    def add(self, message: dict) -> None:
+        """Add the counters of ``message`` (``message()`` of another's)."""
+        self.lines_processed += message["lines_processed"]
+        self.backlog_bytes += message["backlog_bytes"]
+        counts, total, n = message["lag"]
+        self.lag_counts = [a + b for a, b in zip(self.lag_counts, counts)]
+        self.lag_sum += total
+        self.lag_count += n
+        for name in self.LABELLED:
+            counter = getattr(self, name)
+            for key, value in message.get(name, ()):
+                counter[tuple(key) if isinstance(key, list) else key] += value
+
     def observe_lag(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
         for i, bound in enumerate(self.LAG_BUCKETS):

@@ -25,26 +25,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from streameval import sane
 from streameval.config import DEFAULT_HOST, DEFAULT_PORT
-from streameval.errors import Reason
-from streameval.fileio import append_whole, write_atomic
-from streameval.live import halt
+from streameval.fileio import append_whole
+from streameval.live import halt, resume
 from streameval.live.claims import ClaimLog, claims_path
+from streameval.live.declare import declaration
 from streameval.live.follow import TraceFollower
 from streameval.live.narrate import Narration
-from streameval.live.outputs import Digests, checkpoint_bytes, read_checkpoint
+from streameval.live.outputs import Digests, SharedDigests
 from streameval.live.passed import Passed, Rescans
 from streameval.live.paths import DEFAULT_GLOBS, SNIFF_GLOBS, file_key, is_trace, path_kind
+from streameval.live.predictions import Predictions
+from streameval.live.shard import Shard
 from streameval.live.table import RunTable
 from streameval.live.watchset import NotTraces, OutsideLinks
 from streameval.runs.resources import Resources
 from streameval.scoring.record import record_line
 from streameval.traces.identity import META_NAME, PATCH_NAMES, walk_files
 from streameval.traces.parts import trace_of
-from streameval.traces.tail import FileTail
 
 log = logging.getLogger(__name__)
 
@@ -90,12 +89,21 @@ def _counting_clamps(method: Callable) -> Callable:
 
 
 class Watcher:
-    """Owns the followers; every method runs on the watcher's one event-loop thread."""
+    """Owns the followers; every method runs on the watcher's one event-loop thread.
 
-    def __init__(self, cfg: WatchConfig, res: Resources, table: RunTable | None = None):
+    ``shard``: this watcher is one worker of several (``watch --workers N``): it follows
+    the traces that are its own (``live.shard``), its run ids are the supervisor's, and
+    it reads the ``foreign`` checkpoints too (``resume``)."""
+
+    def __init__(self, cfg: WatchConfig, res: Resources, table: RunTable | None = None,
+                 shard: Shard | None = None, foreign: list[Path] = ()):
         self.cfg = cfg
         self.res = res
         self.table = table or RunTable(keep_finished_seconds=cfg.keep_finished)
+        self.shard = shard
+        self.foreign = list(foreign)
+        if shard is not None:
+            self.table.run_ids = shard.run_ids
         self.followers: dict[Path, TraceFollower] = {}
         #: (device, inode) -> follower: a file found at a new path is the run it was
         self._by_file: dict[tuple[int, int], TraceFollower] = {}
@@ -104,13 +112,13 @@ class Watcher:
         #: files whose runs left memory, while a rescan may come across them
         self.passed = Passed()
         self.rescans = Rescans(cfg.rescan_interval)
-        self.predictions: dict[str, str] = {}
-        self._pred_tail = None
+        self._predictions = Predictions(cfg.predictions)
+        self.predictions = self._predictions.patches
         self._last_checkpoint = 0.0
         self.started_at = time.time()
         #: digests of records in --out (all read at restore, then the recent ones):
         #: a record is never written twice
-        self.out_digests = Digests(keep=max(10_000, 4 * cfg.max_runs))
+        self.out_digests = (Digests if shard is None else SharedDigests)(keep=max(10_000, 4 * cfg.max_runs))
         self.listeners: list = []   # called with the watcher after each processed batch
         self.tick_hooks: list = []  # called with (watcher, now) at every tick (abort policies)
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
@@ -121,13 +129,17 @@ class Watcher:
         #: sniffed files found to be no trace
         self.not_traces = NotTraces()
         #: the run ids handed out, kept across a restart (the checkpoint and a file beside)
-        self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint, cfg.root,
-                               self.table.stats.output_errors)
+        self.claims = ClaimLog(self.table.run_ids, cfg.checkpoint if shard is None else None,
+                               cfg.root, self.table.stats.output_errors)
         self.journals["run_ids"] = (self.claims.journal, self.claims.restore_journal)
         self._own_files = {Path(p).resolve() for p in (
             cfg.out, cfg.checkpoint, cfg.predictions,
-            claims_path(cfg.checkpoint) if cfg.checkpoint else None) if p is not None}
-        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links)
+            claims_path(cfg.checkpoint) if cfg.checkpoint else None, *self.foreign) if p is not None}
+        #: when ``start`` was done: runs met later are listed after those met in it (``join``)
+        self.started_through = float("inf")
+        #: what every worker meets under the root is said by the first
+        self.says_walk = shard is None or shard.index == 0
+        self.links = OutsideLinks(cfg.root, cfg.follow_outside_links, self.says_walk)
         #: --out failed at its last write (a full disk): said once, not at every retry
         self._out_failing = False
         if res.repos is not None and hasattr(res.repos, "caches"):
@@ -162,7 +174,8 @@ class Watcher:
         for p in walk_files(self.cfg.root):
             owner = trace_of(p)
             if owner != p:   # part of a trace: a conversation's event, a sub-agent's file
-                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file":
+                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file" \
+                        and self._mine(owner):
                     self.follow(owner)
                     found += 1
                 continue
@@ -176,6 +189,8 @@ class Watcher:
                 continue
             if horizon is not None and max(st.st_mtime, st.st_ctime) < horizon:
                 continue
+            if not self._mine(p):
+                continue
             self.follow(p)
             found += 1
         self.rescans.end()
@@ -188,6 +203,10 @@ class Watcher:
         text = str(path)
         rel = text[len(root):] if text.startswith(root) else text
         return "/." in rel[: rel.rfind("/")] if "/" in rel else False
+
+    def _mine(self, path: Path) -> bool:
+        """A file not followed yet is this worker's to follow (always, for one watcher)."""
+        return self.shard is None or self.shard.take(path)
 
     def follow(self, path: Path, named: Path | None = None) -> TraceFollower:
         """Follow the trace at ``path``; when it is a file already followed under another
@@ -218,6 +237,8 @@ class Watcher:
     def _move(self, f: TraceFollower, path: Path) -> TraceFollower:
         old = f.path
         del self.followers[old]
+        if self.shard is not None:
+            self.shard.moved(old, path)
         self._note_move(f, path)
         self.followers[path] = f
         self.table.stats.events["moved"] += 1
@@ -233,7 +254,8 @@ class Watcher:
 
     def _forget(self, f: TraceFollower) -> None:
         """Drop a follower and every index that names it."""
-        self.followers.pop(f.path, None)
+        if self.followers.pop(f.path, None) is not None and self.shard is not None:
+            self.shard.let_go(f.path)
         self.moved.pop(f.key_path, None)
         if self._by_file.get(f.file_key) is f:
             del self._by_file[f.file_key]
@@ -281,16 +303,7 @@ class Watcher:
         now = time.time() if now is None else now
         if self._hidden(path):
             return   # as the walk: a hidden directory's files (a spool's staging) are not traces
-        if path.name in PATCH_NAMES:
-            self._patch_changed(path, now)
-            return
-        if path.name == META_NAME:
-            self._meta_changed(path, now)
-            if notify:
-                self._after_batch()
-            return
-        if self.cfg.predictions is not None and path == self.cfg.predictions:
-            self.poll_predictions()
+        if self._side_file(path, now, notify):
             return
         owner = trace_of(path)
         part = owner != path
@@ -299,6 +312,8 @@ class Watcher:
                 return   # a sub-agent's transcript: its session file carries its calls
             path = owner   # an event file: its conversation directory is the trace
         f = self.followers.get(path)
+        if f is None and self.shard is not None and not deleted and not self.shard.mine(path):
+            return   # another worker's (every worker is told of every file)
         if (deleted or f is not None) and path_kind(path) == "missing" or \
                 f is not None and not self.links.allowed(path):
             # a "deleted" event is believed only while the file is really gone: a trace
@@ -314,12 +329,26 @@ class Watcher:
                 self._dir_appeared(path, now)   # a run directory moved or copied in
                 return
             if not (part or self.is_trace(path)) or kind != "file" \
-                    or self._passed_unchanged(path):
+                    or self._passed_unchanged(path) or not self._mine(path):
                 return
             f = self.follow(path)
         f.poll(now)
         if notify:
             self._after_batch()
+
+    def _side_file(self, path: Path, now: float, notify: bool) -> bool:
+        """A patch, a meta.json or the predictions changed: handled (True)."""
+        if path.name in PATCH_NAMES:
+            self._patch_changed(path, now)
+        elif path.name == META_NAME:
+            self._meta_changed(path, now)
+            if notify:
+                self._after_batch()
+        elif self.cfg.predictions is not None and path == self.cfg.predictions:
+            self.poll_predictions()
+        else:
+            return False
+        return True
 
     def _passed_unchanged(self, path: Path) -> bool:
         try:
@@ -333,10 +362,12 @@ class Watcher:
         for p in walk_files(directory):
             owner = trace_of(p)
             if owner != p:   # part of a trace (a conversation's event file)
-                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file":
+                if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file" \
+                        and self._mine(owner):
                     self.follow(owner).poll(now)
                 continue
-            if p not in self.followers and self.is_trace(p) and path_kind(p) == "file":
+            if p not in self.followers and self.is_trace(p) and path_kind(p) == "file" \
+                    and self._mine(p):
                 self.follow(p).poll(now)
 
     def _deleted(self, f: TraceFollower, now: float) -> None:
@@ -359,6 +390,8 @@ class Watcher:
         its correction whenever the patch lands, across restarts too."""
         for p in self._traces_in(patch_path.parent):
             f = self.followers.get(p)
+            if f is None and not self._mine(p):
+                continue   # another worker's trace: its patch is that worker's to land
             if f is None or f.reader is None:
                 f = f or self.follow(p)
                 if f.reader is None and f.closed:
@@ -407,29 +440,7 @@ class Watcher:
     @_counting_clamps
     def poll_predictions(self) -> None:
         """SWE-bench predictions JSONL (instance_id, model_patch): patches landing."""
-
-        if self.cfg.predictions is None:
-            return
-        if self._pred_tail is None:
-            self._pred_tail = FileTail(self.cfg.predictions)
-        batch = self._pred_tail.poll()
-        for line, lineno in batch.lines:
-            try:
-                obj = orjson.loads(line)
-                iid, patch = obj["instance_id"], obj.get("model_patch")
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                self.table.stats.bad_lines[Reason.BAD_PREDICTION.value] += 1
-                log.warning("%s:%d: not a prediction record", self.cfg.predictions, lineno)
-                continue
-            if not isinstance(iid, str) or not isinstance(patch, str):
-                continue
-            self.predictions[iid] = patch
-            with self.table.lock:
-                for run in list(self.table.runs.values()):
-                    if run.session.identity.instance_id == iid:
-                        if run.session.set_patch(patch, "predictions"):
-                            self.narration.patch_landed(run.session, run.key, "predictions file")
-                            self.table.stats.events["patch_landed"] += 1
+        self._predictions.poll(self.table, self.narration)
 
     # ------------------------------------------------------------------ ticking
     @_counting_clamps
@@ -507,7 +518,7 @@ class Watcher:
             return
         line = record_line(record)
         try:
-            append_whole(self.cfg.out, line)
+            append_whole(self.cfg.out, line, shared=self.shard is not None)
             self.out_digests.wrote(line)
             self.narration.record_written(record, self.cfg.out)
             halt.reached("record-written")
@@ -524,61 +535,39 @@ class Watcher:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
-        if not self.cfg.checkpoint:
-            return
-        files = {str(path): {**f.tail.position(), "written": f.written,
-                             **({"named": str(f.key_path)} if f.key_path != path else {})}
-                 for path, f in self.followers.items()}
-        try:
-            write_atomic(self.cfg.checkpoint, checkpoint_bytes(self.cfg.root, files, {
-                name: save() for name, (save, _load) in self.journals.items()}))
-        except OSError as exc:
-            # the previous checkpoint stays whole; a restart re-reads a little more
-            self.table.stats.output_errors["checkpoint"] += 1
-            log.error("cannot save the checkpoint %s (%s); kept the previous one",
-                      self.cfg.checkpoint, exc)
-            return
-        self.claims.saved()   # every claim is in the checkpoint now
+        resume.save(self)
+
+    @_counting_clamps
+    def _counted(self, fn: Callable, *args: Any) -> Any:
+        return fn(*args)
 
     @_counting_clamps
     def restore_checkpoint(self) -> int:
         """Resume the runs a previous watcher was following; returns how many files."""
-        self.out_digests.read_out(self.cfg.out)
-        cp = self.cfg.checkpoint
-        if not cp:
-            return 0
-        saved = read_checkpoint(cp, self.cfg.root)
-        for name, (_save, load) in self.journals.items():
-            if name in saved.journals:
-                load(saved.journals[name])
-        # every run id given before the crash is known before any trace asks again
-        self.claims.read_since()
-        n = 0
-        for path, pos in saved.files.items():
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            f = self.follow(path, named=pos.get("named"))
-            if st.st_ino == pos["inode"]:
-                f.written = pos["written"]
-            f.restoring = True
-            f.poll()
-            f.restoring = False
-            self.narration.lines_restored += f.lines_counted
-            n += 1
-        self.table.stats.events["restored"] += n
-        return n
+        return resume.restore(self)
 
     def start(self) -> None:
         """What a watcher does before it follows changes: resume the runs of the
         checkpoint, read the predictions, find every trace under the root and read it.
         Run ids restored that no run asked for again then go (their trace is gone)."""
-        self.restore_checkpoint()
-        self.poll_predictions()
-        self.scan()
+        if self.shard is None:
+            self.restore_checkpoint()
+            self.poll_predictions()
+            self.scan()
+        else:
+            # every trace found first, the ids their runs will ask for told (``declare``),
+            # then read: which run gets an id bare is then one watcher's choice
+            restored: list[TraceFollower] = []
+            self._counted(resume.restore, self, restored)
+            self.poll_predictions()
+            self.scan()
+            self.shard.declare(declaration(list(self.followers.values())))
+            self._counted(resume.read_again, self, restored)
         self.poll_all()
         self.table.run_ids.drop_restored()
+        self.started_through = time.time()
+        if self.shard is not None:
+            self.shard.started()
         halt.reached("started")
 
     def close(self) -> None:

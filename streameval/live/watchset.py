@@ -35,9 +35,12 @@ class OutsideLinks:
     """Whether a trace file may be followed: not a link, or a link whose target is under
     the root (``allow``: any link)."""
 
-    def __init__(self, root: Path, allow: bool = False):
+    def __init__(self, root: Path, allow: bool = False, say: bool = True):
         self.root = os.path.realpath(root)
         self.allow = allow
+        #: False: said at DEBUG (the workers of ``watch --workers N`` but the first, so
+        #: that what every worker sees is said once)
+        self.say = say
         self._said: dict[str, None] = {}
 
     def allowed(self, path: Path) -> bool:
@@ -69,8 +72,9 @@ class OutsideLinks:
             if len(self._said) >= SAID_MAX:
                 self._said.pop(next(iter(self._said)))
             self._said[key] = None
-            log.warning("watch: %s leads to %s, outside %s (a link); not followed "
-                        "(--follow-outside-links follows it)", path, target, self.root)
+            log.log(logging.WARNING if self.say else logging.DEBUG,
+                    "watch: %s leads to %s, outside %s (a link); not followed "
+                    "(--follow-outside-links follows it)", path, target, self.root)
         return False
 
 
@@ -112,15 +116,16 @@ class WatchSet:
     left_out: dict[Path, str] = field(default_factory=dict)
 
 
-def watch_set(root: Path, reported: set[Path] | None = None) -> WatchSet:
+def watch_set(root: Path, reported: set[Path] | None = None, say: bool = True) -> WatchSet:
     """The watch set of ``root``; bad entries not in ``reported`` are logged (once: the
-    caller keeps the set) and added to it."""
+    caller keeps the set; at DEBUG unless ``say``) and added to it."""
     reported = reported if reported is not None else set()
     bad = _bad_entries(Path(root))
     for path, why in sorted(bad.items()):
         if path not in reported:
             reported.add(path)
-            log.warning("watch: %s %s; not watched (files beside it still are)", path, why)
+            log.log(logging.WARNING if say else logging.DEBUG,
+                    "watch: %s %s; not watched (files beside it still are)", path, why)
     if not bad:
         return WatchSet(recursive=[Path(root)])
     spine = _spine(Path(root), bad)

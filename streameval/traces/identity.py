@@ -181,7 +181,8 @@ class RunIds:
     is told of every new claim, before the id is used anywhere."""
 
     def __init__(self) -> None:
-        self._owner: dict[str, tuple[str, str]] = {}   # run id -> (trace, instance)
+        #: run id -> (trace, instance); (trace, None): kept for that trace (``reserve``)
+        self._owner: dict[str, tuple[str, str | None]] = {}
         self._given: dict[Claim, str] = {}
         self._asked: dict[str, Claim] = {}   # id given -> what asked for it
         self._restored: set[Claim] = set()   # given back by ``restore``, not asked again yet
@@ -196,6 +197,8 @@ class RunIds:
             return got
         got = run_id
         owner = self._owner.setdefault(run_id, key[1:])
+        if owner[1] is None and owner[0] == key[1]:   # kept for this trace (``reserve``)
+            owner = self._owner[run_id] = key[1:]
         if owner != key[1:]:
             got = suffixed(run_id, trace, instance_id, self._owner)
             self._owner[got] = key[1:]
@@ -204,6 +207,18 @@ class RunIds:
         if self.on_claim is not None:
             self.on_claim(key, got)
         return got
+
+    def reserve(self, run_id: str, trace: str) -> None:
+        """Keep ``run_id`` bare for the first run of ``trace`` to ask for it, whoever asks
+        first: several workers read their traces at once, in no order of the walk, and
+        the id must go where one watcher reading them in walk order gives it
+        (``live.arbiter``). Until ``drop_reservations``."""
+        self._owner.setdefault(run_id, (trace, None))
+
+    def drop_reservations(self) -> None:
+        """Ids kept for a trace that never asked: free again."""
+        for run_id in [r for r, owner in self._owner.items() if owner[1] is None]:
+            del self._owner[run_id]
 
     def release(self, run_id: str) -> None:
         """The run that was given ``run_id`` left memory: the id is free again (a run
@@ -220,6 +235,14 @@ class RunIds:
     def claims(self) -> list[tuple[Claim, str]]:
         """Every claim held: (what was asked, the id given)."""
         return list(self._given.items())
+
+    def given(self, key: Claim) -> str | None:
+        """The id ``key`` was given, if it holds one."""
+        return self._given.get(key)
+
+    def asker(self, run_id: str) -> Claim | None:
+        """What asked for the id ``run_id``, if it is held."""
+        return self._asked.get(run_id)
 
     def restore(self, key: Claim, got: str) -> None:
         """Give ``got`` back to ``key`` (a claim a previous watcher made), before anything

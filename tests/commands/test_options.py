@@ -57,6 +57,8 @@ def test_a_port_in_use(argv, taken_port, tmp_path, capsys):
      r"gold file not found: /no/such/gold\.jsonl"),
     (["watch", "{tmp}", "--gold", str(EX / "README.md"), "--repo", REPO],
      r"README\.md has no usable gold rows"),
+    (["watch", "{tmp}", "--front", "thread", "--workers", "2"],
+     r"--front thread serves and scores in one process"),
     (["replay", PREDS, "--gold", GOLD, "--repo", REPO, "--csv", "{tmp}/no/dir/r.csv"],
      r"cannot write .*r\.csv"),
     (["abort-backtest", str(EX / "abort.toml"), str(EX / "backtest"), "--gold", GOLD,
@@ -139,3 +141,17 @@ def test_a_header_on_the_command_line_warns_that_every_user_can_read_it(caplog):
         em = otlp_options.emitter(args)
     em.close(timeout_millis=100)
     assert any("OTEL_EXPORTER_OTLP_HEADERS" in r.getMessage() for r in caplog.records)
+
+
+def test_workers_default_to_the_cores_available_at_most_eight(monkeypatch):
+    """``watch --workers`` and ``replay --workers``: the cores this process may run on
+    (its CPU affinity, as a container or taskset sets it), at most 8."""
+    from streameval import config
+
+    for cores, expected in ((1, 1), (2, 2), (64, 8)):
+        monkeypatch.setattr(config.os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)),
+                            raising=False)
+        assert config.default_workers() == expected
+    parser = build_parser()
+    assert parser.parse_args(["replay", "x.jsonl"]).workers == config.default_workers()
+    assert parser.parse_args(["watch", "dir"]).workers is None   # decided when run (--front)

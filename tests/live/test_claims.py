@@ -93,6 +93,25 @@ def test_a_claim_that_cannot_be_kept_is_counted_and_the_run_still_gets_its_id(tm
     assert sum("cannot append a run id" in r.getMessage() for r in caplog.records) == 1
 
 
+def test_claims_written_afresh_hold_only_the_ids_held_and_a_watcher_reads_them(tmp_path):
+    """The supervisor of several workers keeps no checkpoint: its claims file is written
+    afresh (``compact``); a watcher of one worker started later reads it as its own."""
+    ids, log = _log(tmp_path)
+    ids.claim("x", "a/trace.jsonl", "i")
+    second = ids.claim("x", "b/trace.jsonl", "i")
+    ids.claim("y", "c/trace.jsonl", "i")
+    ids.release("y")                                   # its run left memory
+    log.compact()
+    path = claims_path(tmp_path / "cp.json")
+    assert path.read_bytes().count(b"\n") == 3         # the root and the two held
+    ids.claim("z", "d/trace.jsonl", "i")               # appended after it
+    assert path.read_bytes().count(b"\n") == 4
+    again, log2 = _log(tmp_path)
+    assert log2.read_since() == 3
+    assert again.claim("x", "b/trace.jsonl", "i") == second
+    assert again.claim("x", "a/trace.jsonl", "i") == "x"
+
+
 def test_a_claims_file_whose_first_line_is_no_header_is_another_roots(tmp_path):
     """102ce86 skipped a first line that did not parse, and with it the root check: the
     claims after it were taken whatever root they were made for."""

@@ -6,7 +6,8 @@ the spooled trace; the session's next PreToolUse is denied once a policy stopped
 run (the watcher tells the front what it scored, across processes); /metrics (joined
 in the front from the watcher's pieces) and the page (passed on to the watcher) carry
 the front's counters; a front killed with SIGKILL is started again on the same port,
-its counters going on; and the front dies with the watcher.
+its counters going on; and the front dies with the watcher. With one worker and with
+two (``--workers 2``: the front and the workers are the supervisor's children).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ POLICY = '[[policy]]\nname = "budget"\nkind = "max_steps"\nlimit = 1\naction = "
 
 class Watch:
     def __init__(self, tmp_path, extra: tuple[str, ...] = ("--ingest-token-file", "token"),
-                 env: dict | None = None):
+                 env: dict | None = None, workers: int = 1):
         self.s = s = make_setup(tmp_path)
         self.runs = tmp_path / "runs"
         self.runs.mkdir()
@@ -43,7 +44,7 @@ class Watch:
         cmd = [sys.executable, "-m", "streameval", "watch", str(self.runs), "--gold", str(s.gold),
                "--repo", str(s.repo), "--port", "0", "--out", str(self.out), "--ingest",
                "--abort-config", str(policy), "--idle-timeout", "30",
-               "--patch-grace", "0", *extra]
+               "--patch-grace", "0", "--workers", str(workers), *extra]
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
@@ -106,9 +107,10 @@ class Watch:
             self.proc.wait(30)
 
 
-@pytest.fixture
-def watch(tmp_path):
-    w = Watch(tmp_path)
+@pytest.fixture(params=[1, 2], ids=["one-worker", "two-workers"])
+def watch(tmp_path, request):
+    """A watch of one worker (its front its child), and of two (the supervisor's)."""
+    w = Watch(tmp_path, workers=request.param)
     yield w
     w.stop()
 
@@ -257,9 +259,9 @@ def test_a_literal_token_warns(tmp_path):
 def test_a_front_that_keeps_dying_closes_the_port(watch):
     """After MAX_STARTS starts within a minute the watcher gives up, and closes the
     port: clients are refused at once, not left waiting in the listen queue."""
-    from streameval.live.front import Link
+    from streameval.live.link import FrontProcess
 
-    for _ in range(Link.MAX_STARTS):
+    for _ in range(FrontProcess.MAX_STARTS):
         pid = watch.front_pid()
         os.kill(pid, signal.SIGKILL)
         wait_until(lambda pid=pid: _refused(watch.port) or _other_front(watch, pid),
@@ -290,7 +292,7 @@ def test_the_fronts_counts_are_added_to_the_watchers_own():
     from collections import Counter
     from types import SimpleNamespace
 
-    from streameval.live.front import COUNTERS, Link
+    from streameval.live.link import COUNTERS, Link
 
     stats = SimpleNamespace(**{name: Counter() for name in COUNTERS})
     link = Link.__new__(Link)
@@ -312,9 +314,9 @@ def test_slow_bodies_sent_to_the_page_cannot_starve_metrics(tmp_path):
     ``POST /`` and a body that never comes made every scrape a 503. The page is
     read-only: such requests are answered at once, their bodies unread, and closed."""
     from streameval.live.asgi import PROTECTED, App
-    from streameval.live.front import Upstream
     from streameval.live.guard import Limits
     from streameval.live.server import HttpServer
+    from streameval.live.upstream import Upstream
 
     app = App(Limits(max_connections=16, protected_connections=4, header_timeout=120,
                      body_grace=120))   # a hang guard: a body read would be waited for

@@ -105,8 +105,10 @@ def test_a_stopped_watcher_leaves_metrics_answered_with_their_age(tmp_path):
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
     write_run(runs, s, "a", "r1")
+    # one process scoring: the stopped watcher is all of them (two workers: test_workers)
     proc, port = watch_process([str(runs), "--gold", str(s.gold), "--repo", str(s.repo),
-                                "--port", "0", "--idle-timeout", "30"], tmp_path / "watch.log")
+                                "--port", "0", "--idle-timeout", "30", "--workers", "1"],
+                               tmp_path / "watch.log")
     try:
         def scrape(query: str = "") -> bytes:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics{query}", timeout=10) as r:

@@ -1,7 +1,8 @@
 """A restart changes nothing (issue 31): six Claude Code runs written into a watched
 directory while a real ``streameval watch --out`` follows them, every ``meta.json`` with
 the same ``run_id``, each ``patch.diff`` copied 0.2 s after its trace ends, a SIGKILL at
-a random point and a restart at once (tests/restart_scenario.py). Every record equals
+a random point and a restart at once (tests/restart_scenario.py); or, with two workers,
+one of them killed and started again by the supervisor. Every record equals
 ``streameval replay`` of the finished files, EditLoc included, and each run has one id
 from start to end: in both watchers' logs, in ``/metrics``, in the records and in the
 ``ABORT`` decisions of a policy every run trips.
@@ -33,9 +34,9 @@ pytestmark = pytest.mark.slow
 SEEDS = (8, 11, 13)
 
 
-def play_and_check(tmp: Path, seed: int) -> None:
+def play_and_check(tmp: Path, seed: int, workers: int = 1) -> None:
     runs, resources = fixture_runs(tmp)
-    outcome = play(runs, tmp / "play", seed, resources)
+    outcome = play(runs, tmp / "play", seed, resources, workers=workers)
     replay = replayed(tmp / "play" / "runs", resources, tmp / "replay.jsonl")
     assert len(replay) == len(runs) and all(r.get("editloc") for r in replay)
     wrong = {kind: found for kind, found in check(outcome, replay).items() if found}
@@ -57,3 +58,10 @@ def play_and_check(tmp: Path, seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_six_runs_colliding_ids_a_kill_and_a_restart_change_nothing(tmp_path, seed):
     play_and_check(tmp_path, seed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_worker_killed_and_started_again_changes_nothing(tmp_path, seed):
+    """The same with two workers (``watch --workers 2``), one of them killed: the runs
+    on both ask for one id, and one of them keeps it bare throughout."""
+    play_and_check(tmp_path, seed, workers=2)

@@ -179,3 +179,21 @@ def test_a_later_claim_of_the_same_id_wins_when_restored():
     assert ids.claim("x", "b/trace.jsonl", "i") == "x"
     assert ids.claim("x", "a/trace.jsonl", "i") == suffixed("x", "a/trace.jsonl", "i")
     assert len(ids) == 2
+
+
+def test_an_id_kept_for_a_trace_goes_bare_to_it_whoever_asks_first():
+    """``reserve`` (watch --workers N): the bare id is the first trace's in walk order,
+    as one watcher gives it, though another worker's run asks first."""
+    ids = RunIds()
+    ids.reserve("hidden-claude", "a/trace.jsonl")
+    late = ids.claim("hidden-claude", "b/trace.jsonl", "i2")
+    assert late == suffixed("hidden-claude", "b/trace.jsonl", "i2")
+    assert ids.claim("hidden-claude", "a/trace.jsonl", "i1") == "hidden-claude"
+    assert ids.claim("hidden-claude", "a/trace.jsonl", "i1") == "hidden-claude"   # the same again
+
+
+def test_an_id_kept_for_a_trace_that_never_asked_is_free_once_dropped():
+    ids = RunIds()
+    ids.reserve("x", "gone/trace.jsonl")
+    ids.drop_reservations()
+    assert ids.claim("x", "b/trace.jsonl", "i") == "x"
