@@ -300,11 +300,13 @@ def phase_memory(impl, work: Path, args) -> dict:
 
 
 def _impls(args) -> list:
-    """``--impl``'s, or this checkout with each ``--workers`` count."""
+    """``--impl``'s, or this checkout with each ``--workers`` count (and, with
+    ``--impl base``, the older checkout after them, in the same run)."""
     if not args.workers:
         return impls(args.impl, args.base)
+    others = [i for i in impls(args.impl, args.base) if i.name != "new"] if args.impl else []
     return [Impl(f"new-w{n}", sys.executable, ROOT, ("--workers", n))
-            for n in args.workers.split(",")]
+            for n in args.workers.split(",")] + others
 
 
 PHASES = {"starve": phase_starve, "hooks": phase_hooks, "lines": phase_lines, "memory": phase_memory}
@@ -324,8 +326,8 @@ def main() -> None:
     p.add_argument("--line-rate", type=float, default=5000.0)
     p.add_argument("--json", type=Path)
     p.add_argument("--workers", help="comma list of watch --workers counts (e.g. 1,2): this "
-                                     "checkout once per count (impls new-w1, new-w2...), in "
-                                     "place of --impl")
+                                     "checkout once per count (impls new-w1, new-w2...), "
+                                     "with --impl base after them")
     args = p.parse_args()
     results = {"machine": machine(), "args": vars(args) | {"json": str(args.json)}, "phases": {}}
     print(json.dumps(results["machine"]), flush=True)
