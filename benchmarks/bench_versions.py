@@ -15,6 +15,10 @@ the smallest and the largest size, per step, and its median over the rounds.
 ``--instructions`` counts that step's instructions instead (valgrind's cachegrind; one
 run of each size and version): the figure a busy machine does not move.
 
+Both versions score in one process: the new one is given ``--workers 1`` (since issue 28
+its default is the cores available, which would time two processes against one and, under
+cachegrind, count only the parent's instructions; f53415f's default was 1).
+
 ``--new-args`` are extra ``replay`` options for the new version only (``--grammars
 official``: the tree-sitter grammars the older version parses with, for a like-for-like
 run; the new default is the evaluator's own grammar bundle where it is installed).
@@ -111,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-versions-"))
     preds = {n: predictions(a.oracle, n, work) for n in sizes}
     new, old = versions(a)
-    runs = {"old": (old, []), "new": (new, a.new_args.split())}
+    runs = {"old": (old, []), "new": (new, ["--workers", "1", *a.new_args.split()])}
     for version, extra in runs.values():   # warm caches, check it runs
         timed(version, preds[sizes[0]], extra)
     if a.instructions:
