@@ -100,6 +100,10 @@ class FileRanking:
         self.first_gold: Milestone | None = None
         self.all_gold: Milestone | None = None
 
+    def shown_all(self, files: Iterable[str]) -> bool:
+        """Whether every one of ``files`` was shown before: ``add`` would rank none."""
+        return self._seen.issuperset(files)
+
     def add(self, files: Iterable[str], step: int, seconds: float | None,
             tokens: int | None) -> None:
         """Rank the files step ``step`` showed that no earlier step showed."""

@@ -255,20 +255,14 @@ class RunSession(Dormant):
             listener(self, outcome, call)
 
     def _on_stated(self, ev: StatedContext) -> None:
-        step = self._resolve_stated(ev.step)
+        # stated contexts carry trace paths: resolved (docs/metrics.md §2)
+        step = ev.step if self.view is None else resolve_step(self.view, ev.step, self._resolved)
         if ev.final:
             self._stated_final = step
             if self.state is not None:
                 self.state.set_final_context(step)
         else:
             self._add_step(step, ev.step.timestamp)
-
-    def _resolve_stated(self, step: Step) -> Step:
-        """Stated contexts carry trace paths: resolve them (docs/metrics.md §2)."""
-        if self.view is None:
-            return step
-
-        return resolve_step(self.view, step, self._resolved)
 
     def _add_step(self, step: Step, ts: float | None) -> None:
         if self.state is not None:
@@ -278,11 +272,12 @@ class RunSession(Dormant):
         ex = self.extras
         seconds = self._since_start(ts)
         ranking = self.ranking
-        had_gold = ranking.first_gold is not None
-        ranking.add(step.files, n, seconds, self._tokens.so_far())
-        if not had_gold and ranking.first_gold is not None:
-            ex.first_gold_file_step = n
-            ex.first_gold_file_seconds = seconds
+        if not ranking.shown_all(step.files):   # (most steps show no new file)
+            had_gold = ranking.first_gold is not None
+            ranking.add(step.files, n, seconds, self._tokens.so_far())
+            if not had_gold and ranking.first_gold is not None:
+                ex.first_gold_file_step = n
+                ex.first_gold_file_seconds = seconds
         if ex.first_gold_line_step is None and self._touches_gold_lines(step):
             ex.first_gold_line_step = n
             ex.first_gold_line_seconds = seconds

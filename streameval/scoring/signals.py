@@ -40,11 +40,18 @@ GOLD_SIGNALS: tuple[str, ...] = (
 
 def is_checkpoint(step: int) -> bool:
     """Whether the signals at ``step`` are kept: 5·2^i or 15·2^i (i >= 0)."""
+    if step < _CHECKPOINT_LIMIT:   # every step of a run asks: a set lookup
+        return step in _CHECKPOINTS
     for base in CHECKPOINT_BASES:
         q, r = divmod(step, base)
         if r == 0 and q > 0 and q & (q - 1) == 0:
             return True
     return False
+
+
+_CHECKPOINT_LIMIT = 1 << 40
+_CHECKPOINTS = frozenset(b << i for b in CHECKPOINT_BASES for i in range(40)
+                         if b << i < _CHECKPOINT_LIMIT)
 
 
 def checkpoint_steps(last: int) -> list[int]:

@@ -178,10 +178,10 @@ class _Expander:
         for path, ranges in step.spans.items():
             merged = canonical(ranges)
             spans = byte_set(path, ranges, merged)
-            if spans:
+            if spans is not None and spans._starts:   # (not ``if spans``: a call a file)
                 bytes_[path] = spans
             lines = line_set(ranges, merged)
-            if lines:
+            if lines._starts:
                 lines_[path] = lines
         sets.symbols = self.named(step.symbols) if step.symbols else self.overlapping(sets.bytes)
         return sets
@@ -242,21 +242,19 @@ class _Context:
             self.sets.symbols |= new_symbols
             self.size["symbol"] += len(new_symbols)
             self.inter["symbol"] += len(new_symbols & self.gold.symbols)
-        self._merge_intervals("span", step.bytes, self.sets.bytes, self.gold.bytes)
-        self._merge_intervals("line", step.lines, self.sets.lines, self.gold.lines)
-
-    def _merge_intervals(self, g: str, new: dict[str, IntervalSet],
-                         union: dict[str, IntervalSet], gold: dict[str, IntervalSet]) -> None:
-        for path, spans in new.items():
-            have = union.get(path)
-            if have is None:
-                have = union[path] = IntervalSet()
-            pieces, added = have.add_set(spans)   # one pass per file and step
-            if added:
-                self.size[g] += added
-                gold_spans = gold.get(path)
-                if gold_spans is not None:
-                    self.inter[g] += gold_spans.overlap_sorted(pieces)
+        # spans, then lines: one pass per file and step (a loop, not a call per level)
+        for g, new, union, gold in (("span", step.bytes, self.sets.bytes, self.gold.bytes),
+                                    ("line", step.lines, self.sets.lines, self.gold.lines)):
+            for path, spans in new.items():
+                have = union.get(path)
+                if have is None:
+                    have = union[path] = IntervalSet()
+                pieces, added = have.add_set(spans)
+                if added:
+                    self.size[g] += added
+                    gold_spans = gold.get(path)
+                    if gold_spans is not None:
+                        self.inter[g] += gold_spans.overlap_sorted(pieces)
 
     def compact(self) -> None:
         """Keep |P| and |G ∩ P| only (a finished run's numbers): the sets go, and with
@@ -354,9 +352,13 @@ class InstanceState:
         step still counts in ``num_steps`` and in the AUC denominator (4b).
         """
         sets = self._expander.step(step)
-        step_sum = self._step_sum
-        for g, n in sets.sizes().items():
-            step_sum[g] += n
+        step_sum = self._step_sum   # sets.sizes(), without its dict: every step
+        step_sum["file"] += len(sets.files)
+        step_sum["symbol"] += len(sets.symbols)
+        for s in sets.bytes.values():
+            step_sum["span"] += s.total
+        for s in sets.lines.values():
+            step_sum["line"] += s.total
         self._union.merge(sets)
         coverage = self._trajectory_coverage()
         sums = self._coverage_sum

@@ -144,9 +144,9 @@ class FileSymbols:
         starts, ends, parent = self._starts, self._ends, self._parent
         if not starts:
             return []
-        one = intervals.single() if isinstance(intervals, IntervalSet) else None
-        if one is not None:
-            return self._overlapping_one(*one)
+        if type(intervals) is IntervalSet and len(intervals._starts) == 1:
+            # one window (``IntervalSet.single``, inline: every file of every step)
+            return self._overlapping_one(intervals._starts[0], intervals._ends[0])
         found: set[int] = set()
         # definitions whose ancestors were all looked at for an interval starting at or
         # before this one: those of them that reach this interval were found then (an

@@ -72,6 +72,12 @@ def _ranges(value: Any) -> list[tuple[int, int]]:
     """
     out: list[tuple[int, int]] = []
     for item in value if isinstance(value, list) else ():
+        if type(item) is dict:   # the usual {"start": a, "end": b} of two plain ints
+            a = item.get("start")
+            b = item.get("end")
+            if type(a) is int and type(b) is int:   # (bool is not: type(True) is bool)
+                out.append((a, b) if a <= b else (b, a))
+                continue
         if isinstance(item, dict):
             a = item["start"] if "start" in item else item.get("start_line")
             b = item["end"] if "end" in item else item.get("end_line")
