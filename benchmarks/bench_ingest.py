@@ -342,7 +342,7 @@ def main() -> None:
                 results["phases"].setdefault(phase, {})[impl.name] = res
                 print(phase, impl.name, json.dumps(res), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps(results, indent=1, default=str))
 
 
 if __name__ == "__main__":

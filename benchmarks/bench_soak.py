@@ -115,7 +115,9 @@ def soak(impl, work: Path, args) -> dict:
     out, cp = work / f"out-{impl.name}.jsonl", work / f"cp-{impl.name}.json"
     w = Watch(impl, [str(runs), "--gold", str(work / "gold.jsonl"), "--repo", str(work / "repo"),
                      "--port", "0", "--out", str(out), "--checkpoint", str(cp),
-                     "--max-runs", "1000", "--idle-timeout", "5", "--patch-grace", "0"],
+                     "--max-runs", "1000", "--idle-timeout", "5", "--patch-grace", "0",
+                     # one scoring process unless asked (older versions have no --workers)
+                     *(["--workers", str(args.workers)] if impl.name.startswith("new") else [])],
               work / f"watch-{impl.name}.log",
               gc_log=work / f"gc-{impl.name}.log" if args.gc_log else None)
     pool = CallPool(work / "repo")
@@ -213,6 +215,9 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=4, help="tool calls per run")
     p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
     p.add_argument("--max-seconds", type=float, default=900.0)
+    p.add_argument("--workers", type=int, default=1,
+                   help="watch --workers (this checkout only; default 1, the figures in "
+                        "benchmarks/README.md; --gc-log sees the first process only, so 1)")
     p.add_argument("--gc-log", action="store_true",
                    help="run the watcher under gclog.py: its full garbage collections, after its first minute")
     p.add_argument("--probe-every", type=float, default=1.0, metavar="SECONDS",
@@ -221,6 +226,8 @@ def main() -> None:
     p.add_argument("--summarize", type=Path, metavar="JSON",
                    help="print the flatness of a saved run (its rows, today's definitions)")
     args = p.parse_args()
+    if args.gc_log and args.workers != 1:
+        p.error("--gc-log logs the collections of the process it starts: give --workers 1")
     if args.summarize:
         for name, res in json.loads(args.summarize.read_text())["impls"].items():
             print(name, json.dumps({**flatness(res["every_1000"]), "probe": res.get("probe")}))
