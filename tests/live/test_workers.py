@@ -87,11 +87,20 @@ def _start(tmp_path: Path, s, runs: Path, *more: str):
                           "--patch-grace", "0", *more], tmp_path / "watch.log")
 
 
-def test_a_killed_worker_is_started_again_with_its_runs(tmp_path):
+def _watched(tmp_path: Path, with_runs: bool = True):
+    """The runs written (or an empty folder) and two workers watching them: (setup, the
+    runs' folder, the traces, the watch process, its port)."""
     s = make_setup(tmp_path)
     runs = tmp_path / "runs"
-    traces = _runs(runs, s)
+    traces = _runs(runs, s) if with_runs else []
+    if not with_runs:
+        runs.mkdir()
     proc, port = _start(tmp_path, s, runs)
+    return s, runs, traces, proc, port
+
+
+def test_a_killed_worker_is_started_again_with_its_runs(tmp_path):
+    s, runs, traces, proc, port = _watched(tmp_path)
     try:
         wait_until(lambda: sorted(_run_ids(_scrape(port))) == [f"r{i}" for i in range(RUNS)],
                    what="every run in /metrics")
@@ -129,10 +138,7 @@ def test_a_killed_worker_is_started_again_with_its_runs(tmp_path):
 
 
 def test_a_stopped_worker_leaves_metrics_answered_with_their_age(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    _runs(runs, s)
-    proc, port = _start(tmp_path, s, runs)
+    _s, _runs_dir, _traces, proc, port = _watched(tmp_path)
     try:
         wait_until(lambda: len(_run_ids(_scrape(port))) == RUNS, what="every run in /metrics")
         stopped = worker_pids(proc.pid)[0]
@@ -154,10 +160,7 @@ def test_a_stopped_worker_leaves_metrics_answered_with_their_age(tmp_path):
 
 
 def test_the_page_lists_both_workers_runs_and_opens_each(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    _runs(runs, s)
-    proc, port = _start(tmp_path, s, runs)
+    _s, _runs_dir, _traces, proc, port = _watched(tmp_path)
     try:
         wait_until(lambda: len(json.loads(_scrape(port, "/api/runs"))["runs"]) == RUNS,
                    what="every run on the page")
@@ -177,10 +180,7 @@ def test_the_page_lists_both_workers_runs_and_opens_each(tmp_path):
 
 
 def test_the_workers_and_the_front_die_with_the_supervisor(tmp_path):
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    proc, port = _start(tmp_path, s, runs)
+    _s, _runs_dir, _traces, proc, port = _watched(tmp_path, with_runs=False)
     children = list(worker_pids(proc.pid).values())
     assert len(children) == 2
     proc.send_signal(signal.SIGKILL)
@@ -198,10 +198,7 @@ def test_the_workers_and_the_front_die_with_the_supervisor(tmp_path):
 def test_a_worker_that_keeps_dying_stops_the_watch(tmp_path):
     from streameval.live.workers import Supervisor
 
-    s = make_setup(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    proc, _port = _start(tmp_path, s, runs)
+    _s, _runs_dir, _traces, proc, _port = _watched(tmp_path, with_runs=False)
     try:
         for _ in range(Supervisor.MAX_STARTS):   # counting its first start
             wait_until(lambda: 1 in worker_pids(proc.pid), what="worker 1")
