@@ -6,6 +6,8 @@ of the ``Reason`` values below, so dashboards and docs can list them.
 
 from __future__ import annotations
 
+import signal
+import threading
 from enum import Enum
 
 
@@ -123,16 +125,11 @@ class Whole:
         self._before = None
 
     def __enter__(self) -> Whole:
-        import signal
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             self._before = signal.signal(signal.SIGINT, self._on_sigint)
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         if self._before is not None:
             signal.signal(signal.SIGINT, self._before)
 
