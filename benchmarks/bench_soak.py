@@ -116,8 +116,8 @@ def soak(impl, work: Path, args) -> dict:
     w = Watch(impl, [str(runs), "--gold", str(work / "gold.jsonl"), "--repo", str(work / "repo"),
                      "--port", "0", "--out", str(out), "--checkpoint", str(cp),
                      "--max-runs", "1000", "--idle-timeout", "5", "--patch-grace", "0",
-                     # one scoring process unless asked (older versions have no --workers)
-                     *(["--workers", str(args.workers)] if impl.name.startswith("new") else [])],
+                     # the watcher's default unless asked (older versions have no --workers)
+                     *(["--workers", str(args.workers)] if args.workers and impl.name.startswith("new") else [])],
               work / f"watch-{impl.name}.log",
               gc_log=work / f"gc-{impl.name}.log" if args.gc_log else None)
     pool = CallPool(work / "repo")
@@ -158,18 +158,35 @@ def soak(impl, work: Path, args) -> dict:
 
 
 def gc_summary(log: Path) -> dict:
-    """The watcher's full garbage collections (``gclog.py``) after its first minute: how
-    many, how long each held the process (and the CPU time each took), and how often
-    they came."""
-    rows = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    """The full garbage collections (``gchook``) after the first minute, of the
+    processes that score (``worker-N``; the watcher itself with ``--workers 1``, or in a
+    log of before issue 27, which names no process): how many, how long each held its
+    process (and the CPU time each took), and how often they came; then the same for
+    each process apart."""
+    rows = []
+    for line in log.read_text().splitlines():
+        f = line.split()
+        rows.append((float(f[0]), float(f[1]), float(f[2]) if len(f) > 2 else None, f[3] if len(f) > 3 else "watch"))
     if not rows:
         return {"collections": 0}
-    rows = [r for r in rows if r[0] >= rows[0][0] + 60] or rows
+    start = min(r[0] for r in rows)
+    rows = [r for r in rows if r[0] >= start + 60] or rows
+    roles = sorted({r[3] for r in rows})
+    scoring = [r for r in rows if r[3].startswith("worker-")] or [r for r in rows if r[3] == "watch"]
+    out = _gc_figures(scoring)
+    out["processes"] = {role: _gc_figures([r for r in rows if r[3] == role]) for role in roles}
+    return out
+
+
+def _gc_figures(rows: list[tuple]) -> dict:
+    if not rows:
+        return {"collections": 0}
     ms = sorted(r[1] for r in rows)
-    gaps = [b[0] - a[0] for a, b in zip(rows, rows[1:])]
+    at = sorted(r[0] for r in rows)
+    gaps = [b - a for a, b in zip(at, at[1:])]
     out = {"collections": len(ms), "median_ms": round(statistics.median(ms), 1),
            "max_ms": ms[-1], "median_every_s": round(statistics.median(gaps), 2) if gaps else None}
-    cpu = sorted(r[2] for r in rows if len(r) > 2)   # logs of before issue 27 have none
+    cpu = sorted(r[2] for r in rows if r[2] is not None)   # logs of before issue 27 have none
     if cpu:
         out.update(cpu_median_ms=round(statistics.median(cpu), 1), cpu_max_ms=cpu[-1])
     return out
@@ -215,19 +232,19 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=4, help="tool calls per run")
     p.add_argument("--ahead", type=int, default=300, help="runs written and not yet recorded")
     p.add_argument("--max-seconds", type=float, default=900.0)
-    p.add_argument("--workers", type=int, default=1,
-                   help="watch --workers (this checkout only; default 1, the figures in "
-                        "benchmarks/README.md; --gc-log sees the first process only, so 1)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="watch --workers (this checkout only; default: the watcher's own, the "
+                        "cores; the figures of before issue 27's second stop in "
+                        "benchmarks/README.md gave 1)")
     p.add_argument("--gc-log", action="store_true",
-                   help="run the watcher under gclog.py: its full garbage collections, after its first minute")
+                   help="log the full garbage collections of the watcher and of each process it "
+                        "starts (gchook/), after the first minute")
     p.add_argument("--probe-every", type=float, default=1.0, metavar="SECONDS",
                    help="seconds between the prober's scrapes of /metrics")
     p.add_argument("--json", type=Path)
     p.add_argument("--summarize", type=Path, metavar="JSON",
                    help="print the flatness of a saved run (its rows, today's definitions)")
     args = p.parse_args()
-    if args.gc_log and args.workers != 1:
-        p.error("--gc-log logs the collections of the process it starts: give --workers 1")
     if args.summarize:
         for name, res in json.loads(args.summarize.read_text())["impls"].items():
             print(name, json.dumps({**flatness(res["every_1000"]), "probe": res.get("probe")}))

@@ -70,10 +70,12 @@ class Watch:
         self.impl = impl
         self.log = log
         env = {**os.environ, "PYTHONPATH": "", "STREAMEVAL_INGEST_TOKEN": TOKEN}
-        # with ``gc_log``, the watcher's full garbage collections are written there (gclog.py)
-        run = ["-m", "streameval"] if gc_log is None else [str(Path(__file__).with_name("gclog.py")), str(gc_log)]
+        if gc_log is not None:
+            # the full garbage collections of the watcher and of every process it starts
+            # are written there (gchook/sitecustomize.py)
+            env.update(PYTHONPATH=str(Path(__file__).with_name("gchook")), STREAMEVAL_GC_LOG=str(gc_log))
         with open(log, "wb") as fh:
-            self.proc = subprocess.Popen([impl.python, *run, "watch", *args, *impl.args],
+            self.proc = subprocess.Popen([impl.python, "-m", "streameval", "watch", *args, *impl.args],
                                          cwd=impl.cwd, stdout=fh, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 120
