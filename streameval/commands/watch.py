@@ -65,8 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-finished", type=non_negative_float, default=3600.0, metavar="SECONDS",
                    help="seconds finished runs stay exported")
     p.add_argument("--max-runs", type=positive_int, default=10_000, metavar="N",
-                   help="runs kept in memory at most: past it, the oldest finished runs whose "
-                        "record is written leave first (default 10000)")
+                   help="runs kept in memory at most, by all the workers together (each keeps "
+                        "N / --workers): past it, the oldest finished runs whose record is "
+                        "written leave first (default 10000)")
     p.add_argument("--per-run-series", type=non_negative_int, default=PER_RUN_SERIES, metavar="N",
                    help="runs whose per-run series /metrics exports at most, newest active first "
                         f"(default {PER_RUN_SERIES}; 0: none); the fleet series cover every run")

@@ -45,6 +45,9 @@ def main(argv: list[str]) -> int:
     sys.setswitchinterval(0.001)
     cfg = config_from_args(args)
     cfg.checkpoint = Path(plan.checkpoint) if plan.checkpoint else None
+    # --max-runs bounds the watcher's memory, not each worker's: N workers keep about as
+    # many runs as one (and each a full collection of half the objects, issue 27)
+    cfg.max_runs = -(-cfg.max_runs // plan.count)
     engine = emitter = server = link = None
     try:
         res = resources(args)

@@ -137,6 +137,25 @@ def test_a_killed_worker_is_started_again_with_its_runs(tmp_path):
     assert "records written: " in said and "runs: " in said   # the summary, added up
 
 
+def test_max_runs_bounds_the_runs_of_every_worker_together(tmp_path):
+    """--max-runs 2 with two workers: two finished runs stay in memory in all, one per
+    worker (each worker keeping two would keep four)."""
+    s = make_setup(tmp_path)
+    runs = tmp_path / "runs"
+    traces = _runs(runs, s)
+    for trace, c in traces:
+        append(trace, c.result())
+    proc, port = _start(tmp_path, s, runs, "--max-runs", "2")
+    try:
+        out = tmp_path / "out.jsonl"
+        wait_until(lambda: out.exists() and out.read_bytes().count(b"\n") >= RUNS, 60, "every record")
+        wait_until(lambda: len(_run_ids(_scrape(port))) == 2, 60, "two runs kept in all")
+        assert len(_run_ids(_scrape(port))) == 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
 def test_a_stopped_worker_leaves_metrics_answered_with_their_age(tmp_path):
     _s, _runs_dir, _traces, proc, port = _watched(tmp_path)
     try:
