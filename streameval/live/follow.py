@@ -49,6 +49,15 @@ def _grew_at(now: float, mtime: float | None) -> float:
 class TraceFollower:
     """Lines of one trace file -> sessions in the run table -> records once runs end."""
 
+    # slots, not a dict: a watcher keeps a follower for each of its thousands of runs,
+    # and a full garbage collection walks a dict's keys too (issue 27)
+    __slots__ = ("_counted", "_first_read", "_head", "_replaying", "closed", "document",
+                 "file_key", "fmt", "forced_fmt", "format_error", "identity",
+                 "include_sidechain", "instance", "key_path", "lag_since", "last_growth",
+                 "moved_to", "narration", "not_a_trace", "on_not_trace", "path", "predictions",
+                 "reader", "res", "restoring", "root", "run_per_line", "table", "tail",
+                 "tentative", "unknown_format", "written")
+
     def __init__(self, path: Path, table: RunTable, res: Resources, *, fmt: str | None = None,
                  instance: str | None = None, include_sidechain: bool = False,
                  predictions: dict[str, str] | None = None,
