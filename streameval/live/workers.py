@@ -314,11 +314,14 @@ class Supervisor:
         tally = None
         for index in sorted(self.workers):
             t = self.workers[index].tally
-            if t is not None:
-                if tally is None:
-                    tally = t
-                else:
-                    tally.add(t)
+            if t is None:
+                # never a silent short count: the summary below leaves its runs out
+                log.warning("worker %d sent no counts before it stopped: the summary leaves "
+                            "its runs out", index)
+            elif tally is None:
+                tally = t
+            else:
+                tally.add(t)
         return tally
 
 

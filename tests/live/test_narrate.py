@@ -221,7 +221,7 @@ def test_the_command_prints_its_start_line_and_summary_and_q_silences_them(tmp_p
             assert out == "" and err == ""
         else:
             assert out.startswith("streameval watch: stopped; ran ")
-            assert "runs: 1 started" in out and "records written: 0 (no --out)" in out
+            assert "runs: 1 started" in out and "records written: 0 (no --out)" in out, err
             assert "INFO streameval.watch: run r1 started: claude trace" in err
 
 
