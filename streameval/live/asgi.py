@@ -25,7 +25,6 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import parse_qs
@@ -34,6 +33,7 @@ import orjson
 
 from streameval.live.guard import BASELINE_HEADERS, Guard, Limits
 from streameval.live.hosts import HostRule
+from streameval.live.lanes import Lane
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ class App:
         self.hosts = HostRule(loopback_only=False)
         self._exact: dict[str, tuple[str, Handler]] = {}
         self._prefixes: list[tuple[str, str, Handler]] = []
-        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._pools: dict[str, Lane] = {}
 
     @property
     def refused(self) -> Counter:
@@ -249,21 +249,21 @@ class App:
         else:
             self._exact[path] = (lane, handler)
 
-    def pool(self, lane: str) -> ThreadPoolExecutor:
+    def pool(self, lane: str) -> Lane:
         """The lane's threads: two for the protected lane, ``ingest_workers`` for ingest."""
         pool = self._pools.get(lane)
         if pool is None:
             workers = self.limits.ingest_workers if lane == INGEST else 2
-            pool = self._pools[lane] = ThreadPoolExecutor(workers, thread_name_prefix=f"http-{lane}")
+            pool = self._pools[lane] = Lane(workers, f"http-{lane}")
         return pool
 
     async def run(self, lane: str, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on ``lane``'s threads (the event loop never blocks)."""
-        return await asyncio.get_running_loop().run_in_executor(self.pool(lane), fn, *args)
+        return await self.pool(lane).run(fn, *args)
 
     def close(self) -> None:
-        for pool in self._pools.values():
-            pool.shutdown(wait=False, cancel_futures=True)
+        for pool in list(self._pools.values()):
+            pool.close()
 
     def lane_of(self, path: str) -> str | None:
         """The lane of the route serving ``path`` (None: no route)."""
