@@ -96,6 +96,13 @@ class Prober(threading.Thread):
                 "age_max_s": round(max(self.ages), 3) if self.ages else None}
 
 
+def checkpoint_kb(cp: Path) -> float:
+    """The checkpoint's size: one watcher's file, or the workers' parts (``CP.wI``)
+    added up."""
+    return round(sum(p.stat().st_size for p in [cp, *cp.parent.glob(cp.name + ".w*")]
+                     if p.exists()) / 1e3, 1)
+
+
 def count_lines(path: Path, state: dict) -> int:
     """Records in --out so far (read incrementally)."""
     try:
@@ -137,7 +144,7 @@ def soak(impl, work: Path, args) -> dict:
                 scrapes = [scrape(w.port) for _ in range(3)]
                 rows.append({"runs": next_mark, "s_per_1000": round(now - last, 2),
                              "rss_mb": round(w.status("VmRSS") / 1e6, 1),
-                             "checkpoint_kb": round(cp.stat().st_size / 1e3, 1) if cp.exists() else 0,
+                             "checkpoint_kb": checkpoint_kb(cp),
                              "metrics_ms": round(max(s for s, _ in scrapes) * 1000, 1),
                              "metrics_kb": round(len(scrapes[-1][1]) / 1e3)})
                 print(impl.name, json.dumps(rows[-1]), flush=True)

@@ -33,6 +33,7 @@ from claude_run import (
     worker_pids,
 )
 
+from streameval.commands.watch_worker import NICE
 from streameval.runs.evaluate import evaluate_trace
 from streameval.runs.resources import load_resources
 
@@ -78,6 +79,10 @@ def _status(port: int, path: str, headers: dict | None = None) -> int:
 
 def _run_ids(body: bytes) -> list[str]:
     return re.findall(r'^streameval_run_info\{[^}]*run_id="([^"]*)"', body.decode(), re.M)
+
+
+def _nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
 
 
 def _start(tmp_path: Path, s, runs: Path, *more: str):
@@ -202,6 +207,8 @@ def test_the_workers_and_the_front_die_with_the_supervisor(tmp_path):
     _s, _runs_dir, _traces, proc, port = _watched(tmp_path, with_runs=False)
     children = list(worker_pids(proc.pid).values())
     assert len(children) == 2
+    # the workers score at a lower CPU priority than the supervisor and the front serve
+    assert [_nice(pid) - _nice(proc.pid) for pid in children] == [NICE, NICE]
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
 
