@@ -73,7 +73,7 @@ class Watch:
         if gc_log is not None:
             # the full garbage collections of the watcher and of every process it starts
             # are written there (gchook/sitecustomize.py)
-            env.update(PYTHONPATH=str(Path(__file__).with_name("gchook")), STREAMEVAL_GC_LOG=str(gc_log))
+            env.update(PYTHONPATH=str(Path(__file__).with_name("gchook")), BENCH_GC_LOG=str(gc_log))
         with open(log, "wb") as fh:
             self.proc = subprocess.Popen([impl.python, "-m", "streameval", "watch", *args, *impl.args],
                                          cwd=impl.cwd, stdout=fh, stderr=subprocess.STDOUT,

@@ -1,5 +1,5 @@
 """Every full garbage collection of every Python process that starts with this folder
-on ``PYTHONPATH`` and ``STREAMEVAL_GC_LOG`` set, appended to that file, one line each:
+on ``PYTHONPATH`` and ``BENCH_GC_LOG`` set, appended to that file, one line each:
 its end on the monotonic clock, how long it held the interpreter (ms), the CPU time it
 took (ms), and which process (``watch``, ``front``, ``worker-N``).
 
@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-_LOG = os.environ.get("STREAMEVAL_GC_LOG")
+_LOG = os.environ.get("BENCH_GC_LOG")
 
 
 def _role() -> str:
