@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 
-__all__ = ["IntervalSet", "canonical", "merge_ranges"]
+__all__ = ["IntervalSet", "canonical", "interval", "merge_ranges"]
 
 
 def canonical(ranges: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]] | None:
@@ -301,3 +301,16 @@ class IntervalSet:
         c._ends = list(self._ends)
         c._total = self._total
         return c
+
+
+def interval(a: int, b: int) -> IntervalSet:
+    """The set of ``a..b`` (``a <= b``): a step's one window of a file, made without the
+    class call and the lists ``canonical`` would make for it."""
+    out = _new(IntervalSet)
+    out._starts = [a]
+    out._ends = [b]
+    out._total = b - a + 1
+    return out
+
+
+_new = object.__new__

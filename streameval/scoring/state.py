@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streameval.intervals import IntervalSet, canonical
+from streameval.intervals import IntervalSet, canonical, interval
 from streameval.model import GRANULARITIES, Step
 from streameval.sane import MAX_LINE, line
 from streameval.scoring.f1 import f1
@@ -175,7 +175,24 @@ class _Expander:
         """
         sets = _Sets(files=set(step.files))
         byte_set, line_set, bytes_, lines_ = self.byte_set, self.line_set, sets.bytes, sets.lines
+        line_index = self.view.line_index
         for path, ranges in step.spans.items():
+            if len(ranges) == 1:
+                # one window of the file (the usual read): byte_set and line_set of it,
+                # inline, the calls and lists of the general case left out
+                a, b = ranges[0]
+                if 0 < a <= b <= MAX_LINE:
+                    index = line_index(path)
+                    if index is not None:
+                        run = index.byte_window(a, b)
+                        if run is not None:
+                            bytes_[path] = interval(*run)
+                        else:   # past the file's end: byte_set's general case
+                            spans = IntervalSet.from_ranges(index.byte_ranges(ranges))
+                            if spans._starts:
+                                bytes_[path] = spans
+                    lines_[path] = interval(a, b)
+                    continue
             merged = canonical(ranges)
             spans = byte_set(path, ranges, merged)
             if spans is not None and spans._starts:   # (not ``if spans``: a call a file)
