@@ -350,6 +350,10 @@ class InstanceState:
         self._expander = _Expander(view, symbols)
         self._gold = _gold_sets(gold, self._expander, self.warnings)
         self._gold_size = self._gold.sizes()
+        # what add_step divides by: the gold's sizes, but for lines without line gold
+        self._no_line_gold = self._gold_size["line"] == 0
+        self._gold_sizes = tuple((g, self._gold_size[g]) for g in GRANULARITIES
+                                 if g != "line" or not self._no_line_gold)
         self._union = _Context(self._gold)
         self._stated: _Context | None = None
         self._stated_step: Step | None = None  # a copy of the stated context
@@ -377,11 +381,17 @@ class InstanceState:
         for s in sets.lines.values():
             step_sum["line"] += s.total
         self._union.merge(sets)
-        coverage = self._trajectory_coverage()
-        sums = self._coverage_sum
-        for g, c in coverage.items():
+        # the union's coverage (_ratio, inline: every step), keys in GRANULARITIES order
+        inter, sums = self._union.inter, self._coverage_sum
+        coverage = {}
+        for g, n in self._gold_sizes:
+            c = coverage[g] = inter[g] / n if n else 1.0
             # a running sum in step order: the same float as sum(list) over the steps
             sums[g] += c
+        if self._no_line_gold:
+            # docs/metrics.md §4: the public evaluator's trajectory quirk (its sum stays
+            # 0.0); "line" is the last granularity, so the keys keep their order
+            coverage["line"] = 0.0
         self._trajectory.append(coverage)
         return dict(coverage)
 
@@ -400,13 +410,6 @@ class InstanceState:
         self._stated_step = _step_from_dict(_step_to_dict(context))  # the caller may reuse it
 
     # ------------------------------------------------------------------ reading
-    def _trajectory_coverage(self) -> dict[str, float]:
-        inter, gold = self._union.inter, self._gold_size
-        out = {g: inter[g] / gold[g] if gold[g] else 1.0 for g in GRANULARITIES}  # _ratio
-        if gold["line"] == 0:
-            out["line"] = 0.0  # docs/metrics.md §4: the public evaluator's trajectory quirk
-        return out
-
     @property
     def _final(self) -> _Context:
         return self._stated if self._stated is not None else self._union
