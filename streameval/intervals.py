@@ -216,10 +216,14 @@ class IntervalSet:
         if not a_s:
             return [], 0
         starts, ends = self._starts, self._ends
-        lo = bisect_left(ends, a_s[0] - 1)
-        hi = bisect_right(starts, a_e[-1] + 1)
-        if hi == lo + 1 and starts[lo] <= a_s[0] and ends[lo] >= a_e[-1]:
-            return [], 0   # all of ``other`` inside one interval: read again, nothing new
+        first, last = a_s[0], a_e[-1]
+        i = bisect_right(starts, first) - 1
+        if i >= 0 and ends[i] >= last:
+            # all of ``other`` inside one interval: read again, nothing new (most steps
+            # of a long run), found with one bisect
+            return [], 0
+        lo = bisect_left(ends, first - 1)
+        hi = bisect_right(starts, last + 1)
         if lo == hi:   # nothing of this set touches the span of ``other``: an insert
             starts[lo:lo] = a_s
             ends[lo:lo] = a_e

@@ -248,30 +248,38 @@ class _Context:
 
     def merge(self, step: _Sets) -> None:
         # the files and definitions the union did not hold, found by set operations
-        # (in C); only their number and their number in the gold are kept
-        new_files = step.files - self.sets.files
-        if new_files:
-            self.sets.files |= new_files
-            self.size["file"] += len(new_files)
-            self.inter["file"] += len(new_files & self.gold.files)
-        new_symbols = step.symbols - self.sets.symbols
-        if new_symbols:
-            self.sets.symbols |= new_symbols
-            self.size["symbol"] += len(new_symbols)
-            self.inter["symbol"] += len(new_symbols & self.gold.symbols)
-        # spans, then lines: one pass per file and step (a loop, not a call per level)
-        for g, new, union, gold in (("span", step.bytes, self.sets.bytes, self.gold.bytes),
-                                    ("line", step.lines, self.sets.lines, self.gold.lines)):
-            for path, spans in new.items():
-                have = union.get(path)
-                if have is None:
-                    have = union[path] = IntervalSet()
-                pieces, added = have.add_set(spans)
-                if added:
-                    self.size[g] += added
-                    gold_spans = gold.get(path)
-                    if gold_spans is not None:
-                        self.inter[g] += gold_spans.overlap_sorted(pieces)
+        # (in C); only their number and their number in the gold are kept. A subset
+        # test first: as a rule a step shows no new file or definition, and the test
+        # makes no set
+        sets, size, inter = self.sets, self.size, self.inter
+        if not step.files <= sets.files:
+            new_files = step.files - sets.files
+            sets.files |= new_files
+            size["file"] += len(new_files)
+            inter["file"] += len(new_files & self.gold.files)
+        if not step.symbols <= sets.symbols:
+            new_symbols = step.symbols - sets.symbols
+            sets.symbols |= new_symbols
+            size["symbol"] += len(new_symbols)
+            inter["symbol"] += len(new_symbols & self.gold.symbols)
+        if step.bytes:
+            self._grow("span", step.bytes, sets.bytes, self.gold.bytes)
+        if step.lines:
+            self._grow("line", step.lines, sets.lines, self.gold.lines)
+
+    def _grow(self, g: str, new: dict[str, IntervalSet], union: dict[str, IntervalSet],
+              gold: dict[str, IntervalSet]) -> None:
+        """``merge`` of one level's per-file sets: one pass per file and step."""
+        for path, spans in new.items():
+            have = union.get(path)
+            if have is None:
+                have = union[path] = IntervalSet()
+            pieces, added = have.add_set(spans)
+            if added:
+                self.size[g] += added
+                gold_spans = gold.get(path)
+                if gold_spans is not None:
+                    self.inter[g] += gold_spans.overlap_sorted(pieces)
 
     def compact(self) -> None:
         """Keep |P| and |G ∩ P| only (a finished run's numbers): the sets go, and with
