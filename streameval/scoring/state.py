@@ -145,8 +145,13 @@ class _Expander:
         if self.symbols is None:
             return set()
         out: set[Definition] = set()
+        for_file, view = self.symbols.for_file, self.view
         for path, spans in bytes_by_file.items():   # (a set's bytes are never empty ones)
-            out.update(self.symbols.for_file(self.view, path).overlapping(spans))
+            starts = spans._starts
+            if len(starts) == 1:   # one window (a step's usual read): asked directly
+                out.update(for_file(view, path).overlapping_window(starts[0], spans._ends[0]))
+            else:
+                out.update(for_file(view, path).overlapping(spans))
         return out
 
     def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
