@@ -176,16 +176,15 @@ class FileSymbols:
         """``overlapping`` of the one interval ``[a, b]``, ``a <= b`` (a step that read
         one window of the file): the definitions starting in it, after those that
         contain its start (its ancestors, outer first)."""
-        starts, ends, parent = self._starts, self._ends, self._parent
+        starts, ends, parent, defs = self._starts, self._ends, self._parent, self.definitions
         lo = bisect_left(starts, a)
-        around: list[int] = []
+        out: list[Definition] = []
         k = lo - 1   # last definition starting before a; its ancestors may contain a
         while k >= 0:
             if ends[k] >= a:
-                around.append(k)
+                out.append(defs[k])
             k = parent[k]
-        defs = self.definitions
-        out = [defs[i] for i in reversed(around)] if around else []
+        out.reverse()   # (innermost were found first)
         out += defs[lo:bisect_right(starts, b, lo)]
         return out
 
