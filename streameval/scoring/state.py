@@ -178,8 +178,9 @@ class _Expander:
         bytes and symbols exist only for repo files. Names in ``step.symbols`` replace
         the definitions derived from the step's spans (4b).
         """
-        sets = _Sets(files=set(step.files))
-        byte_set, line_set, bytes_, lines_ = self.byte_set, self.line_set, sets.bytes, sets.lines
+        byte_set, line_set = self.byte_set, self.line_set
+        bytes_: dict[str, IntervalSet] = {}
+        lines_: dict[str, IntervalSet] = {}
         line_index = self.view.line_index
         for path, ranges in step.spans.items():
             if len(ranges) == 1:
@@ -205,8 +206,8 @@ class _Expander:
             lines = line_set(ranges, merged)
             if lines._starts:
                 lines_[path] = lines
-        sets.symbols = self.named(step.symbols) if step.symbols else self.overlapping(sets.bytes)
-        return sets
+        return _Sets(set(step.files), bytes_, lines_,
+                     self.named(step.symbols) if step.symbols else self.overlapping(bytes_))
 
 
 def _gold_sets(gold: GoldInstance, expander: _Expander, warnings: list[str]) -> _Sets:
@@ -390,9 +391,9 @@ class InstanceState:
         step_sum["file"] += len(sets.files)
         step_sum["symbol"] += len(sets.symbols)
         for s in sets.bytes.values():
-            step_sum["span"] += s.total
+            step_sum["span"] += s._total   # (not the property: a call a file)
         for s in sets.lines.values():
-            step_sum["line"] += s.total
+            step_sum["line"] += s._total
         self._union.merge(sets)
         # the union's coverage (_ratio, inline: every step), keys in GRANULARITIES order
         inter, sums = self._union.inter, self._coverage_sum
