@@ -255,17 +255,20 @@ def resolve_step(view: Any, step: Step, cache: dict[str, str | None]) -> Step:
     """A step a trace states itself (unified ``pred_steps``, mini-swe-agent context blocks):
     its paths as written -> repo paths (docs/metrics.md §2); unresolved ones dropped.
     Replay and the session share it, so both resolve stated steps alike."""
-    def resolve(p: str) -> str | None:
+    if step.symbols is None and len(set(step.files)) == len(step.files):
+        for p in (*step.spans, *step.files):
+            if p not in cache:
+                cache[p] = view.resolve(p)
+            if cache[p] != p:
+                break
+        else:
+            return step   # every path a repository path already (as a rule): nothing to do
+
+    def resolve(p: str) -> str | None:   # (made past the usual case: a closure per call)
         if p not in cache:
             cache[p] = view.resolve(p)
         return cache[p]
 
-    if step.symbols is None and len(set(step.files)) == len(step.files):
-        for p in (*step.spans, *step.files):
-            if (cache[p] if p in cache else resolve(p)) != p:
-                break
-        else:
-            return step   # every path a repository path already (as a rule): nothing to do
     files = tuple(dict.fromkeys(r for r in map(resolve, step.files) if r is not None))
     spans: dict[str, list[tuple[int, int]]] = {}
     for path, ranges in step.spans.items():

@@ -270,7 +270,7 @@ class RunSession(Dormant):
         self._steps += 1
         n = self._steps
         ex = self.extras
-        seconds = self._since_start(ts)
+        seconds = None if ts is None else self._since_start(ts)   # (stated steps: None)
         ranking = self.ranking
         if not ranking.shown_all(step.files):   # (most steps show no new file)
             had_gold = ranking.first_gold is not None

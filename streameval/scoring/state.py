@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streameval.intervals import IntervalSet, canonical
+from streameval.intervals import IntervalSet, canonical, interval
 from streameval.model import GRANULARITIES, Step
 from streameval.sane import MAX_LINE, line
 from streameval.scoring.f1 import f1
@@ -145,8 +145,13 @@ class _Expander:
         if self.symbols is None:
             return set()
         out: set[Definition] = set()
+        for_file, view = self.symbols.for_file, self.view
         for path, spans in bytes_by_file.items():   # (a set's bytes are never empty ones)
-            out.update(self.symbols.for_file(self.view, path).overlapping(spans))
+            starts = spans._starts
+            if len(starts) == 1:   # one window (a step's usual read): asked directly
+                out.update(for_file(view, path).overlapping_window(starts[0], spans._ends[0]))
+            else:
+                out.update(for_file(view, path).overlapping(spans))
         return out
 
     def named(self, names: Mapping[str, Iterable[str]]) -> set[Definition]:
@@ -173,9 +178,27 @@ class _Expander:
         bytes and symbols exist only for repo files. Names in ``step.symbols`` replace
         the definitions derived from the step's spans (4b).
         """
-        sets = _Sets(files=set(step.files))
-        byte_set, line_set, bytes_, lines_ = self.byte_set, self.line_set, sets.bytes, sets.lines
+        byte_set, line_set = self.byte_set, self.line_set
+        bytes_: dict[str, IntervalSet] = {}
+        lines_: dict[str, IntervalSet] = {}
+        line_index = self.view.line_index
         for path, ranges in step.spans.items():
+            if len(ranges) == 1:
+                # one window of the file (the usual read): byte_set and line_set of it,
+                # inline, the calls and lists of the general case left out
+                a, b = ranges[0]
+                if 0 < a <= b <= MAX_LINE:
+                    index = line_index(path)
+                    if index is not None:
+                        run = index.byte_window(a, b)
+                        if run is not None:
+                            bytes_[path] = interval(*run)
+                        else:   # past the file's end: byte_set's general case
+                            spans = IntervalSet.from_ranges(index.byte_ranges(ranges))
+                            if spans._starts:
+                                bytes_[path] = spans
+                    lines_[path] = interval(a, b)
+                    continue
             merged = canonical(ranges)
             spans = byte_set(path, ranges, merged)
             if spans is not None and spans._starts:   # (not ``if spans``: a call a file)
@@ -183,8 +206,8 @@ class _Expander:
             lines = line_set(ranges, merged)
             if lines._starts:
                 lines_[path] = lines
-        sets.symbols = self.named(step.symbols) if step.symbols else self.overlapping(sets.bytes)
-        return sets
+        return _Sets(set(step.files), bytes_, lines_,
+                     self.named(step.symbols) if step.symbols else self.overlapping(bytes_))
 
 
 def _gold_sets(gold: GoldInstance, expander: _Expander, warnings: list[str]) -> _Sets:
@@ -231,30 +254,38 @@ class _Context:
 
     def merge(self, step: _Sets) -> None:
         # the files and definitions the union did not hold, found by set operations
-        # (in C); only their number and their number in the gold are kept
-        new_files = step.files - self.sets.files
-        if new_files:
-            self.sets.files |= new_files
-            self.size["file"] += len(new_files)
-            self.inter["file"] += len(new_files & self.gold.files)
-        new_symbols = step.symbols - self.sets.symbols
-        if new_symbols:
-            self.sets.symbols |= new_symbols
-            self.size["symbol"] += len(new_symbols)
-            self.inter["symbol"] += len(new_symbols & self.gold.symbols)
-        # spans, then lines: one pass per file and step (a loop, not a call per level)
-        for g, new, union, gold in (("span", step.bytes, self.sets.bytes, self.gold.bytes),
-                                    ("line", step.lines, self.sets.lines, self.gold.lines)):
-            for path, spans in new.items():
-                have = union.get(path)
-                if have is None:
-                    have = union[path] = IntervalSet()
-                pieces, added = have.add_set(spans)
-                if added:
-                    self.size[g] += added
-                    gold_spans = gold.get(path)
-                    if gold_spans is not None:
-                        self.inter[g] += gold_spans.overlap_sorted(pieces)
+        # (in C); only their number and their number in the gold are kept. A subset
+        # test first: as a rule a step shows no new file or definition, and the test
+        # makes no set
+        sets, size, inter = self.sets, self.size, self.inter
+        if not step.files <= sets.files:
+            new_files = step.files - sets.files
+            sets.files |= new_files
+            size["file"] += len(new_files)
+            inter["file"] += len(new_files & self.gold.files)
+        if not step.symbols <= sets.symbols:
+            new_symbols = step.symbols - sets.symbols
+            sets.symbols |= new_symbols
+            size["symbol"] += len(new_symbols)
+            inter["symbol"] += len(new_symbols & self.gold.symbols)
+        if step.bytes:
+            self._grow("span", step.bytes, sets.bytes, self.gold.bytes)
+        if step.lines:
+            self._grow("line", step.lines, sets.lines, self.gold.lines)
+
+    def _grow(self, g: str, new: dict[str, IntervalSet], union: dict[str, IntervalSet],
+              gold: dict[str, IntervalSet]) -> None:
+        """``merge`` of one level's per-file sets: one pass per file and step."""
+        for path, spans in new.items():
+            have = union.get(path)
+            if have is None:
+                have = union[path] = IntervalSet()
+            pieces, added = have.add_set(spans)
+            if added:
+                self.size[g] += added
+                gold_spans = gold.get(path)
+                if gold_spans is not None:
+                    self.inter[g] += gold_spans.overlap_sorted(pieces)
 
     def compact(self) -> None:
         """Keep |P| and |G ∩ P| only (a finished run's numbers): the sets go, and with
@@ -333,6 +364,10 @@ class InstanceState:
         self._expander = _Expander(view, symbols)
         self._gold = _gold_sets(gold, self._expander, self.warnings)
         self._gold_size = self._gold.sizes()
+        # what add_step divides by: the gold's sizes, but for lines without line gold
+        self._no_line_gold = self._gold_size["line"] == 0
+        self._gold_sizes = tuple((g, self._gold_size[g]) for g in GRANULARITIES
+                                 if g != "line" or not self._no_line_gold)
         self._union = _Context(self._gold)
         self._stated: _Context | None = None
         self._stated_step: Step | None = None  # a copy of the stated context
@@ -356,15 +391,21 @@ class InstanceState:
         step_sum["file"] += len(sets.files)
         step_sum["symbol"] += len(sets.symbols)
         for s in sets.bytes.values():
-            step_sum["span"] += s.total
+            step_sum["span"] += s._total   # (not the property: a call a file)
         for s in sets.lines.values():
-            step_sum["line"] += s.total
+            step_sum["line"] += s._total
         self._union.merge(sets)
-        coverage = self._trajectory_coverage()
-        sums = self._coverage_sum
-        for g, c in coverage.items():
+        # the union's coverage (_ratio, inline: every step), keys in GRANULARITIES order
+        inter, sums = self._union.inter, self._coverage_sum
+        coverage = {}
+        for g, n in self._gold_sizes:
+            c = coverage[g] = inter[g] / n if n else 1.0
             # a running sum in step order: the same float as sum(list) over the steps
             sums[g] += c
+        if self._no_line_gold:
+            # docs/metrics.md §4: the public evaluator's trajectory quirk (its sum stays
+            # 0.0); "line" is the last granularity, so the keys keep their order
+            coverage["line"] = 0.0
         self._trajectory.append(coverage)
         return dict(coverage)
 
@@ -383,13 +424,6 @@ class InstanceState:
         self._stated_step = _step_from_dict(_step_to_dict(context))  # the caller may reuse it
 
     # ------------------------------------------------------------------ reading
-    def _trajectory_coverage(self) -> dict[str, float]:
-        inter, gold = self._union.inter, self._gold_size
-        out = {g: inter[g] / gold[g] if gold[g] else 1.0 for g in GRANULARITIES}  # _ratio
-        if gold["line"] == 0:
-            out["line"] = 0.0  # docs/metrics.md §4: the public evaluator's trajectory quirk
-        return out
-
     @property
     def _final(self) -> _Context:
         return self._stated if self._stated is not None else self._union

@@ -105,6 +105,14 @@ class LineIndex:
             return [off[starts[0] - 1]], [off[ends[0]] - 1]
         return [off[a - 1] for a in starts], [off[b] - 1 for b in ends]
 
+    def byte_window(self, start: int, end: int) -> tuple[int, int] | None:
+        """``byte_runs`` of the one range ``start..end`` (1 <= start <= end) as a pair:
+        a step's usual read of one window, without the lists of several."""
+        off = self._off
+        if end >= len(off) or off[start - 1] >= self._size:   # (an empty file: 0 >= 0)
+            return None
+        return off[start - 1], off[end] - 1
+
     def line_of(self, byte: int) -> int:
         """1-based line holding ``byte``; bytes before 0 / past the end clamp to the first / last line."""
         return max(1, min(bisect_right(self._off, byte), self.num_lines))

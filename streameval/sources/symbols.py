@@ -146,7 +146,7 @@ class FileSymbols:
             return []
         if type(intervals) is IntervalSet and len(intervals._starts) == 1:
             # one window (``IntervalSet.single``, inline: every file of every step)
-            return self._overlapping_one(intervals._starts[0], intervals._ends[0])
+            return self.overlapping_window(intervals._starts[0], intervals._ends[0])
         found: set[int] = set()
         # definitions whose ancestors were all looked at for an interval starting at or
         # before this one: those of them that reach this interval were found then (an
@@ -172,20 +172,19 @@ class FileSymbols:
                 k = parent[k]
         return [self.definitions[i] for i in sorted(found)]
 
-    def _overlapping_one(self, a: int, b: int) -> list[Definition]:
-        """``overlapping`` of one interval (a step that read one window of the file):
-        the definitions starting in it, after those that contain its start (its
-        ancestors, outer first)."""
-        starts, ends, parent = self._starts, self._ends, self._parent
+    def overlapping_window(self, a: int, b: int) -> list[Definition]:
+        """``overlapping`` of the one interval ``[a, b]``, ``a <= b`` (a step that read
+        one window of the file): the definitions starting in it, after those that
+        contain its start (its ancestors, outer first)."""
+        starts, ends, parent, defs = self._starts, self._ends, self._parent, self.definitions
         lo = bisect_left(starts, a)
-        around: list[int] = []
+        out: list[Definition] = []
         k = lo - 1   # last definition starting before a; its ancestors may contain a
         while k >= 0:
             if ends[k] >= a:
-                around.append(k)
+                out.append(defs[k])
             k = parent[k]
-        defs = self.definitions
-        out = [defs[i] for i in reversed(around)] if around else []
+        out.reverse()   # (innermost were found first)
         out += defs[lo:bisect_right(starts, b, lo)]
         return out
 
