@@ -50,8 +50,8 @@ one trace line (one JSON event); tool calls/s is half that.
 script's workload and that version's streameval, the versions alternating within each of
 ``--rounds``. ``--workers 1,2,N`` (N: the cores) runs (a) and (b) through the real
 command line instead, ``streameval watch --workers N`` (``watchproc.py``), each count in
-turn and, with ``--old``, the older version's one watcher (it has no workers) between
-them, alternating within each round.
+turn and, with ``--old``, the older version's one watcher (``--workers 1`` where it has
+them) between them, alternating within each round.
 
 No pytest: wall-clock numbers belong here, not in tests.
 """

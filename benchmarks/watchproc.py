@@ -37,8 +37,10 @@ class WatchProcess:
                "--repo", str(repo), "--port", "0", "--quiet",
                "--checkpoint", str(self.cp), "--checkpoint-interval", "0.05",
                "--idle-timeout", "3600", "--patch-grace", "3600"]
-        # an older version (``older.Version``) scores in one process and has no --workers
-        cmd += ["--workers", str(workers)] if version is None or version.name == "new" else []
+        # an older version (``older.Version``) before --workers scores in one process; one
+        # that has it (f1cbdb0 and later) is given 1 here: its default is the cores
+        if version is None or version.name == "new" or _has_workers(version.checkout):
+            cmd += ["--workers", str(workers)]
         where = dict(cwd=ROOT) if version is None else \
             dict(cwd=version.checkout, env=version.env)
         if version is not None:
@@ -95,6 +97,14 @@ class WatchProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def _has_workers(checkout: Path) -> bool:
+    """Whether the version in ``checkout`` knows ``watch --workers``."""
+    try:
+        return '"--workers"' in (checkout / "streameval" / "commands" / "watch.py").read_text()
+    except OSError:
+        return False
 
 
 def throughput(work: Path, n_traces: int, calls: int, chunk_calls: int, workers: int,
