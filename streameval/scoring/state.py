@@ -395,11 +395,11 @@ class InstanceState:
         for s in sets.lines.values():
             step_sum["line"] += s._total
         self._union.merge(sets)
-        # the union's coverage (_ratio, inline: every step), keys in GRANULARITIES order
+        # the union's coverage, keys in GRANULARITIES order
         inter, sums = self._union.inter, self._coverage_sum
         coverage = {}
         for g, n in self._gold_sizes:
-            c = coverage[g] = inter[g] / n if n else 1.0
+            c = coverage[g] = _ratio(inter[g], n)
             # a running sum in step order: the same float as sum(list) over the steps
             sums[g] += c
         if self._no_line_gold:
