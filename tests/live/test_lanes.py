@@ -30,12 +30,17 @@ def test_results_and_exceptions_come_back_to_the_loop_from_the_lanes_threads():
 
 def test_close_cancels_what_is_queued_and_runs_nothing_more():
     lane = Lane(1, "t")
-    gate, ran = threading.Event(), []
+    started, gate, ran = threading.Event(), threading.Event(), []
+
+    def running() -> bool:
+        started.set()
+        return gate.wait(10)
 
     async def main():
-        first = lane.run(gate.wait, 10)
+        first = lane.run(running)
         queued = lane.run(ran.append, "queued")
-        await asyncio.sleep(0)
+        while not started.is_set():   # noqa: ASYNC110 - the lane's thread took the first
+            await asyncio.sleep(0.01)
         threading.Thread(target=lane.close, daemon=True).start()
         while not lane._closed:   # noqa: ASYNC110 - close runs in its own thread
             await asyncio.sleep(0.01)
