@@ -102,13 +102,6 @@ def _step(files: Any, spans: Any, symbols: Any) -> Step:
     if isinstance(spans, dict):
         for path, ranges in spans.items():   # (a dict's paths are distinct)
             if isinstance(path, str):
-                if type(ranges) is list and len(ranges) == 1 and type(ranges[0]) is dict:
-                    # one {"start": a, "end": b} (a step's usual window): _ranges, inline
-                    a = ranges[0].get("start")
-                    b = ranges[0].get("end")
-                    if type(a) is int and type(b) is int:
-                        span_map[path] = [(a, b) if a <= b else (b, a)]
-                        continue
                 span_map[path] = _ranges(ranges)
     symbol_map: dict[str, list[str]] | None = None
     if isinstance(symbols, dict):
