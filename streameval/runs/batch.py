@@ -11,7 +11,9 @@ gold-free signals (§5b).
 from __future__ import annotations
 
 import hashlib
+import signal
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,7 +223,25 @@ Sources = tuple[str | None, str | None, str | None, str | None, str | None, str 
 
 def _init_worker(sources: Sources) -> None:
     global _WORKER_CONTEXT
+    # Ctrl-C is the parent's: it stops the pool and says what was kept. A worker that took
+    # it too printed a KeyboardInterrupt traceback after the parent's last line (seen in CI
+    # when it landed while a worker was still starting). The worker was started with SIGINT
+    # blocked (``_ctrl_c_held``): ignored from here, a Ctrl-C already pending is dropped.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _WORKER_CONTEXT = BatchContext.build(*sources)
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while the pool starts its workers: a blocked signal
+    stays blocked across fork and exec, so a worker cannot take a Ctrl-C before its
+    initializer ignores it; here the signal waits and is taken on leaving (none is lost)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _evaluate_in_worker(job: Job) -> list[Record]:
@@ -245,7 +265,9 @@ def evaluate_jobs(jobs: list[Job], context: BatchContext,
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_worker, initargs=(sources,))
     try:
-        yield from pool.map(_evaluate_in_worker, jobs, chunksize=chunk)
+        with _ctrl_c_held():   # map submits every job now: the workers start here
+            results = pool.map(_evaluate_in_worker, jobs, chunksize=chunk)
+        yield from results
     except BaseException:
         # Ctrl-C (or the consumer gone) must reach the caller as itself: a Ctrl-C while the
         # pool was starting its manager thread made ``with``'s shutdown raise "cannot join
