@@ -170,10 +170,17 @@ def gc_summary(log: Path) -> dict:
     log of before issue 27, which names no process): how many, how long each held its
     process (and the CPU time each took), and how often they came; then the same for
     each process apart."""
-    rows = []
+    rows, census = [], {}
     for line in log.read_text().splitlines():
+        if line.startswith("# census "):   # gchook's BENCH_GC_CENSUS: each process's last
+            census[line.split()[2]] = line[len("# census "):]
+            continue
+        if line.startswith("#"):   # gchook's other notes (BENCH_GC_LONG)
+            continue
         f = line.split()
-        rows.append((float(f[0]), float(f[1]), float(f[2]) if len(f) > 2 else None, f[3] if len(f) > 3 else "watch"))
+        rows.append((float(f[0]), float(f[1]), float(f[2]) if len(f) > 2 else None,
+                     f[3] if len(f) > 3 else "watch", int(f[4]) if len(f) > 4 else None,
+                     int(f[5]) if len(f) > 5 and f[5] != "-" else None))
     if not rows:
         return {"collections": 0}
     start = min(r[0] for r in rows)
@@ -182,6 +189,8 @@ def gc_summary(log: Path) -> dict:
     scoring = [r for r in rows if r[3].startswith("worker-")] or [r for r in rows if r[3] == "watch"]
     out = _gc_figures(scoring)
     out["processes"] = {role: _gc_figures([r for r in rows if r[3] == role]) for role in roles}
+    if census:
+        out["census"] = census
     return out
 
 
@@ -196,6 +205,14 @@ def _gc_figures(rows: list[tuple]) -> dict:
     cpu = sorted(r[2] for r in rows if r[2] is not None)   # logs of before issue 27 have none
     if cpu:
         out.update(cpu_median_ms=round(statistics.median(cpu), 1), cpu_max_ms=cpu[-1])
+    freed = sorted(r[4] for r in rows if r[4] is not None)   # logs of before this stop have none
+    if freed:
+        out.update(freed_median=statistics.median(freed), freed_max=freed[-1])
+    # objects frozen (``live.freezer``), after the first minute and at the end: one that
+    # died in a cycle after its freeze is never freed, so a leak would show as growth
+    frozen = [r[5] for r in sorted(rows) if r[5] is not None]
+    if frozen:
+        out.update(frozen_first=frozen[0], frozen_last=frozen[-1], frozen_max=max(frozen))
     return out
 
 
@@ -264,9 +281,12 @@ def main() -> None:
         for impl in impls(args.impl, args.base):
             res = soak(impl, work, args)
             results["impls"][impl.name] = res
+            if args.gc_log and args.json:   # every collection, beside the figures
+                log = work / f"gc-{impl.name}.log"
+                args.json.with_name(f"{args.json.stem}.gc-{impl.name}.log").write_bytes(log.read_bytes())
             print(impl.name, json.dumps({k: v for k, v in res.items() if k != "every_1000"}), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps(results, indent=1, default=str))
 
 
 if __name__ == "__main__":
