@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             _say_token(token)
         if not args.quiet:
             print(f"streameval watch: {start_line(cfg, res, args.gold)}", flush=True)
-        _freeze_what_lives_on()
+        _freeze_what_lives_on(w, at_ticks=front is not None and emitter is None)
         anyio.run(run_until_signal, w)
     except KeyboardInterrupt:
         pass
@@ -259,15 +259,21 @@ def _supervise(args: argparse.Namespace, cfg: WatchConfig, count: int) -> int:
     return code
 
 
-def _freeze_what_lives_on() -> None:
+def _freeze_what_lives_on(w: Watcher, at_ticks: bool) -> None:
     """What the start made (modules, the gold, the repositories' indexes, the server)
-    lives as long as the watcher: moved out of the garbage collector's sight
-    (``gc.freeze``), so no full collection walks it again. The garbage of the start is
-    collected first; nothing frozen is ever freed, so only what outlives the start is."""
-    import gc
+    moved out of the garbage collector's sight (``live.freezer``), and with ``at_ticks``
+    what survived each tick and file after: a full collection walks only what is new.
 
-    gc.collect()
-    gc.freeze()
+    Not at ticks in a process that serves pushes and ``/metrics`` from a thread of its
+    own (``--front thread``) or exports OTLP: their connections and spans, caught in
+    flight by a freeze, may die in cycles that would never be freed."""
+    from streameval.live.freezer import Freezer
+
+    freezer = Freezer()
+    freezer.start()
+    if at_ticks:
+        w.tick_hooks.append(freezer.tick)
+        w.between_files.append(freezer.tick)
 
 
 def _add_abort_arguments(p: argparse.ArgumentParser) -> None:

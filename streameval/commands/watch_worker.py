@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     line = start_line(cfg, res, args.gold) if plan.index == 0 else None
     control.tell({"ready": line})
     try:
-        _freeze_what_lives_on()
+        _freeze_what_lives_on(w, at_ticks=emitter is None)
         anyio.run(run_until_signal, w)
     except KeyboardInterrupt:
         pass

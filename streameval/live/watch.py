@@ -120,6 +120,8 @@ class Watcher:
         #: a record is never written twice
         self.out_digests = (Digests if shard is None else SharedDigests)(keep=max(10_000, 4 * cfg.max_runs))
         self.listeners: list = []   # called with the watcher after each processed batch
+        #: called between two files of a batch, where no step is being read (the freezer)
+        self.between_files: list = []
         self.tick_hooks: list = []  # called with (watcher, now) at every tick (abort policies)
         #: name -> (save, load): state kept in the checkpoint by other parts (abort
         #: decisions acted on); ``load`` must accept anything, the file may be edited
@@ -296,6 +298,7 @@ class Watcher:
         # found at its new path takes its run along before the old path is given up
         for path, deleted in sorted(changes, key=lambda change: bool(change[1])):
             self.changed(Path(path), deleted=deleted, now=now, notify=False)
+            self._between()
         self._after_batch()
 
     def changed(self, path: Path, deleted: bool = False, now: float | None = None,
@@ -365,10 +368,12 @@ class Watcher:
                 if owner.is_dir() and owner not in self.followers and path_kind(owner) == "file" \
                         and self._mine(owner):
                     self.follow(owner).poll(now)
+                    self._between()
                 continue
             if p not in self.followers and self.is_trace(p) and path_kind(p) == "file" \
                     and self._mine(p):
                 self.follow(p).poll(now)
+                self._between()
 
     def _deleted(self, f: TraceFollower, now: float) -> None:
         self.table.stats.events["deleted"] += 1
@@ -419,6 +424,7 @@ class Watcher:
             f.poll(now)
             if f.awaits_patch():
                 f.land_patch()   # its file event may have come while nothing watched
+            self._between()
         self._after_batch()
 
     def _grew_unseen(self, f: TraceFollower, now: float) -> bool:
@@ -431,6 +437,11 @@ class Watcher:
         if grew:
             self._after_batch()
         return grew
+
+    def _between(self) -> None:
+        """Between two files' reads: no step is being read."""
+        for hook in self.between_files:
+            hook()
 
     def _after_batch(self) -> None:
         for listener in self.listeners:
@@ -461,6 +472,7 @@ class Watcher:
                 f.finish("idle", now)
             if f.reader is not None:
                 written += self._write_due(f, now, save=False)
+            self._between()
         if written:
             # once per tick, not per file: thousands of runs ending together (an idle
             # timeout after a restart) would each rewrite the whole checkpoint
