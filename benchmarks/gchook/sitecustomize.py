@@ -107,7 +107,7 @@ def _install(path: str) -> None:
                 f = f.f_back
             out[0].write(f"# from {' < '.join(names)}\n")
         if _CENSUS and seen[0] % _CENSUS == 0:
-            import threading   # not from here: a collection cannot start inside another
+            import threading  # not from here: a collection cannot start inside another
 
             threading.Timer(0.05, _census, (out[0],)).start()
 

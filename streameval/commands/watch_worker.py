@@ -16,7 +16,6 @@ import socket
 import sys
 from pathlib import Path
 
-
 #: how much lower a worker's CPU priority is than the front's (``nice``)
 NICE = 4
 
