@@ -83,8 +83,9 @@ def test_runs_let_go_after_a_freeze_leave_no_cycle_behind(env, tmp_path):
         gc.set_debug(0)
         gc.garbage.clear()
         gc.unfreeze()
-    # one cycle a run would be 75 or more; a few objects of the test's own are allowed
-    assert sum(leaked.values()) < 20, leaked.most_common(15)
+    # one object a run in a cycle would be 75 or more (a cycle added per run: 4,222); some
+    # of another test's threads finishing meanwhile (a server's connection) are allowed
+    assert sum(leaked.values()) < 60, leaked.most_common(15)
 
 
 def test_the_watcher_freezes_at_ticks_unless_a_thread_of_its_own_serves_or_exports(env, tmp_path):
