@@ -73,6 +73,18 @@ class Claude:
              "content": numbered(text, offset, offset + limit - 1)}]}, "session_id": "s1"}
         return [_j(use), _j(result)]
 
+    def bash(self, command: str, output: str) -> list[bytes]:
+        """One Bash call and its output."""
+        self.n += 1
+        tid = f"toolu_{self.n:04d}"
+        use = {"type": "assistant", "message": {
+            "id": f"msg_{self.n}", "role": "assistant", "model": "claude-test",
+            "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}],
+            "usage": {"input_tokens": 10, "output_tokens": 5}}, "session_id": "s1"}
+        result = {"type": "user", "message": {"role": "user", "content": [
+            {"tool_use_id": tid, "type": "tool_result", "content": output}]}, "session_id": "s1"}
+        return [_j(use), _j(result)]
+
     def result(self) -> bytes:
         return _j({"type": "result", "subtype": "success", "is_error": False, "num_turns": self.n,
                    "session_id": "s1", "total_cost_usd": 0.01,

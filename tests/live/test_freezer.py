@@ -16,21 +16,9 @@ import json
 import time
 from collections import Counter
 
-from claude_run import APP, WORKSPACE, Claude, _j, append, watcher
+from claude_run import APP, WORKSPACE, Claude, append, watcher
 
 from streameval.live.freezer import Freezer
-
-
-def _bash(c: Claude, command: str, output: str) -> list[bytes]:
-    c.n += 1
-    tid = f"toolu_{c.n:04d}"
-    use = {"type": "assistant", "message": {
-        "id": f"msg_{c.n}", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}],
-        "usage": {"input_tokens": 10, "output_tokens": 5}}, "session_id": "s1"}
-    result = {"type": "user", "message": {"role": "user", "content": [
-        {"tool_use_id": tid, "type": "tool_result", "content": output}]}, "session_id": "s1"}
-    return [_j(use), _j(result)]
 
 
 def _run(runs, i: int, instance: str) -> None:
@@ -43,8 +31,8 @@ def _run(runs, i: int, instance: str) -> None:
     lines = APP.splitlines()
     grep = "\n".join(f"{n}:{t}" for n, t in enumerate(lines, 1) if "f1" in t)
     append(d / "trace.jsonl", c.init(), *c.read("src/app.py", APP, 1 + i % 20, 5),
-           *_bash(c, f"cd {WORKSPACE} && grep -n f1 src/app.py | head -20", grep),
-           *_bash(c, f"sed -n '{1 + i % 9},{12 + i % 9}p' {WORKSPACE}/src/app.py",
+           *c.bash(f"cd {WORKSPACE} && grep -n f1 src/app.py | head -20", grep),
+           *c.bash(f"sed -n '{1 + i % 9},{12 + i % 9}p' {WORKSPACE}/src/app.py",
                   "\n".join(lines[i % 9:12 + i % 9])),
            c.result())
 
