@@ -122,6 +122,13 @@ def started(runs: Path, res, tmp_path: Path, **kw):
 # ---------------------------------------------------------------------- shared by the live tests
 
 
+def whole_lines(path: Path) -> list[bytes]:
+    """The lines of a file another process is writing, the one not yet ended left out
+    (a reader can see a record half written); none while the file does not exist."""
+    data = path.read_bytes() if path.exists() else b""
+    return data[:data.rfind(b"\n") + 1].splitlines()
+
+
 def wait_until(pred, timeout=30.0, what=""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -28,6 +28,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from claude_run import whole_lines
 from fixture_paths import REAL, TESTS
 
 RUN_ID = "hidden-claude"
@@ -205,11 +206,10 @@ def _names(runs_spec: list[Run], root: Path, logs: list[str], scraped: set[tuple
 
 
 def _settled(out: Path, runs_spec: list[Run]) -> bool:
-    """Every run's last record carries its patch."""
-    if not out.exists():
-        return False
+    """Every run's last record carries its patch. Read while watch writes, so a line
+    not yet ended is left for the next look."""
     last = {}
-    for line in out.read_bytes().splitlines():
+    for line in whole_lines(out):
         rec = json.loads(line)
         last[rec["trace"]] = rec
     return all(last.get(f"{r.name}/trace.jsonl", {}).get("patch_source") == "file"

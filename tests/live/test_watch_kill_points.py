@@ -35,6 +35,7 @@ from claude_run import (
     owner,
     trace_in,
     wait_until,
+    whole_lines,
     worker_pids,
 )
 
@@ -85,7 +86,7 @@ def _wait_stopped(proc, log: Path, what: str) -> None:
 
 
 def _records(out: Path) -> list[bytes]:
-    return out.read_bytes().splitlines() if out.exists() else []
+    return whole_lines(out)
 
 
 #: where the first watcher is killed: (halt point, its --patch-grace, records before the

@@ -15,7 +15,7 @@ import time
 
 import orjson
 import pytest
-from claude_run import APP, UTIL, Claude, append, make_setup, wait_until, watcher
+from claude_run import APP, UTIL, Claude, append, make_setup, wait_until, watcher, whole_lines
 
 PATCH = "--- a/src/app.py\n+++ b/src/app.py\n@@ -7,1 +7,1 @@\n-def f3(x):\n+def f3(y):\n"
 
@@ -34,7 +34,7 @@ def _start(tmp, runs, s, n: int) -> subprocess.Popen:
 
 
 def _records(out) -> list[dict]:
-    return [orjson.loads(x) for x in out.read_bytes().splitlines()] if out.exists() else []
+    return [orjson.loads(x) for x in whole_lines(out)]
 
 
 @pytest.mark.parametrize("when", ["before_kill", "while_down", "after_restart", "after_release"])

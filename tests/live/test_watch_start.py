@@ -12,7 +12,7 @@ import sys
 
 import orjson
 import pytest
-from claude_run import APP, Claude, append, make_setup, wait_until
+from claude_run import APP, Claude, append, make_setup, wait_until, whole_lines
 
 pytestmark = pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv")
 
@@ -48,7 +48,7 @@ def test_an_unreadable_directory_and_a_proc_link_do_not_keep_the_watcher_down(tm
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         def ids() -> set[str]:
-            return {orjson.loads(x)["run_id"] for x in out.read_bytes().splitlines()} if out.exists() else set()
+            return {orjson.loads(x)["run_id"] for x in whole_lines(out)}
 
         wait_until(lambda: "before" in ids() or proc.poll() is not None, 60, "the first record")
         assert proc.poll() is None, log.read_text()[-3000:]

@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from claude_run import wait_until, watch_process
+from claude_run import wait_until, watch_process, whole_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from outcome_fleet import TOKENS_PER_CALL, files, write_fleet
@@ -195,7 +195,7 @@ def test_watch_with_the_tuned_file_stops_what_abort_backtest_stops(tuned, tmp_pa
             (watched / d.name).mkdir()
             for f in ("meta.json", "trace.jsonl"):
                 (watched / d.name / f).write_bytes((d / f).read_bytes())
-        wait_until(lambda: records.exists() and len(records.read_text().splitlines()) == len(FLEET),
+        wait_until(lambda: len(whole_lines(records)) == len(FLEET),
                    timeout=120, what="every run's record")
     finally:
         proc.send_signal(signal.SIGINT)
