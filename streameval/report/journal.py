@@ -20,7 +20,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
-from streameval.intervals import IntervalSet
+from streameval.intervals import IntervalSet, canonical
 from streameval.model import ToolCall
 from streameval.reading.describe import describe_call
 
@@ -163,8 +163,19 @@ class RunJournal:
             self.dropped += 1
 
     def _credit(self, step_value: Any, step: int) -> None:
+        files = self._files
         for path, ranges in step_value.spans.items():
-            trail = self._files.setdefault(path, FileTrail())
+            trail = files.get(path)
+            if trail is None:
+                trail = files[path] = FileTrail()
+            merged = canonical(ranges) if ranges and ranges[0][0] >= 1 else None
+            if merged is not None:
+                # a step's ranges as the reading makes them (sorted, apart, from line 1):
+                # merged into the trail in one pass, as the state merges them (a search
+                # step has a range per hit); the pieces are those of one add per range
+                pieces, _ = trail.credited.add_set(IntervalSet.of_canonical(*merged))
+                trail.by_step += [(x, y, step) for x, y in pieces]
+                continue
             for a, b in ranges:
                 lo, hi = (a, b) if a <= b else (b, a)
                 for x, y in trail.credited.add(max(1, lo), hi):

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import gc
 import json
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from claude_run import APP, UTIL, Claude
+from hypothesis import given
+from hypothesis import strategies as st
 
+from streameval.intervals import merge_ranges
 from streameval.report.journal import RunJournal
 from streameval.runs.evaluate import evaluate_trace
 
@@ -57,3 +60,34 @@ def test_a_call_after_all_wakes_the_journal(env):
     rows = journal.calls
     _journal(env, journal, "again")                 # two more calls heard
     assert journal.n == 4 and journal.calls[:2] == rows and len(journal.calls) == 4
+
+
+def _credited_one_by_one(steps: list[dict[str, list[tuple[int, int]]]]) -> dict:
+    """The reference: every range of every step added on its own."""
+    from streameval.intervals import IntervalSet
+
+    trails: dict[str, tuple[IntervalSet, list]] = {}
+    for n, spans in enumerate(steps, 1):
+        for path, ranges in spans.items():
+            credited, by_step = trails.setdefault(path, (IntervalSet(), []))
+            for a, b in ranges:
+                lo, hi = (a, b) if a <= b else (b, a)
+                by_step += [(x, y, n) for x, y in credited.add(max(1, lo), hi)]
+    return {p: (list(c), b) for p, (c, b) in trails.items()}
+
+
+_range = st.tuples(st.integers(-3, 60), st.integers(-3, 60))
+_spans = st.dictionaries(st.sampled_from(["a.py", "b.py"]), st.lists(_range, max_size=6),
+                         max_size=2)
+
+
+@given(st.lists(st.one_of(_spans, _spans.map(lambda d: {p: merge_ranges(r) for p, r in d.items()})),
+                max_size=12))
+def test_a_steps_ranges_credited_at_once_are_what_one_add_each_makes(steps):
+    """A search step credits a range per hit; they are merged into the file's trail in
+    one pass: the trail (lines, and the pieces by step the page shows) is the same."""
+    journal = RunJournal()
+    for n, spans in enumerate(steps, 1):
+        journal._credit(SimpleNamespace(spans=spans), n)
+    got = {p: (list(t.credited), t.by_step) for p, t in journal.files.items()}
+    assert got == _credited_one_by_one(steps)
