@@ -113,6 +113,9 @@ class _Run:
     meta_ok: bool = False
     ended: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: its trace's path, made once: a path joined for every hook took a tenth of the
+    #: front's time at 1,000 hooks/s
+    path: Path | None = None
 
 
 class Spool:
@@ -183,7 +186,7 @@ class Spool:
             before = max(run.size, 0)
             self._write(run, data, meta)
             run.keys |= seen
-            return Stored(self.trace_path(source, run_id), sum(
+            return Stored(run.path, sum(
                 1 for e in fresh for ln in e.lines if ln.strip()), dup, before=before,
                 size=run.size)
 
@@ -193,7 +196,7 @@ class Spool:
         data = normalize_lines(body)
         with self._claim("lines", run_id) as run:
             self._write(run, data, meta)
-            return Stored(self.trace_path("lines", run_id), data.count(b"\n"), 0, run.size)
+            return Stored(run.path, data.count(b"\n"), 0, run.size)
 
     def append_at(self, run_id: str, offset: int, data: bytes | bytearray, meta: dict) -> Stored:
         """Raw bytes at ``offset`` of the client's file: the run's trace is that file,
@@ -201,7 +204,7 @@ class Spool:
         must be the same bytes: 409 otherwise); a gap is a 409 naming the offset to
         send from."""
         with self._claim("lines", run_id) as run:
-            path = self.trace_path("lines", run_id)
+            path = run.path
             size = max(run.size, 0)
             if offset > size:
                 raise SpoolError(f"offset {offset} is past the {size} bytes stored; "
@@ -244,7 +247,7 @@ class Spool:
                 if len(runs) >= self.max_runs:
                     raise SpoolError(f"source {source} has {len(runs)} runs open "
                                      f"(--ingest-max-runs {self.max_runs}); retry later", 429)
-                run = runs[run_id] = _Run(source, run_id)
+                run = runs[run_id] = _Run(source, run_id, path=self.trace_path(source, run_id))
             runs.move_to_end(run_id)
             run.used = now
             run.busy += 1
@@ -267,7 +270,7 @@ class Spool:
 
     def _load(self, run: _Run) -> None:
         """First touch in this process: repair what a crash left, read back the keys."""
-        path = self.trace_path(run.source, run.run_id)
+        path = run.path
         run_dir = path.parent
         if run_dir.is_symlink():
             raise SpoolError(f"{run_dir} is a symlink; refused", 409)
@@ -299,23 +302,23 @@ class Spool:
 
     def _write(self, run: _Run, data: bytes, meta: dict) -> None:
         """``data`` on disk, fsync'd, the run made first when it is new."""
-        run_dir = self.trace_path(run.source, run.run_id).parent
         if run.size == -2:
             self._create(run, data, meta)
             run.size = len(data)
             run.meta_ok = True
             return
         if not run.meta_ok:
+            run_dir = run.path.parent
             if not (run_dir / META).exists():
                 self._write_meta(run_dir, run.run_id, meta)
             run.meta_ok = True
         if data:
             self._step("append")
             try:
-                append_whole(run_dir / TRACE, data, nofollow=True)
+                append_whole(run.path, data, nofollow=True)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise SpoolError(f"{run_dir / TRACE} is a symlink; refused", 409) from None
+                    raise SpoolError(f"{run.path} is a symlink; refused", 409) from None
                 raise
             run.size += len(data)
         self._step("answer")
