@@ -50,7 +50,9 @@ class PageJournal(RunJournal):
 
     def __call__(self, session: Any, outcome: Any, call: Any) -> None:
         super().__call__(session, outcome, call)
-        self.last = last_text(call)
+        rows = self._calls
+        # the call's row, when kept, has described it already (wider): cut, not again
+        self.last = last_text(call, rows[-1].text if rows and rows[-1].n == self.n else None)
 
 
 class LivePages:

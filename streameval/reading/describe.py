@@ -54,4 +54,10 @@ def describe_call(call: ToolCall | None, width: int) -> str:
                     and path not in text:
                 text = f"{text} {path}"   # editor calls: "view /testbed/x.py"
             break
+    return cut(text, width)
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, a cut one ending in an ellipsis. A text
+    cut to a width, then to a smaller one, is the text cut to the smaller one."""
     return text if len(text) <= width else text[: width - 1] + "…"

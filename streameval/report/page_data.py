@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.model import GRANULARITIES
-from streameval.reading.describe import describe_call
+from streameval.reading.describe import cut, describe_call
 from streameval.report.goldview import gold_files
 from streameval.report.journal import CallRow, RunJournal
 from streameval.scoring.snapshot import RunSnapshot
@@ -93,9 +93,11 @@ def fleet_row(snap: RunSnapshot, live: LiveState) -> dict[str, Any]:
     }
 
 
-def last_text(call: Any) -> str:
-    """A tool call as the fleet's last column shows it: the tool and what it asked."""
-    return f"{call.tool} {describe_call(call, LAST_TEXT)}".strip()
+def last_text(call: Any, described: str | None = None) -> str:
+    """A tool call as the fleet's last column shows it: the tool and what it asked.
+    ``described``: ``describe_call(call, width)`` made already, ``width >= LAST_TEXT``."""
+    text = describe_call(call, LAST_TEXT) if described is None else cut(described, LAST_TEXT)
+    return f"{call.tool} {text}".strip()
 
 
 def _editloc(e: Mapping[str, Any] | None, final: bool) -> dict[str, Any] | None:

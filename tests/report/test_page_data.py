@@ -12,6 +12,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import example as case
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streameval.model import GRANULARITIES
 from streameval.report.journal import RunJournal
@@ -123,3 +126,26 @@ def test_the_shell_has_no_inline_code():
     html = shell().decode()
     assert "<script>" not in html and "<style" not in html
     assert not re.search(r"\son\w+=", html) and "style=" not in html
+
+
+_words = st.text(alphabet=st.sampled_from("ab \t\n/…é"), max_size=500)
+
+
+@given(st.dictionaries(st.sampled_from(["command", "pattern", "path", "file_path", "query"]),
+                       st.one_of(_words, st.lists(_words, max_size=3)), max_size=3),
+       st.text(max_size=20))
+@case({"command": "a" * 119}, "Bash")
+@case({"command": "a" * 120}, "Bash")
+@case({"command": "a" * 121}, "Bash")
+@case({"pattern": "a " * 300, "path": "src"}, "Grep")
+def test_the_last_column_cut_from_the_rows_text_is_the_call_described_again(inp, tool):
+    """The page's journal cuts the fleet's last column from the text its call row holds
+    (wider) instead of describing the call twice: the same text."""
+    from streameval.model import ToolCall
+    from streameval.reading.describe import describe_call
+    from streameval.report.journal import MAX_TEXT
+    from streameval.report.page_data import LAST_TEXT, last_text
+
+    assert MAX_TEXT >= LAST_TEXT
+    call = ToolCall("c", tool, inp)
+    assert last_text(call, describe_call(call, MAX_TEXT)) == last_text(call)
