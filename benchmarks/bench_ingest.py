@@ -193,15 +193,18 @@ def phase_hooks(impl, work: Path, args) -> dict:
 
     pre_only = args.hook_events == "pre"
 
+    def event_of(i: int) -> str:
+        return "PreToolUse" if pre_only or i % 2 == 0 else "PostToolUse"
+
     def make(i: int):
-        event = "PreToolUse" if pre_only or i % 2 == 0 else "PostToolUse"
         k = i if pre_only else i // 2
-        return "POST", path, _read_hook(files, k, 100, event), "application/json"
+        return "POST", path, _read_hook(files, k, 100, event_of(i)), "application/json"
 
     try:
         cpu, each = w.cpu_seconds(), w.cpu_by_process()
+        # by event: a PreToolUse waits for its session's calls before it to be scored
         out = asyncio.run(open_loop(Pool(w.port, [f"127.0.0.{k}" for k in range(10, 20)]),
-                                    args.hook_rate, args.seconds, make))
+                                    args.hook_rate, args.seconds, make, kind_of=event_of))
         return {"rate": args.hook_rate, **out.summary(args.seconds),
                 "watcher_cpu_s": round(w.cpu_seconds() - cpu, 1),
                 # the front's share beside the workers' (2 workers and the front on 2 cores)

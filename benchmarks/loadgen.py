@@ -254,11 +254,15 @@ class Outcomes:
 
     latencies: list[float] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
+    #: latencies by kind of request (``open_loop``'s ``kind_of``): which kind makes the tail
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
 
-    def add(self, status: str, latency: float | None) -> None:
+    def add(self, status: str, latency: float | None, kind: str | None = None) -> None:
         self.statuses[status] = self.statuses.get(status, 0) + 1
         if latency is not None:
             self.latencies.append(latency)
+            if kind is not None:
+                self.by_kind.setdefault(kind, []).append(latency)
 
     def summary(self, seconds: float) -> dict:
         lat = sorted(self.latencies)
@@ -267,7 +271,10 @@ class Outcomes:
         return {"sent": n, "ok": ok, "ok_per_s": round(ok / seconds, 1),
                 "statuses": dict(sorted(self.statuses.items())),
                 "p50_ms": _ms(pct(lat, 0.5)), "p99_ms": _ms(pct(lat, 0.99)),
-                "max_ms": _ms(lat[-1] if lat else None)}
+                "max_ms": _ms(lat[-1] if lat else None),
+                **({"by_kind": {k: {"n": len(v), "p99_ms": _ms(pct(sorted(v), 0.99)),
+                                    "max_ms": _ms(max(v))}
+                                for k, v in sorted(self.by_kind.items())}} if self.by_kind else {})}
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -280,10 +287,12 @@ def _ms(v: float | None) -> float | None:
     return None if v is None else round(v * 1000, 1)
 
 
-async def open_loop(pool: Pool, rate: float, seconds: float, make, timeout: float = 10.0) -> Outcomes:
+async def open_loop(pool: Pool, rate: float, seconds: float, make, timeout: float = 10.0,
+                    kind_of=None) -> Outcomes:
     """Requests due at ``rate`` per second for ``seconds``, each sent when due whatever
     the answers before it (open loop); ``make(i)`` gives (method, path, body, ctype).
-    A request not answered within ``timeout`` counts as ``timeout``."""
+    A request not answered within ``timeout`` counts as ``timeout``. ``kind_of(i)``:
+    the latencies are also kept by that kind."""
     out = Outcomes()
     loop = asyncio.get_running_loop()
     start = loop.time() + 0.2
@@ -294,7 +303,7 @@ async def open_loop(pool: Pool, rate: float, seconds: float, make, timeout: floa
         method, path, body, ctype = make(i)
         try:
             status, _ = await asyncio.wait_for(pool.request(method, path, body, ctype), timeout)
-            out.add(str(status), loop.time() - due)
+            out.add(str(status), loop.time() - due, kind_of(i) if kind_of else None)
         except asyncio.TimeoutError:
             out.add("timeout", None)
         except (OSError, ConnectionError, asyncio.IncompleteReadError, ValueError):
