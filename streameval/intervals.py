@@ -229,6 +229,23 @@ class IntervalSet:
             ends[lo:lo] = a_e
             self._total += other._total
             return list(zip(a_s, a_e)), other._total
+        if len(a_s) > 1:
+            # the intervals of ``other`` inside one of this set's change nothing and add
+            # nothing: a search step's hits read again, most of a long run's. A bisect
+            # each finds them; the merge walks only the rest.
+            kept_s: list[int] = []
+            kept_e: list[int] = []
+            for a, b in zip(a_s, a_e):
+                j = bisect_right(starts, a, lo, hi) - 1
+                if j < lo or ends[j] < b:
+                    kept_s.append(a)
+                    kept_e.append(b)
+            if not kept_s:
+                return [], 0
+            if len(kept_s) < len(a_s):
+                a_s, a_e = kept_s, kept_e
+                lo = bisect_left(ends, a_s[0] - 1, lo, hi)
+                hi = bisect_right(starts, a_e[-1] + 1, lo, hi)
         return self._merge(a_s, a_e, lo, hi)
 
     def _merge(self, a_s: list[int], a_e: list[int], lo: int, hi: int

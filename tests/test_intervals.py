@@ -87,6 +87,26 @@ def test_add_set_equals_adding_one_by_one(have, step):
     assert all(b1 < a2 for (_a1, b1), (a2, _b2) in zip(got, got[1:]))
 
 
+@settings(max_examples=600)
+@given(intervals, intervals, st.data())
+def test_a_step_partly_read_before_adds_what_one_add_each_would(have, fresh, data):
+    """A search step whose hits fall partly inside what was read (held whole by one
+    interval of the set: they are dropped before the merge) and partly outside."""
+    held = list(IntervalSet(have))
+    again = []
+    for a, b in held:
+        x = data.draw(st.integers(a, b))
+        again.append((x, data.draw(st.integers(x, b))))
+    step = again + fresh
+    one_by_one, batched = IntervalSet(have), IntervalSet(have)
+    pieces = [p for a, b in IntervalSet.from_ranges(step) for p in one_by_one.add(a, b)]
+    got, added = batched.add_set(IntervalSet.from_ranges(step))
+    assert batched == one_by_one and batched.total == one_by_one.total
+    assert brute(got) == brute(pieces) == brute(step) - brute(have)
+    assert added == sum(y - x + 1 for x, y in got) and got == sorted(got)
+    assert all(b1 < a2 for (_a1, b1), (a2, _b2) in zip(got, got[1:]))
+
+
 @settings(max_examples=400)
 @given(intervals, intervals)
 def test_overlap_sorted_sums_the_overlap_of_each_piece(have, pieces):
