@@ -18,6 +18,11 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
     PreToolUse then PostToolUse of each call (a Read of 40 lines of a repository file,
     so every call is scored; a session's PreToolUse is answered once the calls before
     it are scored), over 100 sessions. Latency from when each request was due.
+    Beside the p99 of the whole run: ``p99_after_1s_ms`` (the steady state: the first
+    second holds the watcher's start, every session new and the gold's files parsed,
+    and decides the whole run's p99 whenever it holds over 1% of the requests),
+    ``over_100ms_by_second`` (when the tail happened), ``client_late_*`` (how late this
+    load generator began requests itself: a tail of its own is not the server's).
 ``lines``   trace lines, open loop at ``--line-rate`` lines/s, in requests of 50 lines
     (25 tool calls) with their byte offset, over 200 runs.
 ``memory``  8 bodies of 8 MiB at once, from 8 addresses: OTLP JSON (Codex tool results

@@ -256,6 +256,12 @@ class Outcomes:
     statuses: dict[str, int] = field(default_factory=dict)
     #: latencies by kind of request (``open_loop``'s ``kind_of``): which kind makes the tail
     by_kind: dict[str, list[float]] = field(default_factory=dict)
+    #: how late the generator itself began each request (its task first ran), from when it
+    #: was due: a client too busy to send on time makes the server look slow; this says
+    #: how much of a tail is the client's
+    late: list[float] = field(default_factory=list)
+    #: (due, latency) of every answer, seconds from the first due: when the tail happened
+    timeline: list[tuple[float, float]] = field(default_factory=list)
 
     def add(self, status: str, latency: float | None, kind: str | None = None) -> None:
         self.statuses[status] = self.statuses.get(status, 0) + 1
@@ -272,9 +278,25 @@ class Outcomes:
                 "statuses": dict(sorted(self.statuses.items())),
                 "p50_ms": _ms(pct(lat, 0.5)), "p99_ms": _ms(pct(lat, 0.99)),
                 "max_ms": _ms(lat[-1] if lat else None),
+                # the first second holds a fresh watcher's start (every session new, the
+                # gold's files parsed): the rest is the steady state
+                "p99_after_1s_ms": pct(sorted(ms for due, ms in self.timeline if due >= 1.0), 0.99),
+                "client_late_p99_ms": _ms(pct(sorted(self.late), 0.99)),
+                "client_late_max_ms": _ms(max(self.late) if self.late else None),
+                "slowest_at_s": sorted(self.timeline, key=lambda t: -t[1])[:5],
+                "over_100ms_by_second": _by_second(self.timeline, 100.0),
                 **({"by_kind": {k: {"n": len(v), "p99_ms": _ms(pct(sorted(v), 0.99)),
                                     "max_ms": _ms(max(v))}
                                 for k, v in sorted(self.by_kind.items())}} if self.by_kind else {})}
+
+
+def _by_second(timeline: list[tuple[float, float]], ms: float) -> dict[int, int]:
+    """How many answers took over ``ms``, by the second they were due in."""
+    out: dict[int, int] = {}
+    for due, latency in timeline:
+        if latency > ms:
+            out[int(due)] = out.get(int(due), 0) + 1
+    return dict(sorted(out.items()))
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -300,10 +322,13 @@ async def open_loop(pool: Pool, rate: float, seconds: float, make, timeout: floa
     tasks = []
 
     async def one(i: int, due: float) -> None:
+        out.late.append(loop.time() - due)
         method, path, body, ctype = make(i)
         try:
             status, _ = await asyncio.wait_for(pool.request(method, path, body, ctype), timeout)
-            out.add(str(status), loop.time() - due, kind_of(i) if kind_of else None)
+            latency = loop.time() - due
+            out.add(str(status), latency, kind_of(i) if kind_of else None)
+            out.timeline.append((round(due - start, 3), round(latency * 1000, 1)))
         except asyncio.TimeoutError:
             out.add("timeout", None)
         except (OSError, ConnectionError, asyncio.IncompleteReadError, ValueError):
