@@ -19,8 +19,9 @@ modules and a gold row, as bench_live.py builds them) and drives it from this pr
     so every call is scored; a session's PreToolUse is answered once the calls before
     it are scored), over 100 sessions. Latency from when each request was due.
     Beside the p99 of the whole run: ``p99_after_1s_ms`` (the steady state: the first
-    second holds the watcher's start, every session new and the gold's files parsed,
-    and decides the whole run's p99 whenever it holds over 1% of the requests),
+    second holds the watcher's start, every session new and the gold's files parsed;
+    when more than 1% of all requests, 150 of 15 s, are answered slowly in it, the
+    whole run's p99 is that start's),
     ``over_100ms_by_second`` (when the tail happened), ``client_late_*`` (how late this
     load generator began requests itself: a tail of its own is not the server's).
 ``lines``   trace lines, open loop at ``--line-rate`` lines/s, in requests of 50 lines

@@ -278,8 +278,8 @@ class Outcomes:
                 "statuses": dict(sorted(self.statuses.items())),
                 "p50_ms": _ms(pct(lat, 0.5)), "p99_ms": _ms(pct(lat, 0.99)),
                 "max_ms": _ms(lat[-1] if lat else None),
-                # the first second holds a fresh watcher's start (every session new, the
-                # gold's files parsed): the rest is the steady state
+                # the first second holds the server's start (for hooks: every session
+                # new, the gold's files parsed); the rest is the steady state
                 "p99_after_1s_ms": pct(sorted(ms for due, ms in self.timeline if due >= 1.0), 0.99),
                 "client_late_p99_ms": _ms(pct(sorted(self.late), 0.99)),
                 "client_late_max_ms": _ms(max(self.late) if self.late else None),
