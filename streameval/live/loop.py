@@ -8,6 +8,7 @@ to ``Watcher.handle_changes``. Everything the watcher does runs on this one thre
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from streameval.live.watch import Watcher
@@ -91,21 +92,52 @@ async def watch_events(w: Watcher, stop) -> None:
                 await stop.wait()
 
 
-async def run_until_signal(w: Watcher) -> None:
-    """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed)."""
+async def run_until_signal(w: Watcher, say: Callable[[str], None] | None = None) -> None:
+    """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed).
+
+    A signal while the start reads what is there already (seconds, or minutes for a big
+    tree) is kept and stops the watch once that read is done: the default action would
+    kill it there, nothing saved, and a worker of ``watch --workers N`` would send no
+    counts (its supervisor stops it so). With ``say`` (a person at the terminal) that
+    is said, and a second signal stops it at once, as Ctrl-C; a worker gets no ``say``:
+    the terminal's Ctrl-C reaches it as well as its supervisor's SIGTERM, and its
+    supervisor kills it if it takes too long."""
     import signal
 
     import anyio
 
     stop = anyio.Event()
+    kinds = (signal.SIGTERM, signal.SIGINT)
+    early: list[int] = []
 
-    async def on_signal() -> None:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    def during_start(signum: int, _frame: object) -> None:
+        if early and say is not None:
+            raise KeyboardInterrupt
+        early.append(signum)
+        if say is not None and len(early) == 1:
+            say("stopping once the traces already there are read (again to stop now)")
+
+    async def on_signal(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.open_signal_receiver(*kinds) as signals:
+            task_status.started()
+            if early:
+                stop.set()
+                return
             async for _ in signals:
                 stop.set()
                 return
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(on_signal)
-        await run_watcher(w, stop)
-        tg.cancel_scope.cancel()
+    before = {k: signal.signal(k, during_start) for k in kinds}
+    try:
+        async with anyio.create_task_group() as tg:
+            async def watching(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+                try:
+                    await run_watcher(w, stop, task_status=task_status)
+                finally:
+                    tg.cancel_scope.cancel()
+
+            await tg.start(watching)   # back once the start has read what is there
+            await tg.start(on_signal)
+    finally:
+        for k, handler in before.items():
+            signal.signal(k, handler)
