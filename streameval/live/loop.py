@@ -114,7 +114,7 @@ async def run_until_signal(w: Watcher, say: Callable[[str], None] | None = None)
         if early and say is not None:
             raise KeyboardInterrupt
         early.append(signum)
-        if say is not None and len(early) == 1:
+        if say is not None:
             say("stopping once the traces already there are read (again to stop now)")
 
     async def on_signal(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
