@@ -7,7 +7,6 @@ watch's too; each is turned into its part here and handed to the watcher.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -174,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"streameval watch: {start_line(cfg, res, args.gold)}", flush=True)
         _freeze_what_lives_on(w, at_ticks=front is not None and emitter is None)
-        anyio.run(run_until_signal, w, _said_now if not args.quiet else _unsaid)
+        anyio.run(run_until_signal, w)
     except KeyboardInterrupt:
         pass
     finally:
@@ -258,15 +257,6 @@ def _supervise(args: argparse.Namespace, cfg: WatchConfig, count: int) -> int:
         summary = tally.text(cfg.out).replace("\n", "\n  ")
         print(f"streameval watch: stopped; {summary}", flush=True)
     return code
-
-
-def _said_now(text: str) -> None:
-    """Said from a signal handler: one write to stderr, no buffered stream to re-enter."""
-    os.write(2, f"streameval watch: {text}\n".encode())
-
-
-def _unsaid(_text: str) -> None:
-    """``-q``: nothing said, and a second Ctrl-C still stops at once."""
 
 
 def _freeze_what_lives_on(w: Watcher, at_ticks: bool) -> None:

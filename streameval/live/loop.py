@@ -8,7 +8,6 @@ to ``Watcher.handle_changes``. Everything the watcher does runs on this one thre
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 from streameval.live.watch import Watcher
@@ -92,52 +91,45 @@ async def watch_events(w: Watcher, stop) -> None:
                 await stop.wait()
 
 
-async def run_until_signal(w: Watcher, say: Callable[[str], None] | None = None) -> None:
+async def run_until_signal(w: Watcher) -> None:
     """Run until SIGTERM/SIGINT, then stop cleanly (checkpoint saved, output closed).
 
-    A signal while the start reads what is there already (seconds, or minutes for a big
-    tree) is kept and stops the watch once that read is done: the default action would
-    kill it there, nothing saved, and a worker of ``watch --workers N`` would send no
-    counts (its supervisor stops it so). With ``say`` (a person at the terminal) that
-    is said, and a second signal stops it at once, as Ctrl-C; a worker gets no ``say``:
-    the terminal's Ctrl-C reaches it as well as its supervisor's SIGTERM, and its
-    supervisor kills it if it takes too long."""
+    The receiver of the signals begins at the first await, after ``Watcher.start`` has read
+    what is there already (seconds, or minutes for a big tree). A SIGTERM in that while
+    stops the watch at once, as Ctrl-C does (``KeyboardInterrupt``: the summary said, a
+    worker's counts sent, the checkpoint as it was, which a restart reads again): its
+    default action killed the process there, and ``watch --workers N`` lost the counts of
+    a worker its supervisor stopped so. Not kept for after the start: a worker's start
+    can wait on its supervisor, which is stopping."""
     import signal
 
     import anyio
 
     stop = anyio.Event()
-    kinds = (signal.SIGTERM, signal.SIGINT)
-    early: list[int] = []
 
-    def during_start(signum: int, _frame: object) -> None:
-        if early and say is not None:
-            raise KeyboardInterrupt
-        early.append(signum)
-        if say is not None:
-            say("stopping once the traces already there are read (again to stop now)")
-
-    async def on_signal(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
-        with anyio.open_signal_receiver(*kinds) as signals:
-            task_status.started()
-            if early:
-                stop.set()
-                return
+    async def on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for _ in signals:
                 stop.set()
                 return
 
-    before = {k: signal.signal(k, during_start) for k in kinds}
+    before = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         async with anyio.create_task_group() as tg:
-            async def watching(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
-                try:
-                    await run_watcher(w, stop, task_status=task_status)
-                finally:
-                    tg.cancel_scope.cancel()
-
-            await tg.start(watching)   # back once the start has read what is there
-            await tg.start(on_signal)
+            tg.start_soon(on_signal)
+            await run_watcher(w, stop)
+            tg.cancel_scope.cancel()
+    except BaseException as exc:
+        if _interrupted(exc):   # the task group wraps it: the callers catch it bare
+            raise KeyboardInterrupt from None
+        raise
     finally:
-        for k, handler in before.items():
-            signal.signal(k, handler)
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """A KeyboardInterrupt, or a group of nothing else (what a task group raises)."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    return bool(inner) and all(_interrupted(e) for e in inner)
