@@ -53,9 +53,9 @@ def test_a_port_in_use(argv, taken_port, tmp_path, capsys):
      r"--workers: '0' is not a whole number >= 1"),
     (["replay", PREDS, "--gold", GOLD, "--repos", "/no/such/dir"],
      r"--repos /no/such/dir: no such directory"),
-    (["watch", "{tmp}", "--gold", "/no/such/gold.jsonl", "--repo", REPO],
+    (["watch", "{tmp}", "--gold", "/no/such/gold.jsonl", "--repo", REPO, "--port", "0"],
      r"gold file not found: /no/such/gold\.jsonl"),
-    (["watch", "{tmp}", "--gold", str(EX / "README.md"), "--repo", REPO],
+    (["watch", "{tmp}", "--gold", str(EX / "README.md"), "--repo", REPO, "--port", "0"],
      r"README\.md has no usable gold rows"),
     (["watch", "{tmp}", "--front", "thread", "--workers", "2"],
      r"--front thread serves and scores in one process"),
@@ -74,8 +74,8 @@ def test_bad_settings(argv, needle, tmp_path, capsys):
 def test_an_unreadable_gold_file(tmp_path, capsys):
     gold = tmp_path / "gold.parquet"
     gold.write_bytes(b"PAR1 not really parquet")
-    _one_line_usage_error(["watch", str(tmp_path), "--gold", str(gold), "--repo", REPO],
-                          capsys, rf"gold file {gold} cannot be read as parquet")
+    _one_line_usage_error(["watch", str(tmp_path), "--gold", str(gold), "--repo", REPO,
+                           "--port", "0"], capsys, rf"gold file {gold} cannot be read as parquet")
 
 
 def test_help_speaks_one_language_and_shows_defaults():
