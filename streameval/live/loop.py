@@ -129,7 +129,7 @@ async def run_until_signal(w: Watcher) -> None:
 
 def _interrupted(exc: BaseException) -> bool:
     """A KeyboardInterrupt, or a group of nothing else (what a task group raises)."""
-    inner = getattr(exc, "exceptions", None)
     if isinstance(exc, KeyboardInterrupt):
         return True
+    inner = getattr(exc, "exceptions", None)
     return bool(inner) and all(_interrupted(e) for e in inner)
